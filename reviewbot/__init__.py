@@ -1,0 +1,5 @@
+"""The review bot that guards pull requests to the magi_compiler backend."""
+
+import logging
+
+logger = logging.getLogger("reviewbot")

@@ -1,0 +1,5 @@
+import sys
+
+from reviewbot.cli import main
+
+sys.exit(main())
