@@ -373,5 +373,5 @@ def _is_compute(node: fx.Node) -> bool:
     if node.op == "call_function":
         return node.target not in _COMM_TARGETS
     if node.op == "call_method":
-        return node.target not in {"to_local", "reshape", "view"}
+        return node.target not in {"to_local", "redistribute", "reshape", "view"}
     return node.op == "call_module"
