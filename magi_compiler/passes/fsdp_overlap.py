@@ -30,7 +30,6 @@ grad placements other than `Partial` sum/avg.
 
 from __future__ import annotations
 
-import logging
 import operator
 from dataclasses import dataclass, field
 from typing import Literal
@@ -40,7 +39,8 @@ import torch.distributed._functional_collectives  # registers the collectives' a
 from torch import fx
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 
-logger = logging.getLogger("magi_compiler")
+from magi_compiler.config import CompileConfig, FSDPConfig
+from magi_compiler.log import logger
 
 BucketMode = Literal["none", "coalesced"]
 _BYTES_PER_MIB = 1 << 20
@@ -375,3 +375,55 @@ def _is_compute(node: fx.Node) -> bool:
     if node.op == "call_method":
         return node.target not in {"to_local", "redistribute", "reshape", "view"}
     return node.op == "call_module"
+
+
+_SPLIT_GRAPH_REASON = (
+    "the overlap pass moves all-gathers across the whole graph, and this model's graph is split "
+    "at splitting_ops into separately compiled pieces"
+)
+_warned_model_tags: set[str | None] = set()
+
+
+class FSDPOverlapPass:
+    """The overlap pass as a full-graph pass of the backend, configured by `FSDPConfig`.
+
+    It requires the whole, unsplit graph: a bucket's all-gather may be issued in front of a
+    splitting op and waited on behind it, which would leave an in-flight collective crossing
+    two separately compiled pieces.
+    """
+
+    def __init__(self, fsdp: FSDPConfig, model_tag: str | None, will_split: bool) -> None:
+        assert not will_split, f"FSDPOverlapPass on a split graph ({model_tag=}): {_SPLIT_GRAPH_REASON}"
+        self.fsdp = fsdp
+        self.model_tag = model_tag
+
+    def __call__(self, gm: fx.GraphModule) -> None:
+        logger.info("fsdp overlap: running on a graph of model %s", self.model_tag)
+        apply_fsdp_overlap(gm, self.fsdp.bucket_mode, self.fsdp.bucket_size_mib, self.fsdp.prefetch_depth)
+
+
+def overlap_applies(model_tag: str | None, will_split: bool) -> bool:
+    """The guard: whether the overlap pass may run on this model's graph.
+
+    A split graph is skipped, not an error: `enable_fsdp` is process-wide, and a split-graph
+    model (a VAE next to an FSDP DiT) may be compiled in the same process. The first skip
+    per model tag logs one warning.
+    """
+    if not will_split:
+        return True
+    if model_tag not in _warned_model_tags:
+        _warned_model_tags.add(model_tag)
+        logger.warning(
+            "fsdp.enable_fsdp is set, but the FSDP overlap pass is skipped for model %r: %s. "
+            "To enable it for this model, pass config_patch={'disable_graph_split': True} to its magi_compile.",
+            model_tag,
+            _SPLIT_GRAPH_REASON,
+        )
+    return False
+
+
+def fsdp_overlap_passes(config: CompileConfig, model_tag: str | None, will_split: bool) -> list[FSDPOverlapPass]:
+    """The FSDP part of the backend's full-graph pass list (empty unless `fsdp.enable_fsdp`)."""
+    if not config.fsdp.enable_fsdp or not overlap_applies(model_tag, will_split):
+        return []
+    return [FSDPOverlapPass(config.fsdp, model_tag, will_split)]
