@@ -45,9 +45,9 @@ class _ClampModel(nn.Module):
 
 
 def test_hash_identical_for_both_traces_of_a_restart(fake_world):
+    from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
     from torch._dynamo.exc import RestartAnalysis
-    from functorch.compile import make_boxed_func
 
     model = data_parallel(_ClampModel(), init_device_mesh("cpu", (WORLD,)), "fully_shard")
     traces: list[list] = []
