@@ -3,7 +3,9 @@
 Each rank trains a copy of a tiny Transformer with `data_parallel` on its slice of the batch
 and, next to it, an unsharded single-process reference on the whole batch; it records the
 global loss and the largest gradient difference per step, and for the compiled run the
-post-pass graph's collective sequence, in `<out>/rank<r>.json`.
+post-pass graph's collective sequence, in `<out>/rank<r>.json`. Runs: eager per mode, the
+overlap pass under a plain AOTAutograd backend, and `magi_compile` with `fsdp.enable_fsdp`
+(eager pieces, so the pass runs inside MagiBackend without an Inductor compile).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -19,6 +22,7 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor
 
+from magi_compiler import magi_compile
 from magi_compiler.distributed import data_parallel
 from magi_compiler.distributed.toy_model import TinyTransformer
 from magi_compiler.passes.fsdp_overlap import apply_fsdp_overlap
@@ -34,7 +38,7 @@ def _mesh(mode: str, device: str):
     return init_device_mesh(device, (world,))
 
 
-def _train(mode: str, device: str, compiled: bool, graph_log: list) -> list[dict]:
+def _train(mode: str, device: str, compiled: str | None, graph_log: list) -> list[dict]:
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     reference = TinyTransformer(HIDDEN, layers=2).to(device)
@@ -48,7 +52,13 @@ def _train(mode: str, device: str, compiled: bool, graph_log: list) -> list[dict
 
         return aot_autograd(fw_compiler=lambda g, _: make_boxed_func(g.forward))(gm, example_inputs)
 
-    run = torch.compile(model, backend=backend, fullgraph=True) if compiled else model
+    if compiled == "magi":
+        patch = {"backend": "eager", "disable_graph_split": True, "fsdp": {"enable_fsdp": True}}
+        run = magi_compile(model, method_name="forward", model_tag="dp_magi", config_patch=patch)
+    elif compiled == "overlap":
+        run = torch.compile(model, backend=backend, fullgraph=True)
+    else:
+        run = model
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
     steps = []
@@ -96,6 +106,18 @@ def _collective_sequence(gm, report) -> dict:
     }
 
 
+class _PassLog(logging.Handler):
+    """Collects the overlap pass's log lines, proof that MagiBackend ran it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("fsdp overlap:"):
+            self.lines.append(record.getMessage())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
@@ -106,14 +128,20 @@ def main() -> None:
     dist.init_process_group("nccl" if cuda else "gloo")
     device = "cuda" if cuda else "cpu"
     graphs: list = []
+    pass_log = _PassLog()
+    logger = logging.getLogger("magi_compiler")
+    logger.addHandler(pass_log)
+    logger.setLevel(logging.INFO)
     result = {
         "world_size": dist.get_world_size(),
-        "fully_shard": _train("fully_shard", device, compiled=False, graph_log=graphs),
-        "replicate": _train("replicate", device, compiled=False, graph_log=graphs),
-        "hybrid_shard": _train("hybrid_shard", device, compiled=False, graph_log=graphs),
-        "fully_shard_compiled": _train("fully_shard", device, compiled=True, graph_log=graphs),
+        "fully_shard": _train("fully_shard", device, compiled=None, graph_log=graphs),
+        "replicate": _train("replicate", device, compiled=None, graph_log=graphs),
+        "hybrid_shard": _train("hybrid_shard", device, compiled=None, graph_log=graphs),
+        "fully_shard_compiled": _train("fully_shard", device, compiled="overlap", graph_log=graphs),
+        "fully_shard_magi": _train("fully_shard", device, compiled="magi", graph_log=graphs),
     }
     result["graphs"] = graphs
+    result["pass_log"] = pass_log.lines
     (args.out / f"rank{dist.get_rank()}.json").write_text(json.dumps(result))
     dist.destroy_process_group()
 

@@ -47,7 +47,9 @@ def results(tmp_path_factory) -> list[dict]:
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(NPROC)]
 
 
-@pytest.mark.parametrize("run", ["fully_shard", "replicate", "hybrid_shard", "fully_shard_compiled"])
+@pytest.mark.parametrize(
+    "run", ["fully_shard", "replicate", "hybrid_shard", "fully_shard_compiled", "fully_shard_magi"]
+)
 def test_loss_and_grads_match_single_process_eager(results, run):
     for rank_result in results:
         assert rank_result["world_size"] == NPROC
@@ -83,6 +85,15 @@ def test_overlap_pass_emits_bucketed_prefetched_all_gathers(results):
         assert issue < wait < first_use
     # the big weight buckets have compute between their issue and their wait
     assert max(graph["overlapped"]) > 0
+
+
+def test_magi_backend_ran_the_overlap_pass(results):
+    for rank_result in results:
+        # the first line comes from the plain-backend run, which calls the pass directly
+        assert rank_result["pass_log"][1:] == [
+            "fsdp overlap: running on a graph of model dp_magi",
+            "fsdp overlap: 26 parameter all-gathers lowered into 1 coalesced bucket(s), prefetch depth 1",
+        ]
 
 
 @pytest.fixture(scope="module")
