@@ -162,7 +162,7 @@ class MagiBackend:
         cacheable = index is not None and self.compiler_name == "inductor"
         if cacheable:
             path = index.lookup(graph, key)
-            loaded = load_artifact(path) if path is not None else None
+            loaded = load_artifact(path, module) if path is not None else None
             if loaded is not None:
                 compilation_counter.num_cache_hits += 1
                 logger.debug("%s: cache hit for graph %d piece %d", self.model_name, graph, piece_index)
