@@ -2,12 +2,14 @@
 with a warning; the model recompiles and still computes the right thing."""
 
 import logging
+import os
 
 import pytest
 import torch
 
 from magi_compiler import compilation_counter
 from magi_compiler.backend import MagiBackend
+from magi_compiler.cache import ArtifactIndex, ArtifactKey
 from magi_compiler.config import CompileConfig
 
 
@@ -80,3 +82,32 @@ def test_corrupt_artifact_is_a_miss(baked, magi_warnings):
         handle.write(b"not an artifact")
     _run_expecting(root, x, num_cache_misses=1, num_inductor_compiles=1)
     assert "could not be loaded" in magi_warnings.text
+
+
+def test_unsaveable_dtensor_graph_is_a_logged_miss(single_rank_mesh, tmp_path, magi_warnings):
+    """Inductor cannot serialize a graph with DTensor inputs on some torch versions: the
+    compile must still succeed, the failure is logged, and the index holds no artifact."""
+    from torch.distributed.tensor import DTensor, Replicate, Shard
+
+    weight = DTensor.from_local(torch.randn(4, 4), single_rank_mesh, [Shard(0)])
+
+    def project(x, w):
+        return torch.relu(x @ w.redistribute(single_rank_mesh, [Replicate()]).to_local())
+
+    torch._dynamo.reset()
+    backend = MagiBackend(CompileConfig(cache_root_dir=str(tmp_path)), model_index=0, model_tag="dtensor")
+    compiled = torch.compile(project, fullgraph=True, backend=backend)
+    x = torch.randn(3, 4)
+    saves_before = compilation_counter.num_cache_saves
+    failures_before = compilation_counter.num_cache_save_failures
+    torch.testing.assert_close(compiled(x, weight), project(x, weight))
+    saved = compilation_counter.num_cache_saves - saves_before
+    failed = compilation_counter.num_cache_save_failures - failures_before
+    assert saved + failed == 1
+    index = ArtifactIndex(backend.cache_dir)
+    stored = index.lookup(0, ArtifactKey("general", 0, "inductor"))
+    if failed:
+        assert "could not save compiled artifact" in magi_warnings.text
+        assert stored is None
+    else:  # this torch serializes DTensor graphs: the artifact must then be usable
+        assert stored is not None and os.path.isfile(stored)
