@@ -258,7 +258,15 @@ def plan_buckets(
     return buckets
 
 
-_AG = torch.ops._c10d_functional.all_gather_into_tensor.default
+def _differentiable_all_gather() -> torch._ops.OpOverload:
+    """`_c10d_functional.all_gather_into_tensor` where it has autograd (torch >= 2.10 or so),
+    else the older `_c10d_functional_autograd` twin, whose backward is the same reduce-scatter."""
+    if torch._C._dispatch_has_kernel_for_dispatch_key("_c10d_functional::all_gather_into_tensor", "Autograd"):
+        return torch.ops._c10d_functional.all_gather_into_tensor.default
+    return torch.ops._c10d_functional_autograd.all_gather_into_tensor.default
+
+
+_AG = _differentiable_all_gather()
 _WAIT = torch.ops._c10d_functional.wait_tensor.default
 
 
@@ -329,8 +337,10 @@ def apply_fsdp_overlap(
         waits.append(wait)
         for g, full in zip(bucket, outputs, strict=True):
             g.to_local.replace_all_uses_with(full)
-            graph.erase_node(g.to_local)
-            graph.erase_node(g.redistribute)
+    # erased only now: `start` may be one of them, and later buckets still insert before it
+    for g in gathers:
+        graph.erase_node(g.to_local)
+        graph.erase_node(g.redistribute)
     graph.lint()
     gm.recompile()
     report.buckets = _describe(graph, buckets, collectives, waits)

@@ -121,8 +121,9 @@ class _PassLog(logging.Handler):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--cpu", action="store_true", help="gloo on CPU even where CUDA is present")
     args = parser.parse_args()
-    cuda = torch.cuda.is_available()
+    cuda = torch.cuda.is_available() and not args.cpu
     if cuda:
         torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     dist.init_process_group("nccl" if cuda else "gloo")
@@ -134,6 +135,7 @@ def main() -> None:
     logger.setLevel(logging.INFO)
     result = {
         "world_size": dist.get_world_size(),
+        "device": device,
         "fully_shard": _train("fully_shard", device, compiled=None, graph_log=graphs),
         "replicate": _train("replicate", device, compiled=None, graph_log=graphs),
         "hybrid_shard": _train("hybrid_shard", device, compiled=None, graph_log=graphs),

@@ -31,12 +31,12 @@ def _launch_env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> list[dict]:
-    if torch.cuda.is_available() and torch.cuda.device_count() < NPROC:
-        pytest.skip(f"CUDA present with fewer than {NPROC} GPUs: NCCL needs one GPU per rank")
     out = tmp_path_factory.mktemp("dp")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={NPROC}"]
+    # NCCL needs one GPU per rank: with fewer GPUs the ranks use gloo on CPU
+    cpu = ["--cpu"] if torch.cuda.device_count() < NPROC else []
     proc = subprocess.run(
-        [*cmd, str(WORKER), "--out", str(out)],
+        [*cmd, str(WORKER), "--out", str(out), *cpu],
         check=False,
         env=_launch_env(),
         capture_output=True,
@@ -53,11 +53,12 @@ def results(tmp_path_factory) -> list[dict]:
 def test_loss_and_grads_match_single_process_eager(results, run):
     for rank_result in results:
         assert rank_result["world_size"] == NPROC
+        tol = 1e-5 if rank_result["device"] == "cpu" else 1e-4  # GPU kernels reduce in other orders
         steps = rank_result[run]
         assert len(steps) == 3
         for step in steps:
-            assert step["loss"] == pytest.approx(step["ref_loss"], rel=1e-5)
-            assert step["grad_diff"] < 1e-5
+            assert step["loss"] == pytest.approx(step["ref_loss"], rel=tol)
+            assert step["grad_diff"] < tol
         # training actually moved the parameters: the loss changes between steps
         assert steps[0]["loss"] != pytest.approx(steps[-1]["loss"], rel=1e-4)
     assert results[0][run] == results[1][run], "ranks disagree on the global loss"

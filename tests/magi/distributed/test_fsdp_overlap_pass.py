@@ -1,0 +1,114 @@
+"""The overlap pass's graph rewrite on one gloo rank: bucketing, prefetch order, what it leaves alone.
+
+The 2-rank run (real all-gathers, gradients against eager) is in test_data_parallel.py.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.distributed as dist
+from torch import fx
+from torch.distributed.device_mesh import init_device_mesh
+
+from magi_compiler.distributed import data_parallel
+from magi_compiler.distributed.overlap_report import capture_graph
+from magi_compiler.distributed.toy_model import TinyTransformer
+from magi_compiler.passes.fsdp_overlap import apply_fsdp_overlap, find_param_gathers, plan_buckets
+
+WAIT = torch.ops._c10d_functional.wait_tensor.default
+N_PARAMS = 2 * 12 + 2
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialised in this process")
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    yield init_device_mesh("cpu", (1,))
+    dist.destroy_process_group()
+
+
+def _is_ag(node: fx.Node) -> bool:
+    return node.op == "call_function" and "all_gather_into_tensor" in str(node.target)
+
+
+def _sequence(gm: fx.GraphModule) -> list[tuple[str, fx.Node]]:
+    seq = []
+    for node in gm.graph.nodes:
+        if _is_ag(node):
+            seq.append(("issue", node))
+        elif node.op == "call_function" and node.target is WAIT:
+            seq.append(("wait", node.args[0]))
+    return seq
+
+
+def _graph(mesh, mode: str = "fully_shard") -> fx.GraphModule:
+    torch.manual_seed(0)
+    return capture_graph(data_parallel(TinyTransformer(16, layers=2), mesh, mode), torch.randn(2, 4, 16))
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2, 3])
+def test_each_bucket_is_issued_depth_buckets_ahead(mesh, depth):
+    gm = _graph(mesh)
+    report = apply_fsdp_overlap(gm, bucket_mode="none", bucket_size_mib=1, prefetch_depth=depth)
+    assert report.params_lowered == N_PARAMS and report.all_gathers == N_PARAMS
+    seq = _sequence(gm)
+    issues = [n for kind, n in seq if kind == "issue"]
+    assert [n for kind, n in seq if kind == "wait"] == issues
+    pos = {(kind, n): i for i, (kind, n) in enumerate(seq)}
+    for i, node in enumerate(issues):
+        waits_before = sum(1 for kind, _ in seq[: pos[("issue", node)]] if kind == "wait")
+        # issued after exactly max(0, i - depth) earlier waits
+        assert waits_before == max(0, i - depth), (i, waits_before)
+    assert not any(n.op == "call_method" and n.target == "redistribute" for n in gm.graph.nodes)
+
+
+def test_coalesced_buckets_respect_the_size_limit(mesh):
+    gm = _graph(mesh)
+    gathers, left = find_param_gathers(gm)
+    assert len(gathers) == N_PARAMS and not left
+    limit_mib = 0.004  # 4 KiB: the 16x64 / 64x16 fp32 weights (4 KiB) fill a bucket alone
+    buckets = plan_buckets(gathers, "coalesced", limit_mib)
+    assert sum(len(b) for b in buckets) == N_PARAMS
+    assert [g for b in buckets for g in b] == gathers, "buckets keep first-use order"
+    for bucket in buckets:
+        size = sum(g.gathered_bytes for g in bucket)
+        assert size <= limit_mib * (1 << 20) or len(bucket) == 1
+    assert any(len(b) > 1 for b in buckets) and len(buckets) < N_PARAMS
+    assert len(plan_buckets(gathers, "coalesced", 64)) == 1
+    with pytest.raises(ValueError, match="bucket_mode"):
+        plan_buckets(gathers, "fused", 1)
+
+
+def test_lowered_graph_computes_the_same_outputs_and_grads(mesh):
+    torch.manual_seed(0)
+    reference = data_parallel(TinyTransformer(16, layers=2), mesh, "fully_shard")
+    reports = []
+
+    def backend(gm, example_inputs):
+        reports.append(apply_fsdp_overlap(gm, bucket_mode="coalesced", bucket_size_mib=0.004, prefetch_depth=2))
+        return gm.forward
+
+    model = copy.deepcopy(reference)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=backend, fullgraph=True)
+    x = torch.randn(2, 4, 16)
+    out, ref_out = compiled(x), reference(x)
+    torch.testing.assert_close(out, ref_out)
+    out.square().mean().backward()
+    ref_out.square().mean().backward()
+    for p, ref_p in zip(model.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(p.grad.to_local(), ref_p.grad.to_local())
+    assert reports and reports[0].params_lowered == N_PARAMS
+
+
+@pytest.mark.parametrize("mode", ["replicate", "hybrid_shard"])
+def test_modes_without_a_shard0_all_gather_are_left_alone(mesh, mode):
+    gm = _graph(init_device_mesh("cpu", (1, 1)) if mode == "hybrid_shard" else mesh, mode)
+    report = apply_fsdp_overlap(gm, bucket_mode="coalesced", bucket_size_mib=64, prefetch_depth=1)
+    assert report.params_lowered == 0 and len(report.params_left) == N_PARAMS
+    assert not any(_is_ag(n) for n in gm.graph.nodes)
+    assert sum(1 for n in gm.graph.nodes if n.op == "call_method" and n.target == "redistribute") == N_PARAMS
