@@ -129,7 +129,7 @@ class MagiBackend:
             logger.info(
                 "%s: disable_graph_split is set; not splitting at %s", self.model_name, self.config.splitting_ops
             )
-        code_hash = hashlib.sha256(gm.code.encode()).hexdigest()[:16]
+        code_hash = hashlib.sha256((gm.code + repr(_ambient_codegen_state())).encode()).hexdigest()[:16]
         usable_index = index
         if index is not None and index.graph_code_hash(graph) not in (None, code_hash):
             logger.warning(
@@ -198,6 +198,15 @@ class MagiBackend:
             if save_artifact(artifact, os.path.join(index.cache_dir, relative)):
                 saved[key] = relative
         index.record(graph, self.restarts_of_current_graph, code_hash, saved)
+
+
+def _ambient_codegen_state() -> tuple:
+    """Global state that changes what AOTAutograd and Inductor generate for one FX graph:
+    grad mode (training vs inference graph) and autocast per device type."""
+    autocast = tuple(
+        (device, torch.is_autocast_enabled(device), str(torch.get_autocast_dtype(device))) for device in ("cpu", "cuda")
+    )
+    return (torch.is_grad_enabled(), autocast)
 
 
 class _PiecewiseCompiler(fx.Interpreter):
