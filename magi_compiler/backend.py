@@ -28,7 +28,7 @@ from torch._dynamo.exc import RestartAnalysis
 
 from magi_compiler.cache import ArtifactIndex, ArtifactKey, model_cache_dir
 from magi_compiler.cache_key import cache_key, cache_key_factors
-from magi_compiler.compiler_interface import compile_piece, load_artifact, save_artifact
+from magi_compiler.compiler_interface import INDUCTOR, compile_piece, load_artifact, save_artifact
 from magi_compiler.config import CompileConfig
 from magi_compiler.counters import compilation_counter
 from magi_compiler.log import logger
@@ -129,7 +129,7 @@ class MagiBackend:
             logger.info(
                 "%s: disable_graph_split is set; not splitting at %s", self.model_name, self.config.splitting_ops
             )
-        code_hash = hashlib.sha256(gm.code.encode()).hexdigest()[:16]
+        code_hash = hashlib.sha256((gm.code + repr(_ambient_codegen_state())).encode()).hexdigest()[:16]
         usable_index = index
         if index is not None and index.graph_code_hash(graph) not in (None, code_hash):
             logger.warning(
@@ -171,7 +171,7 @@ class MagiBackend:
         """``index`` is the cache directory's index (None without a cache); ``usable_index``
         is None too when the graph differs from the one cached under its number."""
         key = ArtifactKey(GENERAL_SHAPE, piece_index, self.compiler_name)
-        cacheable = index is not None and self.compiler_name == "inductor"
+        cacheable = index is not None and self.compiler_name == INDUCTOR
         if cacheable:
             path = usable_index.lookup(graph, key) if usable_index is not None else None
             loaded = load_artifact(path, module) if path is not None else None
@@ -198,6 +198,15 @@ class MagiBackend:
             if save_artifact(artifact, os.path.join(index.cache_dir, relative)):
                 saved[key] = relative
         index.record(graph, self.restarts_of_current_graph, code_hash, saved)
+
+
+def _ambient_codegen_state() -> tuple:
+    """Global state that changes what AOTAutograd and Inductor generate for one FX graph:
+    grad mode (training vs inference graph) and autocast per device type."""
+    autocast = tuple(
+        (device, torch.is_autocast_enabled(device), str(torch.get_autocast_dtype(device))) for device in ("cpu", "cuda")
+    )
+    return (torch.is_grad_enabled(), autocast)
 
 
 class _PiecewiseCompiler(fx.Interpreter):

@@ -3,10 +3,11 @@
 The index maps ``(runtime_shape, graph_index, compiler_name)`` to an artifact path relative
 to the cache directory, separately for each Dynamo graph of the model (graphs are numbered
 in the order the backend first compiled them), and records how many restarts
-(``RestartAnalysis``) each graph took before it compiled and a hash of the graph's code as
-it compiled. Graph numbers follow call order, so a process that calls the model in another
-order can meet a different graph under the same number: the backend compares the code hash
-before loading, and a mismatch is a miss. Updates are read-modify-write
+(``RestartAnalysis``) each graph took before it compiled and a hash of what its artifacts
+were compiled from (the graph's code plus grad mode and autocast state). Graph numbers
+follow call order, so a process that calls the model in another order, or under another
+grad/autocast mode, can meet a different graph under the same number: the backend compares
+that hash before loading, and a mismatch is a miss. Updates are read-modify-write
 under an exclusive ``fcntl`` lock on ``index.lock`` and land through a temp file and
 ``os.replace``, so concurrent processes never see a half-written index. An unreadable index
 is treated as empty (every lookup a miss) with a warning.

@@ -65,6 +65,18 @@ def test_class_matches_eager_and_compiles_once(compiled_class, module_cache_env)
     assert re.fullmatch(r"model_\d+_rank_0_ws1/[0-9a-f]{16}", os.path.relpath(cache_dir, module_cache_env))
 
 
+def test_grad_mode_change_is_not_served_by_swapped_code(compiled_class):
+    model, x, first = compiled_class
+    assert first.requires_grad
+    with torch.no_grad(), compilation_counter.expect(num_swapped_calls=0, num_backend_compilations=1):
+        inference = model(x)
+    assert not inference.requires_grad
+    torch.testing.assert_close(inference, first.detach())
+    with compilation_counter.expect(num_swapped_calls=1):
+        model(x).sum().backward()
+    assert model.up.weight.grad is not None
+
+
 def test_each_instance_has_its_own_state(compiled_class):
     model, x, _ = compiled_class
     torch.manual_seed(3)
@@ -97,7 +109,10 @@ def test_instance_method_forms(module_cache_env):
         compiled_forward = magi_compile(first.forward)
         torch.testing.assert_close(compiled_forward(x), expected_first)
         assert magi_compile(second, method_name="forward") is second
+        assert get_entry_state(second) is None, "no state before the first call"
         torch.testing.assert_close(second(x), expected_second)
+    assert get_entry_state(second).bound_self is second
+    assert get_entry_state(first) is get_entry_state(compiled_forward)
     with compilation_counter.expect(num_backend_compilations=0, num_swapped_calls=2):
         torch.testing.assert_close(first(x), expected_first)
         torch.testing.assert_close(second(x), expected_second)
