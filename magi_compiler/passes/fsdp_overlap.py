@@ -22,6 +22,7 @@ Gradients: the collective's autograd backward is a reduce-scatter of the sum; a 
 grad placement is reproduced by `magi::grad_scale` (identity forward, gradient times
 1/world_size backward) on the local shard, so gradients equal the un-lowered graph's.
 
+A parameter read several times (tied or reused weights) is gathered once for all its reads.
 Left unchanged (logged at debug level): parameters whose storage is not `Shard(0)` on a 1-D
 mesh (replicate mode has no all-gather; hybrid_shard's replicate-dim all-reduce is not lowered),
 shards of unequal size, redistributes whose result has other users than one `to_local`, and
@@ -70,11 +71,10 @@ grad_scale.register_autograd(_grad_scale_backward, setup_context=_grad_scale_set
 
 @dataclass
 class _ParamGather:
-    """One parameter's redistribute/to_local pair found in the graph."""
+    """One parameter's gather: its redistribute/to_local pairs (one per read of the attribute)."""
 
     param: fx.Node
-    redistribute: fx.Node
-    to_local: fx.Node
+    reads: list[tuple[fx.Node, fx.Node]]
     first_use: fx.Node
     first_use_index: int
     local_shape: tuple[int, ...]
@@ -196,8 +196,7 @@ def _match(node: fx.Node, index_of: dict[fx.Node, int]) -> _ParamGather | str:
     first_use = min(to_local.users, key=index_of.__getitem__)
     return _ParamGather(
         param=source,
-        redistribute=node,
-        to_local=to_local,
+        reads=[(node, to_local)],
         first_use=first_use,
         first_use_index=index_of[first_use],
         local_shape=(full_shape[0] // world_size, *full_shape[1:]),
@@ -212,7 +211,7 @@ def _match(node: fx.Node, index_of: dict[fx.Node, int]) -> _ParamGather | str:
 def find_param_gathers(gm: fx.GraphModule) -> tuple[list[_ParamGather], list[str]]:
     """The lowerable parameter gathers in first-use order, and the names of parameters left alone."""
     index_of = {node: i for i, node in enumerate(gm.graph.nodes)}
-    gathers: list[_ParamGather] = []
+    by_param: dict[fx.Node, _ParamGather] = {}
     left: list[str] = []
     for node in gm.graph.nodes:
         if not _is_method(node, "redistribute"):
@@ -222,9 +221,19 @@ def find_param_gathers(gm: fx.GraphModule) -> tuple[list[_ParamGather], list[str
             name = node.args[0].name if isinstance(node.args[0], fx.Node) else node.name
             logger.debug("fsdp overlap: leaving %s as is: %s", name, match)
             left.append(name)
+            continue
+        seen = by_param.get(match.param)
+        if seen is None:
+            by_param[match.param] = match
+        elif seen.grad_scale != match.grad_scale:
+            logger.debug("fsdp overlap: leaving a second read of %s as is: other grad placements", match.param.name)
+            left.append(match.param.name)
         else:
-            gathers.append(match)
-    gathers.sort(key=lambda g: g.first_use_index)
+            # a parameter read twice (tied or reused weights) is gathered once
+            seen.reads.extend(match.reads)
+            if match.first_use_index < seen.first_use_index:
+                seen.first_use, seen.first_use_index = match.first_use, match.first_use_index
+    gathers = sorted(by_param.values(), key=lambda g: g.first_use_index)
     return gathers, left
 
 
@@ -336,11 +345,13 @@ def apply_fsdp_overlap(
             wait, outputs = _emit_unpack(graph, bucket, collectives[-1])
         waits.append(wait)
         for g, full in zip(bucket, outputs, strict=True):
-            g.to_local.replace_all_uses_with(full)
+            for _, to_local in g.reads:
+                to_local.replace_all_uses_with(full)
     # erased only now: `start` may be one of them, and later buckets still insert before it
     for g in gathers:
-        graph.erase_node(g.to_local)
-        graph.erase_node(g.redistribute)
+        for redistribute, to_local in g.reads:
+            graph.erase_node(to_local)
+            graph.erase_node(redistribute)
     graph.lint()
     gm.recompile()
     report.buckets = _describe(graph, buckets, collectives, waits)

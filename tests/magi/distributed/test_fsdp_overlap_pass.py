@@ -112,3 +112,38 @@ def test_modes_without_a_shard0_all_gather_are_left_alone(mesh, mode):
     assert report.params_lowered == 0 and len(report.params_left) == N_PARAMS
     assert not any(_is_ag(n) for n in gm.graph.nodes)
     assert sum(1 for n in gm.graph.nodes if n.op == "call_method" and n.target == "redistribute") == N_PARAMS
+
+
+class _Tied(torch.nn.Module):
+    """Reads the same weight twice: two redistributes of one parameter in Dynamo's graph."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.lin(x)) @ self.lin.weight
+
+
+def test_a_parameter_read_twice_is_gathered_once(mesh):
+    torch.manual_seed(0)
+    reference = data_parallel(_Tied(), mesh, "fully_shard")
+    model = copy.deepcopy(reference)
+    graphs = []
+
+    def backend(gm, example_inputs):
+        reads = sum(1 for n in gm.graph.nodes if n.op == "call_method" and n.target == "redistribute")
+        graphs.append((reads, apply_fsdp_overlap(gm, bucket_mode="none", bucket_size_mib=1, prefetch_depth=1)))
+        return gm.forward
+
+    torch._dynamo.reset()
+    x = torch.randn(2, 8)
+    out = torch.compile(model, backend=backend, fullgraph=True)(x)
+    ref_out = reference(x)
+    torch.testing.assert_close(out, ref_out)
+    out.sum().backward()
+    ref_out.sum().backward()
+    for p, ref_p in zip(model.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(p.grad.to_local(), ref_p.grad.to_local())
+    ((reads, report),) = graphs
+    assert reads == 3 and report.params_lowered == 2 and report.all_gathers == 2
