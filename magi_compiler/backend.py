@@ -32,7 +32,7 @@ from magi_compiler.compiler_interface import INDUCTOR, compile_piece, load_artif
 from magi_compiler.config import CompileConfig
 from magi_compiler.counters import compilation_counter
 from magi_compiler.log import logger
-from magi_compiler.passes import build_full_graph_passes
+from magi_compiler.passes import build_full_graph_passes, inductor_config_patch
 from magi_compiler.splitting import Piece, split_graph
 
 GENERAL_SHAPE = "general"
@@ -153,7 +153,8 @@ class MagiBackend:
             _PiecewiseCompiler(split_gm, pieces, compile_one).run_fake(example_inputs)
             compiled: Callable[..., Any] = split_gm
         else:
-            compiled = compile_one(0, gm, example_inputs)
+            with torch._inductor.config.patch(inductor_config_patch(self.config, will_split)):
+                compiled = compile_one(0, gm, example_inputs)
         if index is not None and (new_artifacts or index.graph_code_hash(graph) != code_hash):
             self._save(index, graph, code_hash, new_artifacts)
         return compiled

@@ -32,7 +32,7 @@ from torch.profiler import ProfilerActivity, profile
 from magi_compiler.distributed.data_parallel import data_parallel
 from magi_compiler.distributed.process_group import init_from_env
 from magi_compiler.distributed.toy_model import TinyTransformer
-from magi_compiler.passes.fsdp_overlap import apply_fsdp_overlap
+from magi_compiler.passes.fsdp_overlap import INDUCTOR_CONFIG_PATCH, apply_fsdp_overlap
 
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 Interval = tuple[float, float]
@@ -85,9 +85,11 @@ def _build(args: argparse.Namespace, variant: str, device: str) -> tuple[torch.n
     model = data_parallel(model, init_device_mesh(device, (dist.get_world_size(),)), "fully_shard")
 
     def backend(gm: torch.fx.GraphModule, example_inputs: list) -> object:
-        if variant != "off":
-            apply_fsdp_overlap(gm, variant, args.bucket_size_mib, args.prefetch_depth)
-        return compile_fx(gm, example_inputs)
+        if variant == "off":
+            return compile_fx(gm, example_inputs)
+        apply_fsdp_overlap(gm, variant, args.bucket_size_mib, args.prefetch_depth)
+        with torch._inductor.config.patch(INDUCTOR_CONFIG_PATCH):
+            return compile_fx(gm, example_inputs)
 
     torch._dynamo.reset()
     return model, torch.compile(model, backend=backend, fullgraph=True)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from torch import fx
 
 from magi_compiler.config import CompileConfig
-from magi_compiler.passes.fsdp_overlap import fsdp_overlap_passes
+from magi_compiler.passes.fsdp_overlap import fsdp_inductor_config_patch, fsdp_overlap_passes
 from magi_compiler.passes.noop_elimination import eliminate_noops_and_dead_code
 
 GraphPass = Callable[[fx.GraphModule], None]
@@ -22,3 +22,9 @@ def build_full_graph_passes(config: CompileConfig, model_tag: str | None, will_s
     ``will_split`` says whether the graph is split at ``splitting_ops`` afterwards.
     """
     return [eliminate_noops_and_dead_code, *fsdp_overlap_passes(config, model_tag, will_split)]
+
+
+def inductor_config_patch(config: CompileConfig, will_split: bool) -> dict[str, object]:
+    """Inductor options to apply while compiling the graph the passes rewrote (a function of
+    ``config``, which is in the cache key, so the key covers them)."""
+    return fsdp_inductor_config_patch(config, will_split)

@@ -443,6 +443,16 @@ def overlap_applies(model_tag: str | None, will_split: bool) -> bool:
     return False
 
 
+# Inductor's peak-memory reordering moves the all-gathers and their waits (measured on torch
+# 2.13), undoing the pass's order; the pass's graphs compile without it.
+INDUCTOR_CONFIG_PATCH: dict[str, object] = {"reorder_for_peak_memory": False}
+
+
+def fsdp_inductor_config_patch(config: CompileConfig, will_split: bool) -> dict[str, object]:
+    """The Inductor options the backend applies while compiling a graph the pass ran on."""
+    return dict(INDUCTOR_CONFIG_PATCH) if config.fsdp.enable_fsdp and not will_split else {}
+
+
 def fsdp_overlap_passes(config: CompileConfig, model_tag: str | None, will_split: bool) -> list[FSDPOverlapPass]:
     """The FSDP part of the backend's full-graph pass list (empty unless `fsdp.enable_fsdp`)."""
     if not config.fsdp.enable_fsdp or not overlap_applies(model_tag, will_split):
