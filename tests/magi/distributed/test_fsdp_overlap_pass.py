@@ -1,4 +1,4 @@
-"""The overlap pass's graph rewrite on one gloo rank: bucketing, prefetch order, what it leaves alone.
+"""The overlap pass's graph rewrite on one rank (gloo on CPU, NCCL on a GPU): bucketing, prefetch order, what it leaves alone.
 
 The 2-rank run (real all-gathers, gradients against eager) is in test_data_parallel.py.
 """
@@ -20,14 +20,18 @@ from magi_compiler.passes.fsdp_overlap import apply_fsdp_overlap, find_param_gat
 
 WAIT = torch.ops._c10d_functional.wait_tensor.default
 N_PARAMS = 2 * 12 + 2
+# one rank: NCCL on the GPU where CUDA is present, gloo on CPU otherwise
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 @pytest.fixture(scope="module")
 def mesh():
     if dist.is_initialized():
         pytest.skip("a process group is already initialised in this process")
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    yield init_device_mesh("cpu", (1,))
+    if DEVICE == "cuda":
+        torch.cuda.set_device(0)
+    dist.init_process_group("nccl" if DEVICE == "cuda" else "gloo", store=dist.HashStore(), rank=0, world_size=1)
+    yield init_device_mesh(DEVICE, (1,))
     dist.destroy_process_group()
 
 
@@ -47,7 +51,8 @@ def _sequence(gm: fx.GraphModule) -> list[tuple[str, fx.Node]]:
 
 def _graph(mesh, mode: str = "fully_shard") -> fx.GraphModule:
     torch.manual_seed(0)
-    return capture_graph(data_parallel(TinyTransformer(16, layers=2), mesh, mode), torch.randn(2, 4, 16))
+    model = data_parallel(TinyTransformer(16, layers=2).to(DEVICE), mesh, mode)
+    return capture_graph(model, torch.randn(2, 4, 16, device=DEVICE))
 
 
 @pytest.mark.parametrize("depth", [0, 1, 2, 3])
@@ -85,7 +90,7 @@ def test_coalesced_buckets_respect_the_size_limit(mesh):
 
 def test_lowered_graph_computes_the_same_outputs_and_grads(mesh):
     torch.manual_seed(0)
-    reference = data_parallel(TinyTransformer(16, layers=2), mesh, "fully_shard")
+    reference = data_parallel(TinyTransformer(16, layers=2).to(DEVICE), mesh, "fully_shard")
     reports = []
 
     def backend(gm, example_inputs):
@@ -95,7 +100,7 @@ def test_lowered_graph_computes_the_same_outputs_and_grads(mesh):
     model = copy.deepcopy(reference)
     torch._dynamo.reset()
     compiled = torch.compile(model, backend=backend, fullgraph=True)
-    x = torch.randn(2, 4, 16)
+    x = torch.randn(2, 4, 16, device=DEVICE)
     out, ref_out = compiled(x), reference(x)
     torch.testing.assert_close(out, ref_out)
     out.square().mean().backward()
@@ -107,7 +112,7 @@ def test_lowered_graph_computes_the_same_outputs_and_grads(mesh):
 
 @pytest.mark.parametrize("mode", ["replicate", "hybrid_shard"])
 def test_modes_without_a_shard0_all_gather_are_left_alone(mesh, mode):
-    gm = _graph(init_device_mesh("cpu", (1, 1)) if mode == "hybrid_shard" else mesh, mode)
+    gm = _graph(init_device_mesh(DEVICE, (1, 1)) if mode == "hybrid_shard" else mesh, mode)
     report = apply_fsdp_overlap(gm, bucket_mode="coalesced", bucket_size_mib=64, prefetch_depth=1)
     assert report.params_lowered == 0 and len(report.params_left) == N_PARAMS
     assert not any(_is_ag(n) for n in gm.graph.nodes)
@@ -127,7 +132,7 @@ class _Tied(torch.nn.Module):
 
 def test_a_parameter_read_twice_is_gathered_once(mesh):
     torch.manual_seed(0)
-    reference = data_parallel(_Tied(), mesh, "fully_shard")
+    reference = data_parallel(_Tied().to(DEVICE), mesh, "fully_shard")
     model = copy.deepcopy(reference)
     graphs = []
 
@@ -137,7 +142,7 @@ def test_a_parameter_read_twice_is_gathered_once(mesh):
         return gm.forward
 
     torch._dynamo.reset()
-    x = torch.randn(2, 8)
+    x = torch.randn(2, 8, device=DEVICE)
     out = torch.compile(model, backend=backend, fullgraph=True)(x)
     ref_out = reference(x)
     torch.testing.assert_close(out, ref_out)
@@ -192,13 +197,13 @@ def test_inductor_keeps_the_prefetch_order_under_magi_backend(mesh, tmp_path, mo
 
     monkeypatch.setenv("MAGI_COMPILE_CACHE_ROOT_DIR", str(tmp_path))
     torch.manual_seed(0)
-    model = data_parallel(_MLPStack(), mesh, "fully_shard")
+    model = data_parallel(_MLPStack().to(DEVICE), mesh, "fully_shard")
     n_params = 3 * 6
     patch = {"fsdp": {"enable_fsdp": True, "bucket_mode": "none", "prefetch_depth": 1}}
     magi_compile(model, method_name="forward", model_tag="order", config_patch=patch)
     torch._dynamo.reset()
     with torch._inductor.config.patch(fx_graph_cache=False), torch.no_grad():
-        _, codes = run_and_get_code(model, torch.randn(2, 4, 16))
+        _, codes = run_and_get_code(model, torch.randn(2, 4, 16, device=DEVICE))
     seq = _kernel_sequence(codes[0])
     assert seq.count("issue") == n_params and seq.count("wait") == n_params
     # prefetch depth 1: before each wait but the last, the next all-gather is already issued
