@@ -16,7 +16,7 @@ _EXPORTS = {
     "magi_compile": "magi_compiler.decorator",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = ["CompileConfig", "CompileMode", "FSDPConfig", "compilation_counter", "get_entry_state", "magi_compile"]
 
 
 def __getattr__(name: str) -> Any:
