@@ -1,0 +1,78 @@
+"""Which failures of an AOT compile fall back to JIT, which are retried, and which propagate.
+
+The protected region is the single AOT compile call of one entry. Only a ``RuntimeError`` that
+means "this entry cannot be compiled ahead of time" falls back (Dynamo's ``Unsupported``, the
+"does not implement SerializableCallable" refusal, the fullgraph/cache preconditions of
+``aot_compile``, DTensor graphs that Dynamo's AOT capture cannot handle...). These never fall
+back, wherever they sit in the exception chain (Dynamo may wrap a backend error in
+``BackendCompilerFailed`` or ``InternalTorchDynamoError``):
+
+- programmer errors (``AssertionError``, ``TypeError``, ``NameError``, ...): they are not
+  ``RuntimeError`` at the top, and are looked for in the chain below a wrapping one;
+- ``torch.OutOfMemoryError`` (a ``RuntimeError`` subclass);
+- the ``assert_cache_hit`` miss (``MAGI_COMPILE_ASSERT_CACHE_HIT: cache miss ...``);
+- Dynamo's ``RestartAnalysis`` family: the compile is retried instead.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import torch
+from torch._dynamo import exc as dynamo_exc
+
+ASSERT_CACHE_HIT_PREFIX = "MAGI_COMPILE_ASSERT_CACHE_HIT: cache miss"
+
+# Errors of the user's or our own code: falling back would hide a bug.
+_PROGRAMMER_ERRORS: tuple[type[BaseException], ...] = (
+    AssertionError,
+    TypeError,
+    NameError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    ValueError,
+)
+
+
+class AOTFailureKind(enum.Enum):
+    FALLBACK = "fallback"
+    RESTART = "restart"
+    PROPAGATE = "propagate"
+
+
+class AOTUnsupportedError(RuntimeError):
+    """Raised by the AOT compile driver when an entry cannot be compiled ahead of time.
+
+    ``__cause__`` holds the original error; the entry state catches this type only.
+    """
+
+
+def _exception_chain(error: BaseException) -> list[BaseException]:
+    """``error`` and what it wraps: ``inner_exception`` (BackendCompilerFailed), then ``__cause__``."""
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        inner = getattr(current, "inner_exception", None)
+        current = inner if isinstance(inner, BaseException) else current.__cause__
+    return chain
+
+
+def is_assert_cache_hit_miss(error: BaseException) -> bool:
+    """True for the ``assert_cache_hit`` miss error, whatever class carries it."""
+    return any(str(link).startswith(ASSERT_CACHE_HIT_PREFIX) for link in _exception_chain(error))
+
+
+def classify_aot_failure(error: RuntimeError) -> AOTFailureKind:
+    """Decide what the AOT compile driver does with a ``RuntimeError`` raised by the AOT compile."""
+    chain = _exception_chain(error)
+    if any(isinstance(link, torch.OutOfMemoryError) for link in chain):
+        return AOTFailureKind.PROPAGATE
+    if is_assert_cache_hit_miss(error):
+        return AOTFailureKind.PROPAGATE
+    if any(isinstance(link, _PROGRAMMER_ERRORS) for link in chain):
+        return AOTFailureKind.PROPAGATE
+    if any(isinstance(link, dynamo_exc.RestartAnalysis) for link in chain):
+        return AOTFailureKind.RESTART
+    return AOTFailureKind.FALLBACK
