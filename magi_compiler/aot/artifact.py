@@ -132,7 +132,12 @@ def load_artifact(path: Path, entry: str, f_globals: dict[str, Any]) -> list[Any
             return None
         stale = _stale_source(fn)
         if stale is not None:
-            logger.warning("AOT artifact %s for %s is stale (traced source changed: %s), treating as a cache miss", path, entry, stale)
+            logger.warning(
+                "AOT artifact %s for %s is stale (traced source changed: %s), treating as a cache miss",
+                path,
+                entry,
+                stale,
+            )
             return None
         functions.append(fn)
     return functions

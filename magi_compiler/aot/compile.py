@@ -34,6 +34,8 @@ def aot_compile_once(compile_wrapper: Any, entry: str, args: tuple[Any, ...], kw
             if kind is AOTFailureKind.PROPAGATE:
                 raise
             if kind is AOTFailureKind.FALLBACK:
-                raise AOTUnsupportedError(f"AOT compile of {entry} is not supported: {type(error).__name__}: {error}") from error
+                raise AOTUnsupportedError(
+                    f"AOT compile of {entry} is not supported: {type(error).__name__}: {error}"
+                ) from error
             logger.info("AOT compile of %s restarted by Dynamo (attempt %d): %s", entry, attempt, error)
     raise AOTUnsupportedError(f"AOT compile of {entry} did not settle after {MAX_RESTARTS} Dynamo restarts")

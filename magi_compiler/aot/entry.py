@@ -55,7 +55,9 @@ class AOTEntry:
                 fn.disable_guard_check()
             self._functions = loaded
             if loaded:
-                logger.info("AOT artifact loaded for %s from %s (%d function(s))", self.name, self.artifact_path, len(loaded))
+                logger.info(
+                    "AOT artifact loaded for %s from %s (%d function(s))", self.name, self.artifact_path, len(loaded)
+                )
         return self._functions
 
     def _compile(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
