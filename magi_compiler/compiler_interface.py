@@ -1,0 +1,77 @@
+"""Compiling one graph piece with Inductor (or keeping it eager), saving and loading it.
+
+Artifacts use Inductor's own serialization (``torch._inductor.standalone_compile`` and
+``CompiledArtifact.save/load`` in the ``binary`` format, one file per piece).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch import fx
+
+from magi_compiler.counters import compilation_counter
+from magi_compiler.log import logger
+
+INDUCTOR = "inductor"
+EAGER = "eager"
+
+
+def compile_piece(
+    gm: fx.GraphModule, example_inputs: Sequence[Any], compiler_name: str
+) -> tuple[Callable[..., Any], Any]:
+    """Compile ``gm`` for its (fake) ``example_inputs``; returns (callable, artifact or None).
+
+    Must run inside Dynamo's tracing context: dynamic shapes come from it.
+    """
+    if compiler_name == EAGER:
+        compilation_counter.num_eager_pieces += 1
+        return gm, None
+    assert compiler_name == INDUCTOR, f"unknown compiler {compiler_name!r}"
+    from torch._inductor import standalone_compile
+
+    compilation_counter.num_inductor_compiles += 1
+    artifact = standalone_compile(gm, list(example_inputs), dynamic_shapes="from_tracing_context")
+    return artifact, artifact
+
+
+def save_artifact(artifact: Any, path: str) -> bool:
+    """Save ``artifact`` to ``path`` atomically; a failure to serialize is logged and returns False.
+
+    Serializing a graph with DTensor inputs is known to fail on some torch versions (no
+    AOTAutograd artifact to bundle); that must cost a future cache miss, not this run.
+    """
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".bin")
+    os.close(fd)
+    try:
+        artifact.save(path=tmp, format="binary")
+    except RuntimeError as err:
+        if isinstance(err, torch.OutOfMemoryError):
+            raise
+        os.unlink(tmp)
+        compilation_counter.num_cache_save_failures += 1
+        logger.warning("could not save compiled artifact %s (%s); it will be recompiled next time", path, err)
+        return False
+    os.replace(tmp, path)
+    compilation_counter.num_cache_saves += 1
+    return True
+
+
+def load_artifact(path: str) -> Callable[..., Any] | None:
+    """Load the artifact at ``path``; a missing or unreadable one is logged and returns None."""
+    from torch._inductor import CompiledArtifact
+
+    try:
+        return CompiledArtifact.load(path=path, format="binary")
+    except FileNotFoundError:
+        logger.warning("cached artifact %s is missing; recompiling", path)
+    except (OSError, EOFError, RuntimeError) as err:
+        if isinstance(err, torch.OutOfMemoryError):
+            raise
+        logger.warning("cached artifact %s could not be loaded (%s); recompiling", path, err)
+    return None

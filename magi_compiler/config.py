@@ -1,0 +1,233 @@
+"""Compile configuration: ``CompileConfig`` with a nested ``FSDPConfig``.
+
+Values come from, in priority order: a ``config_patch`` (applied by the caller with
+:func:`apply_config_patch`), the environment, the field defaults. Every top-level field
+``name`` is read from ``MAGI_COMPILE_<NAME>``; every FSDP field from
+``MAGI_COMPILE_FSDP__<NAME>``. A malformed value raises ``ValueError`` naming the variable.
+
+Fields whose metadata says ``hash=False`` do not change generated code and stay out of
+``config.hash`` (and hence out of the artifact-cache key); every other field is hashed.
+Only torch-free standard library code lives here so the config can be read anywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import os
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
+
+ENV_PREFIX = "MAGI_COMPILE_"
+FSDP_ENV_PREFIX = "MAGI_COMPILE_FSDP__"
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+class CompileMode(enum.Enum):
+    """``NONE`` runs eagerly, ``TORCH_COMPILE`` uses plain ``torch.compile``, ``MAGI_COMPILE`` uses MagiBackend."""
+
+    NONE = "NONE"
+    TORCH_COMPILE = "TORCH_COMPILE"
+    MAGI_COMPILE = "MAGI_COMPILE"
+
+
+BUCKET_MODES = ("none", "coalesced")
+BACKENDS = ("inductor", "eager")
+
+
+def _no_hash(default: Any = dataclasses.MISSING, **kwargs: Any) -> Any:
+    return dataclasses.field(default=default, metadata={"hash": False}, **kwargs)
+
+
+@dataclasses.dataclass
+class FSDPConfig:
+    """SimpleFSDP settings; all of them change generated code, so all are hashed."""
+
+    enable_fsdp: bool = False
+    bucket_mode: str = "coalesced"
+    bucket_size_mib: int = 64
+    prefetch_depth: int = 1
+
+    def __post_init__(self) -> None:
+        if self.bucket_mode not in BUCKET_MODES:
+            raise ValueError(f"fsdp.bucket_mode must be one of {BUCKET_MODES}, got {self.bucket_mode!r}")
+        if self.bucket_size_mib <= 0:
+            raise ValueError(f"fsdp.bucket_size_mib must be positive, got {self.bucket_size_mib}")
+        if self.prefetch_depth < 0:
+            raise ValueError(f"fsdp.prefetch_depth must be >= 0, got {self.prefetch_depth}")
+
+
+@dataclasses.dataclass
+class CompileConfig:
+    """The configuration of one decorated entry.
+
+    ``splitting_ops`` names custom ops (``"ns::op"`` or ``"ns.op"``, optionally with an
+    overload) at which the graph is split into separately compiled pieces.
+    ``bytecode_swap`` lets later calls run Dynamo's captured bytecode directly, skipping
+    guard evaluation (see ``entry_state.EntryState`` for the contract).
+    """
+
+    compile_mode: CompileMode = CompileMode.MAGI_COMPILE
+    backend: str = "inductor"
+    cache_root_dir: str = _no_hash("~/.cache/magi_compiler")
+    disable_cache: bool = _no_hash(False)
+    assert_cache_hit: bool = _no_hash(False)
+    aot: bool = False
+    splitting_ops: list[str] = dataclasses.field(default_factory=list)
+    disable_graph_split: bool = False
+    bytecode_swap: bool = _no_hash(True)
+    log_level: str = _no_hash("")
+    fsdp: FSDPConfig = dataclasses.field(default_factory=FSDPConfig)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.compile_mode, CompileMode):
+            raise TypeError(f"compile_mode must be a CompileMode, got {self.compile_mode!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if not isinstance(self.fsdp, FSDPConfig):
+            raise TypeError(f"fsdp must be an FSDPConfig, got {type(self.fsdp).__name__}")
+
+    @property
+    def hash(self) -> str:
+        """A stable hash (hex) of every field that affects generated code."""
+        payload = json.dumps(_hashed_fields(self), sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    @property
+    def resolved_cache_root_dir(self) -> str:
+        return os.path.abspath(os.path.expanduser(self.cache_root_dir))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> CompileConfig:
+        """Defaults overridden by ``MAGI_COMPILE_*`` variables of ``environ`` (default: ``os.environ``)."""
+        env = os.environ if environ is None else environ
+        fsdp_values = _read_env_fields(FSDPConfig, FSDP_ENV_PREFIX, env)
+        values = _read_env_fields(cls, ENV_PREFIX, env, skip=("fsdp",))
+        try:
+            return cls(fsdp=FSDPConfig(**fsdp_values), **values)
+        except ValueError as err:
+            names = sorted(ENV_PREFIX + k.upper() for k in values) + sorted(
+                FSDP_ENV_PREFIX + k.upper() for k in fsdp_values
+            )
+            raise ValueError(f"{err} (set through the environment variables {', '.join(names)})") from None
+
+
+ConfigPatch = Callable[[CompileConfig], "CompileConfig | None"] | Mapping[str, Any] | None
+
+
+def apply_config_patch(config: CompileConfig, patch: ConfigPatch) -> CompileConfig:
+    """Return ``config`` with ``patch`` applied; the result is validated again.
+
+    A callable patch receives a copy and may mutate it or return a new config; a mapping
+    patch sets fields by name, with ``"fsdp"`` given as a mapping of FSDP fields.
+    """
+    config = _copy(config)
+    if patch is None:
+        return config
+    if callable(patch):
+        result = patch(config)
+        config = config if result is None else result
+        if not isinstance(config, CompileConfig):
+            raise TypeError(f"config_patch must return a CompileConfig or None, got {type(config).__name__}")
+        return _copy(config)
+    if not isinstance(patch, Mapping):
+        raise TypeError(f"config_patch must be a callable, a mapping or None, got {type(patch).__name__}")
+    updates = dict(patch)
+    fsdp_updates = updates.pop("fsdp", None)
+    _check_names(CompileConfig, updates)
+    if "compile_mode" in updates:
+        updates["compile_mode"] = _parse_enum(CompileMode, updates["compile_mode"], "compile_mode")
+    if fsdp_updates is not None:
+        if isinstance(fsdp_updates, FSDPConfig):
+            updates["fsdp"] = fsdp_updates
+        else:
+            _check_names(FSDPConfig, fsdp_updates)
+            updates["fsdp"] = dataclasses.replace(config.fsdp, **fsdp_updates)
+    return dataclasses.replace(config, **updates)
+
+
+def _copy(config: CompileConfig) -> CompileConfig:
+    return dataclasses.replace(config, splitting_ops=list(config.splitting_ops), fsdp=dataclasses.replace(config.fsdp))
+
+
+def _check_names(cls: type, updates: Mapping[str, Any]) -> None:
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(updates) - known)
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} field(s) in config_patch: {unknown}; known: {sorted(known)}")
+
+
+def _hashed_fields(obj: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        if not f.metadata.get("hash", True):
+            continue
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            out[f.name] = _hashed_fields(value)
+        elif isinstance(value, enum.Enum):
+            out[f.name] = value.name
+        else:
+            out[f.name] = value
+    return out
+
+
+def _read_env_fields(cls: type, prefix: str, env: Mapping[str, str], skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        var = prefix + f.name.upper()
+        raw = env.get(var)
+        if raw is not None:
+            values[f.name] = _parse_env_value(hints[f.name], raw, var)
+    return values
+
+
+def _parse_env_value(hint: Any, raw: str, var: str) -> Any:
+    text = raw.strip()
+    if hint is bool:
+        lowered = text.lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise ValueError(f"{var}={raw!r} is not a boolean (use one of {sorted(_TRUE | _FALSE)})")
+    if hint is int:
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"{var}={raw!r} is not an integer") from None
+    if hint is str:
+        return text
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return _parse_enum(hint, text, var)
+    if typing.get_origin(hint) is list or (isinstance(hint, types.GenericAlias) and hint.__origin__ is list):
+        if text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{var}={raw!r} is not a JSON list of strings: {err}") from None
+            if not isinstance(parsed, list) or not all(isinstance(item, str) for item in parsed):
+                raise ValueError(f"{var}={raw!r} is not a JSON list of strings")
+            return parsed
+        return [item.strip() for item in text.split(",") if item.strip()]
+    raise AssertionError(f"no environment parser for the type {hint!r} of {var}")
+
+
+def _parse_enum(enum_cls: type[enum.Enum], value: Any, name: str) -> enum.Enum:
+    if isinstance(value, enum_cls):
+        return value
+    if isinstance(value, str):
+        for member in enum_cls:
+            if member.name == value.strip().upper():
+                return member
+    choices = [m.name for m in enum_cls]
+    raise ValueError(f"{name}={value!r} is not one of {choices}")

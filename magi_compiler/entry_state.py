@@ -1,0 +1,213 @@
+"""The compile state behind one ``@magi_compile`` entry (one per instance for classes).
+
+First call: validates and marks the dynamic dims, then compiles through a fresh
+``torch.compile(fullgraph=True)`` wrapper and a fresh ``MagiBackend``
+(:meth:`EntryState.compile_jit`). Nested decorated calls made while Dynamo traces run
+inline (``torch.compiler.is_compiling()``).
+
+The bytecode swap. While Dynamo converts the entry's frame, a bytecode hook captures the
+transformed code object; later calls run that code directly (as a function with the
+entry's globals and closure), skipping Dynamo's frame evaluation and guard checks. The
+contract the user accepts with ``bytecode_swap=True`` (the default): between calls only
+the sizes of the dims marked dynamic (``dynamic_arg_dims``) change; module attributes,
+parameters' shapes and dtypes, global flags other than grad mode, and non-tensor,
+non-scalar arguments keep what they were when the code was captured. A cheap dispatch
+signature still guards the arguments themselves: each tensor argument's dtype, device,
+rank, contiguity and static sizes (dynamic sizes only as "at least 2"), the value of each
+Python scalar argument, the keyword names and the grad mode. A call whose signature was
+not seen goes through the guarded ``torch.compile`` wrapper (Dynamo checks guards and
+recompiles if needed; the new code is captured for that signature), so a new size on a
+dynamic dim reuses the captured code while anything else takes the safe path.
+Set ``bytecode_swap=False`` to keep Dynamo's guards on every call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import types
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+from torch._dynamo.exc import BackendCompilerFailed
+
+from magi_compiler.backend import CacheMissError, MagiBackend, model_name
+from magi_compiler.config import CompileConfig, CompileMode
+from magi_compiler.counters import compilation_counter
+from magi_compiler.log import logger
+
+DynamicArgDims = Mapping[str, int | Sequence[int]] | None
+
+_model_indices = itertools.count()
+_capturing: list[EntryState] = []
+_hook_registered = False
+
+
+def _bytecode_hook(old_code: types.CodeType, new_code: types.CodeType) -> None:
+    if _capturing and old_code is _capturing[-1].code:
+        _capturing[-1].captured_code = new_code
+
+
+def _ensure_bytecode_hook() -> None:
+    global _hook_registered
+    if not _hook_registered:
+        torch._dynamo.convert_frame.register_bytecode_hook(_bytecode_hook)
+        _hook_registered = True
+
+
+def _describe(value: Any, dynamic_dims: tuple[int, ...]) -> Any:
+    if isinstance(value, torch.Tensor):
+        sizes = tuple(
+            (-1 if size >= 2 else size) if dim in dynamic_dims else size for dim, size in enumerate(value.shape)
+        )
+        return (value.dtype, value.device, sizes, value.is_contiguous(), value.requires_grad)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return (type(value), value)
+    return type(value)
+
+
+class EntryState:
+    """The compile state of one entry: ``fn`` called with ``bound_self`` first when given."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        config: CompileConfig,
+        dynamic_arg_dims: DynamicArgDims = None,
+        model_tag: str | None = None,
+        bound_self: Any = None,
+    ) -> None:
+        assert isinstance(fn, types.FunctionType), f"EntryState needs a plain function, got {type(fn).__name__}"
+        self.fn = fn
+        self.code = fn.__code__
+        self.config = config
+        self.model_tag = model_tag
+        self.bound_self = bound_self
+        self.aot: bool = config.aot
+        self.model_index: int | None = None
+        self.backend: MagiBackend | None = None
+        self.compiled_callable: Callable[..., Any] | None = None
+        self.captured_code: types.CodeType | None = None
+        self._swapped: dict[tuple, Callable[..., Any]] = {}
+        params = list(inspect.signature(fn).parameters.values())
+        self._positional_names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        self._varargs_name = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
+        self._explicit_dims = self._normalize_dims(dynamic_arg_dims, {p.name for p in params})
+
+    @staticmethod
+    def _normalize_dims(dims: DynamicArgDims, names: set[str]) -> dict[str, tuple[int, ...]] | None:
+        if dims is None:
+            return None
+        normalized = {}
+        for name, value in dims.items():
+            if name not in names:
+                raise ValueError(
+                    f"dynamic_arg_dims names {name!r}, which is not a parameter (parameters: {sorted(names)})"
+                )
+            normalized[name] = (value,) if isinstance(value, int) else tuple(value)
+        return normalized
+
+    @property
+    def model_name(self) -> str:
+        assert self.model_index is not None, "the model has no index before its first compile"
+        return model_name(self.model_index, self.model_tag)
+
+    def _full_args(self, args: tuple) -> tuple:
+        return args if self.bound_self is None else (self.bound_self, *args)
+
+    def _dims_for(self, name: str | None, value: Any) -> tuple[int, ...]:
+        if not isinstance(value, torch.Tensor):
+            return ()
+        if self._explicit_dims is None:
+            dims: tuple[int, ...] = (0,) if value.dim() > 0 else ()
+        else:
+            dims = self._explicit_dims.get(name, ()) if name is not None else ()
+        return tuple(d % value.dim() for d in dims) if value.dim() else ()
+
+    def _named_args(self, full_args: tuple, kwargs: Mapping[str, Any]) -> list[tuple[str | None, Any]]:
+        named: list[tuple[str | None, Any]] = []
+        for position, value in enumerate(full_args):
+            name = self._positional_names[position] if position < len(self._positional_names) else self._varargs_name
+            named.append((name, value))
+        named.extend(kwargs.items())
+        return named
+
+    def _dispatch_signature(self, full_args: tuple, kwargs: Mapping[str, Any]) -> tuple:
+        described = tuple(
+            _describe(value, self._dims_for(name, value)) for name, value in self._named_args(full_args, kwargs)
+        )
+        return (torch.is_grad_enabled(), tuple(kwargs), described)
+
+    def _mark_dynamic(self, full_args: tuple, kwargs: Mapping[str, Any]) -> None:
+        """Mark the dynamic dims; a size of 0 or 1 there raises ``ValueError`` (Dynamo's 0/1 specialization)."""
+        for name, value in self._named_args(full_args, kwargs):
+            for dim in self._dims_for(name, value):
+                size = value.shape[dim]
+                if size < 2:
+                    raise ValueError(
+                        f"argument {name!r} has size {size} on its dynamic dim {dim} in the first call. Dynamo "
+                        "specializes sizes 0 and 1 (it assumes every dynamic size is at least 2), so the graph "
+                        "compiled from this call would be fixed to this size. Make the first call with a size of "
+                        "at least 2 on that dim, or leave the dim out of dynamic_arg_dims."
+                    )
+                torch._dynamo.mark_dynamic(value, dim)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        full_args = self._full_args(args)
+        mode = self.config.compile_mode
+        if mode is CompileMode.NONE or torch.compiler.is_compiling():
+            return self.fn(*full_args, **kwargs)
+        if mode is CompileMode.TORCH_COMPILE:
+            if self.compiled_callable is None:
+                self._mark_dynamic(full_args, kwargs)
+                self.compiled_callable = torch.compile(self.fn, backend=self.config.backend)
+            return self.compiled_callable(*full_args, **kwargs)
+        if self._swapped:
+            swapped = self._swapped.get(self._dispatch_signature(full_args, kwargs))
+            if swapped is not None:
+                compilation_counter.num_swapped_calls += 1
+                return swapped(*full_args, **kwargs)
+        if self.compiled_callable is None:
+            self._mark_dynamic(full_args, kwargs)
+            return self.compile_jit(full_args, kwargs)
+        return self._call_capturing(full_args, kwargs)
+
+    def compile_jit(self, full_args: tuple, kwargs: Mapping[str, Any]) -> Any:
+        """Compile through a fresh ``torch.compile`` wrapper and a fresh ``MagiBackend`` and
+        run the call; ``full_args`` include ``bound_self``. Safe to call again after a failed
+        attempt once the caller removed the code from Dynamo's cache."""
+        if self.model_index is None:
+            self.model_index = next(_model_indices)
+            compilation_counter.num_models_seen += 1
+        self.backend = MagiBackend(self.config, self.model_index, self.model_tag)
+        self.compiled_callable = torch.compile(self.fn, fullgraph=True, backend=self.backend)
+        return self._call_capturing(full_args, kwargs)
+
+    def _call_capturing(self, full_args: tuple, kwargs: Mapping[str, Any]) -> Any:
+        assert self.compiled_callable is not None
+        _ensure_bytecode_hook()
+        self.captured_code = None
+        _capturing.append(self)
+        try:
+            output = self.compiled_callable(*full_args, **kwargs)
+        except BackendCompilerFailed as err:
+            if isinstance(err.inner_exception, CacheMissError):
+                raise err.inner_exception from None
+            raise
+        finally:
+            _capturing.pop()
+        if self.captured_code is not None:
+            compilation_counter.num_bytecode_captures += 1
+            if self.config.bytecode_swap:
+                self._swapped[self._dispatch_signature(full_args, kwargs)] = self._function_for(self.captured_code)
+            else:
+                logger.debug("%s: bytecode_swap is off; later calls keep Dynamo's guards", self.model_name)
+        return output
+
+    def _function_for(self, code: types.CodeType) -> Callable[..., Any]:
+        swapped = types.FunctionType(
+            code, self.fn.__globals__, self.fn.__name__, self.fn.__defaults__, self.fn.__closure__
+        )
+        swapped.__kwdefaults__ = self.fn.__kwdefaults__
+        return swapped

@@ -1,0 +1,70 @@
+"""Splitting an FX graph at ``splitting_ops`` (custom ops such as an attention op).
+
+Each splitting op call becomes a piece of its own that runs eagerly; the nodes between
+them become the pieces that get compiled. Op names are given as ``"ns::op"`` or
+``"ns.op"``, optionally with an overload (``"ns::op.default"``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import torch
+from torch import fx
+from torch.fx.passes.split_module import split_module
+
+
+@dataclasses.dataclass
+class Piece:
+    name: str
+    module: fx.GraphModule
+    is_splitting_op: bool
+
+
+def _op_names(target: object) -> set[str]:
+    if isinstance(target, torch._ops.OpOverload):
+        namespace, op = target.namespace, target._schema.name.split("::", 1)[1]
+        overload = target._overloadname
+        return {
+            f"{namespace}::{op}",
+            f"{namespace}.{op}",
+            f"{namespace}::{op}.{overload}",
+            f"{namespace}.{op}.{overload}",
+        }
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        namespace, op = target._qualified_op_name.split("::", 1)
+        return {f"{namespace}::{op}", f"{namespace}.{op}"}
+    return set()
+
+
+def is_splitting_node(node: fx.Node, splitting_ops: Sequence[str]) -> bool:
+    return node.op == "call_function" and bool(_op_names(node.target) & set(splitting_ops))
+
+
+def split_graph(gm: fx.GraphModule, splitting_ops: Sequence[str]) -> tuple[fx.GraphModule, list[Piece]]:
+    """Split ``gm`` at calls of ``splitting_ops``; returns the outer module and its pieces in order.
+
+    The outer module calls its pieces as submodules ``submod_<n>``; callers may replace a
+    piece by putting a callable of the same name in the outer module's ``__dict__``.
+    """
+    piece_of: dict[fx.Node, int] = {}
+    splitting_pieces: set[int] = set()
+    current = 0
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "output"):
+            continue
+        if is_splitting_node(node, splitting_ops):
+            current += 1
+            piece_of[node] = current
+            splitting_pieces.add(current)
+            current += 1
+        else:
+            piece_of[node] = current
+    split_gm = split_module(gm, None, lambda node: piece_of[node], keep_original_order=True)
+    pieces = []
+    for name, module in split_gm.named_children():
+        number = int(name.removeprefix("submod_"))
+        assert isinstance(module, fx.GraphModule), f"split piece {name} is not a GraphModule"
+        pieces.append(Piece(name=name, module=module, is_splitting_op=number in splitting_pieces))
+    return split_gm, pieces
