@@ -5,8 +5,8 @@ See ``docs/aot.md``. Modules: ``serializable`` (the backend output Dynamo can sa
 call), ``fallback`` (what falls back to JIT), ``entry`` (one entry's AOT dispatch).
 """
 
-from magi_compiler.aot.entry import AOTCacheMissError, AOTEntry
+from magi_compiler.aot.entry import AOTEntry
 from magi_compiler.aot.fallback import AOTUnsupportedError
 from magi_compiler.aot.serializable import SerializableCompiledGraph, SerializingBackend
 
-__all__ = ["AOTCacheMissError", "AOTEntry", "AOTUnsupportedError", "SerializableCompiledGraph", "SerializingBackend"]
+__all__ = ["AOTEntry", "AOTUnsupportedError", "SerializableCompiledGraph", "SerializingBackend"]

@@ -17,20 +17,20 @@ import torch
 from magi_compiler.aot.artifact import load_artifact, save_artifact
 from magi_compiler.aot.compile import aot_compile_once
 from magi_compiler.aot.fallback import ASSERT_CACHE_HIT_PREFIX
+from magi_compiler.backend import CacheMissError
 
 logger = logging.getLogger("magi_compiler")
-
-
-class AOTCacheMissError(RuntimeError):
-    """``assert_cache_hit`` is set and no usable AOT artifact covers the call."""
 
 
 class AOTEntry:
     """Runs one decorated entry from AOT-compiled functions.
 
     ``make_compile_wrapper`` returns a fresh ``torch.compile(fn, fullgraph=True, backend=...)``
-    whose backend returns a ``SerializableCallable``. ``f_globals`` is the globals dict of the
-    entry's function (Dynamo's loaded bytecode runs in it).
+    whose backend returns a ``SerializableCallable``; ``prepare_compile(args, kwargs, first)``
+    runs before each compile (marking dynamic dims). ``f_globals`` is the globals dict of the
+    entry's function (Dynamo's loaded bytecode runs in it). With ``persist=False`` nothing is
+    loaded or saved. With ``assert_cache_hit`` a call no loaded function covers raises
+    ``CacheMissError`` instead of compiling.
     """
 
     def __init__(
@@ -38,19 +38,23 @@ class AOTEntry:
         name: str,
         artifact_path: Path,
         make_compile_wrapper: Callable[[], Any],
+        prepare_compile: Callable[[tuple[Any, ...], dict[str, Any], bool], None],
         f_globals: dict[str, Any],
         assert_cache_hit: bool,
+        persist: bool = True,
     ) -> None:
         self.name = name
         self.artifact_path = artifact_path
         self._make_compile_wrapper = make_compile_wrapper
+        self._prepare_compile = prepare_compile
+        self._persist = persist
         self._f_globals = f_globals
         self._assert_cache_hit = assert_cache_hit
         self._functions: list[Any] | None = None
 
     def _loaded_functions(self) -> list[Any]:
         if self._functions is None:
-            loaded = load_artifact(self.artifact_path, self.name, self._f_globals) or []
+            loaded = (load_artifact(self.artifact_path, self.name, self._f_globals) if self._persist else None) or []
             for fn in loaded:
                 fn.disable_guard_check()
             self._functions = loaded
@@ -62,14 +66,18 @@ class AOTEntry:
 
     def _compile(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if self._assert_cache_hit:
-            raise AOTCacheMissError(
+            raise CacheMissError(
                 f"{ASSERT_CACHE_HIT_PREFIX} for AOT entry {self.name}: no usable artifact at {self.artifact_path} "
                 "matches this call"
             )
+        functions = self._loaded_functions()
+        self._prepare_compile(args, kwargs, not functions)
         fn = aot_compile_once(self._make_compile_wrapper(), self.name, args, kwargs)
         fn.disable_guard_check()
-        functions = self._loaded_functions()
         functions.append(fn)
+        if not self._persist:
+            logger.info("%s: disable_cache is set; the AOT artifact is not saved", self.name)
+            return fn
         try:
             save_artifact(self.artifact_path, self.name, functions)
         except (RuntimeError, pickle.PicklingError) as error:

@@ -6,14 +6,19 @@
 
 - an ``fx.GraphModule`` (the split graph): its eager submodules travel inside the graph module
   through ``GraphPickler``; compiled pieces installed in the module's ``__dict__`` under a
-  ``call_module`` target (not registered as child modules) travel through plain ``pickle``, so
-  each compiled piece must be picklable (its ``__reduce__`` names a loader);
-- any other callable: pickled as is (it must be picklable).
+  ``call_module`` target (not registered as child modules) travel separately;
+- any other callable (an unsplit graph's single piece): as a piece.
+
+A piece that is an Inductor ``CompiledArtifact`` travels as its ``binary`` save format (the
+artifact is self-contained, it does not point into the Magi cache); any other piece through
+``pickle``.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +54,32 @@ def _graph_shell(graph_module: torch.fx.GraphModule, pieces: list[str]) -> torch
     return torch.fx.GraphModule(root, graph)
 
 
+def _dump_piece(piece: Callable[..., Any]) -> tuple[str, Any]:
+    """A picklable form of one compiled piece: Inductor artifacts as their binary file contents."""
+    from torch._inductor import CompiledArtifact
+
+    if isinstance(piece, CompiledArtifact):
+        with tempfile.TemporaryDirectory(prefix="magi-aot-") as tmp:
+            path = os.path.join(tmp, "piece.bin")
+            piece.save(path=path, format="binary")
+            with open(path, "rb") as handle:
+                return "inductor", handle.read()
+    return "pickle", piece
+
+
+def _load_piece(kind: str, data: Any) -> Callable[..., Any]:
+    from torch._inductor import CompiledArtifact
+
+    if kind == "pickle":
+        return data
+    assert kind == "inductor", f"unknown piece kind {kind!r}"
+    with tempfile.TemporaryDirectory(prefix="magi-aot-") as tmp:
+        path = os.path.join(tmp, "piece.bin")
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return CompiledArtifact.load(path=path, format="binary")
+
+
 class SerializableCompiledGraph(SerializableCallable):
     """A runnable compiled graph that Dynamo's AOT compile can serialise and load back."""
 
@@ -62,10 +93,11 @@ class SerializableCompiledGraph(SerializableCallable):
 
         runnable = fn.runnable
         if not isinstance(runnable, torch.fx.GraphModule):
-            return pickle.dumps(("callable", runnable))
-        pieces = _compiled_piece_names(runnable)
-        shell = GraphPickler.dumps(_graph_shell(runnable, pieces), Options(ops_filter=None))
-        return pickle.dumps(("graph_module", (shell, {name: runnable.__dict__[name] for name in pieces})))
+            return pickle.dumps(("piece", _dump_piece(runnable)))
+        names = _compiled_piece_names(runnable)
+        shell = GraphPickler.dumps(_graph_shell(runnable, names), Options(ops_filter=None))
+        pieces = {name: _dump_piece(runnable.__dict__[name]) for name in names}
+        return pickle.dumps(("graph_module", (shell, pieces)))
 
     @classmethod
     def deserialize_compile_artifacts(cls, data: bytes) -> SerializableCompiledGraph:
@@ -74,14 +106,14 @@ class SerializableCompiledGraph(SerializableCallable):
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
         kind, state = pickle.loads(data)
-        if kind == "callable":
-            return cls(state)
+        if kind == "piece":
+            return cls(_load_piece(*state))
         assert kind == "graph_module", f"unknown serialized kind {kind!r}"
         shell_bytes, pieces = state
         graph_module = GraphPickler.loads(shell_bytes, FakeTensorMode(shape_env=ShapeEnv()))
-        for name, piece in pieces.items():
+        for name, (piece_kind, piece_data) in pieces.items():
             delattr(graph_module, name)
-            graph_module.__dict__[name] = piece
+            graph_module.__dict__[name] = _load_piece(piece_kind, piece_data)
         graph_module.recompile()
         return cls(graph_module)
 
@@ -94,6 +126,7 @@ class SerializingBackend:
 
     def __init__(self, backend: Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]) -> None:
         self.backend = backend
+        self.compiler_name = getattr(backend, "compiler_name", type(backend).__name__)
 
     def __call__(self, graph_module: torch.fx.GraphModule, example_inputs: list[Any]) -> SerializableCompiledGraph:
         return SerializableCompiledGraph(self.backend(graph_module, example_inputs))

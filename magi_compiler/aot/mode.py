@@ -1,0 +1,136 @@
+"""The AOT mode of one ``EntryState`` and its narrow, per-entry fallback to JIT.
+
+``call_aot(state, full_args, kwargs)`` is the whole AOT branch of ``EntryState.__call__``.
+If the entry's AOT compile raises ``AOTUnsupportedError`` (see ``fallback``), the entry falls
+back: ``state.aot`` becomes False for this entry only, what the failed attempt left is reset
+(its AOT dispatch, backend and compile wrapper; Dynamo's cache entries of the entry's code only
+if the attempt added some, so other entries sharing that code keep theirs), one warning names
+the entry and the error, and the call is retried through ``state.compile_jit`` (whose failures
+propagate). Other entries keep their own mode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from magi_compiler.aot.entry import AOTEntry
+from magi_compiler.aot.fallback import AOTUnsupportedError
+from magi_compiler.aot.serializable import SerializingBackend
+from magi_compiler.backend import MagiBackend
+from magi_compiler.cache import model_cache_dir
+from magi_compiler.cache_key import compiler_version_hash, inductor_config_hash
+from magi_compiler.counters import compilation_counter
+
+if TYPE_CHECKING:
+    from magi_compiler.entry_state import EntryState
+
+logger = logging.getLogger("magi_compiler")
+
+AOT_SUBDIR = "aot"
+ARTIFACT_SUFFIX = ".magi-aot"
+
+# Test-only seam: tests set it to False to prove that without the fallback the error propagates.
+FALLBACK_TO_JIT = True
+
+
+def entry_name(state: EntryState) -> str:
+    return f"{state.model_name}:{state.fn.__module__}.{state.fn.__qualname__}"
+
+
+def artifact_path(state: EntryState) -> Path:
+    """``<cache_root>/model_<idx>[_<tag>]_rank_<r>_ws<w>/aot/<module>.<qualname>-<key>.magi-aot``.
+
+    The key covers what is known before tracing (compile config, Inductor config, torch and
+    Python versions); the traced sources are checked against the artifact when it loads.
+    """
+    factors = {
+        "compile_config": state.config.hash,
+        "inductor_config": inductor_config_hash(),
+        "compiler_version": compiler_version_hash(),
+    }
+    key = hashlib.sha256(json.dumps(factors, sort_keys=True).encode()).hexdigest()[:16]
+    directory = model_cache_dir(state.config.resolved_cache_root_dir, state.model_index, state.model_tag, AOT_SUBDIR)
+    return Path(directory) / f"{state.fn.__module__}.{state.fn.__qualname__}-{key}{ARTIFACT_SUFFIX}"
+
+
+def _ensure_model_index(state: EntryState) -> None:
+    from magi_compiler import entry_state
+
+    if state.model_index is None:
+        state.model_index = next(entry_state._model_indices)
+        compilation_counter.num_models_seen += 1
+
+
+def _mark_dynamic_for_aot(state: EntryState, args: tuple[Any, ...], kwargs: dict[str, Any], first: bool) -> None:
+    """The first compile marks like JIT does (0/1 sizes are an error); a later one (a guard
+    miss) marks only dynamic dims whose size is at least 2, leaving the rest specialised."""
+    if first:
+        state._mark_dynamic(args, kwargs)
+        return
+    for name, value in state._named_args(args, kwargs):
+        for dim in state._dims_for(name, value):
+            if value.shape[dim] >= 2:
+                torch._dynamo.mark_dynamic(value, dim)
+
+
+def _build_aot_entry(state: EntryState) -> AOTEntry:
+    _ensure_model_index(state)
+    name = entry_name(state)
+    if state.config.disable_cache:
+        logger.info("%s: disable_cache is set; AOT artifacts are neither loaded nor saved", name)
+
+    def make_compile_wrapper() -> Any:
+        state.backend = MagiBackend(state.config, state.model_index, state.model_tag)
+        return torch.compile(state.fn, fullgraph=True, backend=SerializingBackend(state.backend))
+
+    return AOTEntry(
+        name=name,
+        artifact_path=artifact_path(state),
+        make_compile_wrapper=make_compile_wrapper,
+        prepare_compile=lambda args, kwargs, first: _mark_dynamic_for_aot(state, args, kwargs, first),
+        f_globals=state.fn.__globals__,
+        assert_cache_hit=state.config.assert_cache_hit,
+        persist=not state.config.disable_cache,
+    )
+
+
+def _dynamo_cache_entries(state: EntryState) -> int:
+    return len(torch._dynamo.eval_frame._debug_get_cache_entry_list(state.code))
+
+
+def _fall_back_to_jit(state: EntryState, error: AOTUnsupportedError, entries_before: int) -> None:
+    cause = error.__cause__ if error.__cause__ is not None else error
+    logger.warning(
+        "magi_compile entry %s cannot be AOT-compiled (%s: %s); falling back to JIT: this entry stays JIT "
+        "for the rest of this process, other entries keep their mode",
+        entry_name(state),
+        type(cause).__name__,
+        cause,
+    )
+    state.aot = False
+    state.aot_entry = None
+    state.backend = None
+    state.compiled_callable = None
+    if _dynamo_cache_entries(state) > entries_before:
+        torch._dynamo.eval_frame.remove_from_cache(state.code)
+
+
+def call_aot(state: EntryState, full_args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    """Run one call of an AOT entry; on ``AOTUnsupportedError`` fall back to JIT (see module doc)."""
+    if state.aot_entry is None:
+        state.aot_entry = _build_aot_entry(state)
+    entries_before = _dynamo_cache_entries(state)
+    try:
+        return state.aot_entry(*full_args, **kwargs)
+    except AOTUnsupportedError as error:
+        if not FALLBACK_TO_JIT:
+            raise
+        _fall_back_to_jit(state, error, entries_before)
+    return state.compile_jit(full_args, dict(kwargs))
