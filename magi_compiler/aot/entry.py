@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import pickle
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,8 @@ class AOTEntry:
 
     ``make_compile_wrapper`` returns a fresh ``torch.compile(fn, fullgraph=True, backend=...)``
     whose backend returns a ``SerializableCallable``; ``prepare_compile(args, kwargs, first)``
-    runs before each compile (marking dynamic dims). ``f_globals`` is the globals dict of the
+    is a context manager entered around each compile (it marks dynamic dims for the compile
+    only: a loaded function's guards reject tensors that still carry marks). ``f_globals`` is the globals dict of the
     entry's function (Dynamo's loaded bytecode runs in it). With ``persist=False`` nothing is
     loaded or saved. With ``assert_cache_hit`` a call no loaded function covers raises
     ``CacheMissError`` instead of compiling.
@@ -38,7 +40,7 @@ class AOTEntry:
         name: str,
         artifact_path: Path,
         make_compile_wrapper: Callable[[], Any],
-        prepare_compile: Callable[[tuple[Any, ...], dict[str, Any], bool], None],
+        prepare_compile: Callable[[tuple[Any, ...], dict[str, Any], bool], AbstractContextManager[None]],
         f_globals: dict[str, Any],
         assert_cache_hit: bool,
         persist: bool = True,
@@ -71,8 +73,8 @@ class AOTEntry:
                 "matches this call"
             )
         functions = self._loaded_functions()
-        self._prepare_compile(args, kwargs, not functions)
-        fn = aot_compile_once(self._make_compile_wrapper(), self.name, args, kwargs)
+        with self._prepare_compile(args, kwargs, not functions):
+            fn = aot_compile_once(self._make_compile_wrapper(), self.name, args, kwargs)
         fn.disable_guard_check()
         functions.append(fn)
         if not self._persist:
@@ -91,6 +93,11 @@ class AOTEntry:
                 error,
             )
         return fn
+
+    @property
+    def has_functions(self) -> bool:
+        """Whether a compiled or loaded function exists (a later compile is not the entry's first)."""
+        return bool(self._functions)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         for fn in self._loaded_functions():

@@ -11,10 +11,11 @@ propagate). Other entries keep their own mode.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +69,7 @@ def _ensure_model_index(state: EntryState) -> None:
         compilation_counter.num_models_seen += 1
 
 
-def _mark_dynamic_for_aot(state: EntryState, args: tuple[Any, ...], kwargs: dict[str, Any], first: bool) -> None:
+def _mark_dynamic(state: EntryState, args: tuple[Any, ...], kwargs: Mapping[str, Any], first: bool) -> None:
     """The first compile marks like JIT does (0/1 sizes are an error); a later one (a guard
     miss) marks only dynamic dims whose size is at least 2, leaving the rest specialised."""
     if first:
@@ -78,6 +79,27 @@ def _mark_dynamic_for_aot(state: EntryState, args: tuple[Any, ...], kwargs: dict
         for dim in state._dims_for(name, value):
             if value.shape[dim] >= 2:
                 torch._dynamo.mark_dynamic(value, dim)
+
+
+@contextlib.contextmanager
+def _marked_for_compile(
+    state: EntryState, args: tuple[Any, ...], kwargs: dict[str, Any], first: bool
+) -> Iterator[None]:
+    """Mark the dynamic dims for one AOT compile and take the marks off afterwards.
+
+    A guard loaded from an AOT artifact rejects a tensor carrying marks it did not see at
+    compile time (``_has_dynamo_dim_marking``), so marks left on the caller's tensors would make
+    the next process's loaded function miss on them.
+    """
+    tensors = [value for _, value in state._named_args(args, kwargs) if isinstance(value, torch.Tensor)]
+    saved = [dict(tensor.__dict__) for tensor in tensors]
+    _mark_dynamic(state, args, kwargs, first)
+    try:
+        yield
+    finally:
+        for tensor, before in zip(tensors, saved):
+            tensor.__dict__.clear()
+            tensor.__dict__.update(before)
 
 
 def _build_aot_entry(state: EntryState) -> AOTEntry:
@@ -94,7 +116,7 @@ def _build_aot_entry(state: EntryState) -> AOTEntry:
         name=name,
         artifact_path=artifact_path(state),
         make_compile_wrapper=make_compile_wrapper,
-        prepare_compile=lambda args, kwargs, first: _mark_dynamic_for_aot(state, args, kwargs, first),
+        prepare_compile=lambda args, kwargs, first: _marked_for_compile(state, args, kwargs, first),
         f_globals=state.fn.__globals__,
         assert_cache_hit=state.config.assert_cache_hit,
         persist=not state.config.disable_cache,
@@ -132,5 +154,7 @@ def call_aot(state: EntryState, full_args: tuple[Any, ...], kwargs: Mapping[str,
     except AOTUnsupportedError as error:
         if not FALLBACK_TO_JIT:
             raise
+        first = not state.aot_entry.has_functions
         _fall_back_to_jit(state, error, entries_before)
+    _mark_dynamic(state, full_args, kwargs, first)
     return state.compile_jit(full_args, dict(kwargs))
