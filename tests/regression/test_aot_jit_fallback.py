@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+from torch._dynamo.exc import BackendCompilerFailed, TensorifyScalarRestartAnalysis, Unsupported
 
 from magi_compiler import compilation_counter, get_entry_state, magi_compile
 from magi_compiler.aot import AOTUnsupportedError, artifact, mode
+from magi_compiler.aot.fallback import AOTFailureKind, classify_aot_failure
 from magi_compiler.aot.serializable import SerializingBackend
 from magi_compiler.backend import CacheMissError
 
@@ -269,3 +270,38 @@ def test_aot_round_trip_across_processes(tmp_path):
     assert "checksum mismatch" in third.stderr
     assert "MAGI_COMPILE_ASSERT_CACHE_HIT: cache miss" in third.stderr
     assert FALLBACK_WARNING not in third.stderr
+
+
+def wrapped_by_dynamo(inner: Exception) -> RuntimeError:
+    """``inner`` as Dynamo's JIT path reports a backend error (``BackendCompilerFailed``)."""
+    return BackendCompilerFailed(lambda: None, inner, None)
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (Unsupported("Attempted to read undefined local variable"), AOTFailureKind.FALLBACK),
+        (RuntimeError("Compiled function type X does not implement SerializableCallable."), AOTFailureKind.FALLBACK),
+        (TensorifyScalarRestartAnalysis(), AOTFailureKind.RESTART),
+        (torch.cuda.OutOfMemoryError("CUDA out of memory"), AOTFailureKind.PROPAGATE),
+        (wrapped_by_dynamo(torch.cuda.OutOfMemoryError("CUDA out of memory")), AOTFailureKind.PROPAGATE),
+        (wrapped_by_dynamo(AssertionError("invariant")), AOTFailureKind.PROPAGATE),
+        (
+            wrapped_by_dynamo(CacheMissError("MAGI_COMPILE_ASSERT_CACHE_HIT: cache miss for x")),
+            AOTFailureKind.PROPAGATE,
+        ),
+        (wrapped_by_dynamo(RuntimeError("inductor lowering not supported")), AOTFailureKind.FALLBACK),
+    ],
+    ids=[
+        "unsupported",
+        "not_serializable",
+        "restart",
+        "oom",
+        "wrapped_oom",
+        "wrapped_assert",
+        "wrapped_miss",
+        "wrapped_rt",
+    ],
+)
+def test_failure_classification(error, kind):
+    assert classify_aot_failure(error) is kind
