@@ -62,16 +62,30 @@ def save_artifact(artifact: Any, path: str) -> bool:
     return True
 
 
-def load_artifact(path: str) -> Callable[..., Any] | None:
-    """Load the artifact at ``path``; a missing or unreadable one is logged and returns None."""
+def load_artifact(path: str, gm: fx.GraphModule) -> Callable[..., Any] | None:
+    """Load the artifact compiled from ``gm`` at ``path``; a missing or unreadable one is
+    logged and returns None.
+
+    A loaded artifact always returns a sequence, while a freshly compiled one returns what
+    ``gm`` returns; for a graph returning a single value the result is unwrapped to match.
+    """
     from torch._inductor import CompiledArtifact
+    from torch._inductor.compile_fx import graph_returns_tuple
 
     try:
-        return CompiledArtifact.load(path=path, format="binary")
+        loaded = CompiledArtifact.load(path=path, format="binary")
     except FileNotFoundError:
         logger.warning("cached artifact %s is missing; recompiling", path)
+        return None
     except (OSError, EOFError, RuntimeError) as err:
         if isinstance(err, torch.OutOfMemoryError):
             raise
         logger.warning("cached artifact %s could not be loaded (%s); recompiling", path, err)
-    return None
+        return None
+    if graph_returns_tuple(gm):
+        return loaded
+
+    def single_output(*args: Any) -> Any:
+        return loaded(*args)[0]
+
+    return single_output

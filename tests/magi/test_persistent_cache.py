@@ -1,0 +1,84 @@
+"""The persistent cache across real processes: a cold run bakes it (including a graph
+that needs a restart), a warm run in assert_cache_hit mode compiles nothing, an empty
+cache in that mode fails with the documented error; concurrent index writers."""
+
+import json
+import multiprocessing
+
+import pytest
+import torch
+
+from magi_compiler.cache import ArtifactIndex, ArtifactKey
+
+from .conftest import last_json_line, run_script, script_env
+
+
+@pytest.fixture(scope="module")
+def cold_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("roundtrip")
+    out = root / "cold.pt"
+    proc = run_script("cache_roundtrip.py", str(out), env=script_env(root / "cache"))
+    return root, last_json_line(proc.stdout), torch.load(out)
+
+
+def test_cold_run_bakes_cache_with_restart(cold_run):
+    root, counters, _ = cold_run
+    assert counters["num_inductor_compiles"] >= 4
+    assert counters["num_restarts"] == 1
+    assert counters["num_splitting_ops_seen"] >= 2
+    assert counters["num_swapped_calls"] == 2
+    indexes = sorted((root / "cache").glob("model_*_rank_0_ws1/*/index.json"))
+    assert [p.parent.parent.name for p in indexes] == ["model_0_tiny_rank_0_ws1", "model_1_fn_rank_0_ws1"]
+    tiny = json.loads(indexes[0].read_text())
+    assert tiny["graphs"]["0"]["restarts"] == 0
+    assert tiny["graphs"]["1"]["restarts"] == 1
+    assert set(tiny["graphs"]["1"]["artifacts"]) == {"general|0|inductor", "general|2|inductor"}
+    assert all(not path.startswith("/") for path in tiny["graphs"]["1"]["artifacts"].values())
+
+
+def test_second_process_hits_cache_in_assert_mode(cold_run):
+    root, _, cold_outputs = cold_run
+    out = root / "warm.pt"
+    proc = run_script("cache_roundtrip.py", str(out), env=script_env(root / "cache", MAGI_COMPILE_ASSERT_CACHE_HIT="1"))
+    counters = last_json_line(proc.stdout)
+    assert "error" not in counters, counters
+    assert counters["num_inductor_compiles"] == 0
+    assert counters["num_cache_misses"] == 0
+    assert counters["num_cache_hits"] == 5
+    assert counters["num_restarts_replayed"] == 1
+    warm_outputs = torch.load(out)
+    assert all(torch.equal(a, b) for a, b in zip(cold_outputs, warm_outputs, strict=True))
+
+
+def test_assert_cache_hit_on_empty_cache_raises(tmp_path):
+    env = script_env(tmp_path / "empty", MAGI_COMPILE_ASSERT_CACHE_HIT="1")
+    result = last_json_line(run_script("cache_roundtrip.py", str(tmp_path / "x.pt"), env=env).stdout)
+    message = result["error"]
+    assert message.startswith("MAGI_COMPILE_ASSERT_CACHE_HIT: cache miss"), message
+    assert "model_0_tiny" in message
+    assert str(tmp_path / "empty" / "model_0_tiny_rank_0_ws1") in message
+    assert "graph index 0" in message
+
+
+def _record_many(cache_dir: str, worker: int) -> None:
+    index = ArtifactIndex(cache_dir)
+    for piece in range(40):
+        index.record(
+            0,
+            0,
+            "code",
+            {ArtifactKey("general", worker * 1000 + piece, "inductor"): f"artifacts/w{worker}_{piece}.bin"},
+        )
+
+
+def test_concurrent_processes_do_not_corrupt_index(tmp_path):
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_record_many, args=(str(tmp_path), w)) for w in range(4)]
+    for proc in workers:
+        proc.start()
+    for proc in workers:
+        proc.join(timeout=120)
+        assert proc.exitcode == 0
+    artifacts = json.loads((tmp_path / "index.json").read_text())["graphs"]["0"]["artifacts"]
+    assert len(artifacts) == 4 * 40
+    assert not list(tmp_path.glob(".tmp-*")), "temp files must be renamed into place"
