@@ -27,7 +27,6 @@ from magi_compiler.aot.serializable import SerializingBackend
 from magi_compiler.backend import MagiBackend
 from magi_compiler.cache import model_cache_dir
 from magi_compiler.cache_key import compiler_version_hash, inductor_config_hash
-from magi_compiler.counters import compilation_counter
 
 if TYPE_CHECKING:
     from magi_compiler.entry_state import EntryState
@@ -61,19 +60,11 @@ def artifact_path(state: EntryState) -> Path:
     return Path(directory) / f"{state.fn.__module__}.{state.fn.__qualname__}-{key}{ARTIFACT_SUFFIX}"
 
 
-def _ensure_model_index(state: EntryState) -> None:
-    from magi_compiler import entry_state
-
-    if state.model_index is None:
-        state.model_index = next(entry_state._model_indices)
-        compilation_counter.num_models_seen += 1
-
-
 def _mark_dynamic(state: EntryState, args: tuple[Any, ...], kwargs: Mapping[str, Any], first: bool) -> None:
     """The first compile marks like JIT does (0/1 sizes are an error); a later one (a guard
     miss) marks only dynamic dims whose size is at least 2, leaving the rest specialised."""
     if first:
-        state._mark_dynamic(args, kwargs)
+        state.mark_dynamic_dims(args, kwargs)
         return
     for name, value in state._named_args(args, kwargs):
         for dim in state._dims_for(name, value):
@@ -103,7 +94,7 @@ def _marked_for_compile(
 
 
 def _build_aot_entry(state: EntryState) -> AOTEntry:
-    _ensure_model_index(state)
+    state.ensure_model_index()
     name = entry_name(state)
     if state.config.disable_cache:
         logger.info("%s: disable_cache is set; AOT artifacts are neither loaded nor saved", name)
