@@ -1,6 +1,6 @@
 """Startup benchmark: time to first output of a small model in fresh processes, cold vs warm.
 
-``python -m magi_compiler.aot.startup_bench [--repeats N] [--width W] [--json]``
+``python -m magi_compiler.aot.startup_bench [--repeats N] [--width W] [--device cpu|cuda] [--json]``
 
 Each measurement is a separate fresh Python process; the parent records the wall time from
 launching it to the child reporting its first output (interpreter start and ``import torch``
@@ -47,17 +47,19 @@ class SmallModel(torch.nn.Module):
         return x + self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
 
 
-def _child(width: int) -> None:
+def _child(width: int, device: str) -> None:
     started = time.perf_counter()
     from magi_compiler import compilation_counter, magi_compile
 
     magi_compile(SmallModel, model_tag="startup_bench")
     torch.manual_seed(0)
-    model = SmallModel(width)
-    x = torch.randn(8, width)
+    model = SmallModel(width).to(device)
+    x = torch.randn(8, width, device=device)
     imported = time.perf_counter()
     with torch.no_grad():
         output = model(x)
+    if device == "cuda":
+        torch.cuda.synchronize()
     first = time.perf_counter()
     report = {
         "import_s": imported - started,
@@ -69,10 +71,19 @@ def _child(width: int) -> None:
     print(json.dumps(report), flush=True)
 
 
-def _run_child(env: dict[str, str], width: int) -> dict[str, float]:
+def _run_child(env: dict[str, str], width: int, device: str) -> dict[str, float]:
     launched = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "magi_compiler.aot.startup_bench", CHILD_FLAG, "--width", str(width)],
+        [
+            sys.executable,
+            "-m",
+            "magi_compiler.aot.startup_bench",
+            CHILD_FLAG,
+            "--width",
+            str(width),
+            "--device",
+            device,
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -96,7 +107,7 @@ def _scenario_env(base: dict[str, str], magi_cache: Path, inductor_cache: Path, 
     return env
 
 
-def run(repeats: int, width: int) -> dict[str, dict[str, float]]:
+def run(repeats: int, width: int, device: str) -> dict[str, dict[str, float]]:
     repo_root = Path(__file__).resolve().parents[2]
     base = dict(os.environ)
     base["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo_root), base.get("PYTHONPATH", "")]))
@@ -106,14 +117,14 @@ def run(repeats: int, width: int) -> dict[str, dict[str, float]]:
         jit_env = _scenario_env(base, root / "jit_magi", root / "jit_inductor", aot=False)
         aot_env = _scenario_env(base, root / "aot_magi", root / "aot_inductor", aot=True)
         runs = {
-            "cold": [_run_child(jit_env, width)],
-            "aot_cold": [_run_child(aot_env, width)],
+            "cold": [_run_child(jit_env, width, device)],
+            "aot_cold": [_run_child(aot_env, width, device)],
             "jit_warm": [],
             "aot_warm": [],
         }
         for _ in range(repeats):
-            runs["jit_warm"].append(_run_child(jit_env, width))
-            runs["aot_warm"].append(_run_child(aot_env, width))
+            runs["jit_warm"].append(_run_child(jit_env, width, device))
+            runs["aot_warm"].append(_run_child(aot_env, width, device))
         for name, reports in runs.items():
             results[name] = {
                 key: statistics.median(r[key] for r in reports)
@@ -130,23 +141,28 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(CHILD_FLAG, action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--repeats", type=int, default=3, help="runs of each warm scenario (median reported)")
     parser.add_argument("--width", type=int, default=64, help="hidden width of the model")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="device of the model")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
     if args.child:
-        _child(args.width)
+        _child(args.width, args.device)
         return
     if args.repeats < 1:
         raise ValueError("--repeats must be at least 1")
-    results = run(args.repeats, args.width)
+    results = run(args.repeats, args.width, args.device)
     ratios = {
         "cold/jit_warm": results["cold"]["wall_s"] / results["jit_warm"]["wall_s"],
         "cold/aot_warm": results["cold"]["wall_s"] / results["aot_warm"]["wall_s"],
         "jit_warm/aot_warm": results["jit_warm"]["wall_s"] / results["aot_warm"]["wall_s"],
     }
     if args.json:
-        print(json.dumps({"torch": torch.__version__, "results": results, "ratios": ratios}, indent=1))
+        print(
+            json.dumps(
+                {"torch": torch.__version__, "device": args.device, "results": results, "ratios": ratios}, indent=1
+            )
+        )
         return
-    print(f"torch {torch.__version__}; time to first output, fresh process each (median of warm runs)")
+    print(f"torch {torch.__version__}, {args.device}; time to first output, fresh process each (median of warm runs)")
     print(f"{'scenario':<10} {'wall s':>8} {'after import s':>15} {'graphs traced':>14} {'inductor compiles':>18}")
     for name, r in results.items():
         print(

@@ -1,8 +1,8 @@
 """One process of the AOT round-trip test (run by ``test_aot_jit_fallback.py``, not by pytest).
 
-Builds a small model with a fixed seed, calls it at two batch sizes with ``aot=True`` (the
-cache root and ``assert_cache_hit`` come from the environment) and writes the outputs and the
-compilation counters to ``argv[1]`` (``torch.save``).
+Builds a small model with a fixed seed on the device ``argv[2]``, calls it at two batch sizes
+with ``aot=True`` (the cache root and ``assert_cache_hit`` come from the environment) and
+writes the outputs (on CPU) and the compilation counters to ``argv[1]`` (``torch.save``).
 """
 
 import dataclasses
@@ -23,16 +23,16 @@ class TinyBlock(torch.nn.Module):
         return torch.relu(self.proj(x)) * 2 + x
 
 
-def main(out_path: str) -> None:
+def main(out_path: str, device: str) -> None:
     torch.manual_seed(0)
-    block = TinyBlock()
-    inputs = [torch.randn(4, 8), torch.randn(9, 8)]
-    outputs = [block(x) for x in inputs]
+    block = TinyBlock().to(device)
+    inputs = [torch.randn(4, 8, device=device), torch.randn(9, 8, device=device)]
+    outputs = [block(x).cpu() for x in inputs]
     state = get_entry_state(block)
     torch.save(
         {
             "outputs": outputs,
-            "eager": [TinyBlock.forward.__wrapped__(block, x) for x in inputs],
+            "eager": [TinyBlock.forward.__wrapped__(block, x).cpu() for x in inputs],
             "counters": dataclasses.asdict(compilation_counter),
             "aot": state.aot,
             "artifact": str(state.aot_entry.artifact_path),
@@ -42,4 +42,4 @@ def main(out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2])

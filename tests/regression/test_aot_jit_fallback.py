@@ -238,23 +238,31 @@ def test_bad_artifact_is_a_miss_with_warning(tmp_path, records, damage, reason):
         entry(x)  # the miss recompiled and rewrote a valid artifact
 
 
-def run_worker(out: Path, cache_root: Path, **env: str) -> subprocess.CompletedProcess:
+def run_worker(out: Path, cache_root: Path, device: str, **env: str) -> subprocess.CompletedProcess:
     environ = dict(os.environ, PYTHONPATH=str(REPO_ROOT), MAGI_COMPILE_CACHE_ROOT_DIR=str(cache_root), **env)
     return subprocess.run(
-        [sys.executable, str(WORKER), str(out)], env=environ, capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, str(WORKER), str(out), device],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
 
 
-def test_aot_round_trip_across_processes(tmp_path):
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_aot_round_trip_across_processes(tmp_path, device):
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("GPU-only variant of the round trip: no CUDA device in this build/machine")
     cache_root = tmp_path / "cache"
-    first = run_worker(tmp_path / "first.pt", cache_root)
+    first = run_worker(tmp_path / "first.pt", cache_root, device)
     assert first.returncode == 0, first.stderr
     cold = torch.load(tmp_path / "first.pt")
     assert cold["aot"] is True and cold["counters"]["num_graphs_seen"] == 1
     assert cold["counters"]["num_inductor_compiles"] >= 1
     assert Path(cold["artifact"]).is_file()
 
-    second = run_worker(tmp_path / "second.pt", cache_root, MAGI_COMPILE_ASSERT_CACHE_HIT="1")
+    second = run_worker(tmp_path / "second.pt", cache_root, device, MAGI_COMPILE_ASSERT_CACHE_HIT="1")
     assert second.returncode == 0, second.stderr
     warm = torch.load(tmp_path / "second.pt")
     assert warm["aot"] is True
@@ -265,7 +273,7 @@ def test_aot_round_trip_across_processes(tmp_path):
         torch.testing.assert_close(loaded, eager)
 
     corrupt(Path(cold["artifact"]))
-    third = run_worker(tmp_path / "third.pt", cache_root, MAGI_COMPILE_ASSERT_CACHE_HIT="1")
+    third = run_worker(tmp_path / "third.pt", cache_root, device, MAGI_COMPILE_ASSERT_CACHE_HIT="1")
     assert third.returncode != 0
     assert "checksum mismatch" in third.stderr
     assert "MAGI_COMPILE_ASSERT_CACHE_HIT: cache miss" in third.stderr
