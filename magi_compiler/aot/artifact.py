@@ -125,7 +125,9 @@ def load_artifact(path: Path, entry: str, f_globals: dict[str, Any]) -> list[Any
     for blob in blobs:
         try:
             fn = torch.compiler.load_compiled_function(io.BytesIO(blob), f_globals=f_globals)
-        except RuntimeError as error:
+        # RuntimeError: Dynamo's SystemInfo check (other GPU / toolkit); ImportError, AttributeError
+        # and UnpicklingError: a module, class or function the artifact names no longer exists.
+        except (RuntimeError, ImportError, AttributeError, pickle.UnpicklingError) as error:
             if isinstance(error, torch.OutOfMemoryError):
                 raise
             logger.warning("AOT artifact %s for %s cannot be loaded, treating as a cache miss: %s", path, entry, error)

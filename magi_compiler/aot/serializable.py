@@ -16,6 +16,7 @@ artifact is self-contained, it does not point into the Magi cache); any other pi
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import tempfile
@@ -37,12 +38,13 @@ def _compiled_piece_names(graph_module: torch.fx.GraphModule) -> list[str]:
 
 def _graph_shell(graph_module: torch.fx.GraphModule, pieces: list[str]) -> torch.fx.GraphModule:
     """A copy of ``graph_module`` whose compiled pieces are empty placeholder modules."""
-    targets = {str(n.target) for n in graph_module.graph.nodes if n.op == "call_module"}
-    root = {t: torch.nn.Module() if t in pieces else graph_module.get_submodule(t) for t in targets}
-    for name, value in graph_module.named_buffers(recurse=False):
-        root[name] = value
-    for name, value in graph_module.named_parameters(recurse=False):
-        root[name] = value
+    root: dict[str, Any] = {}
+    for node in graph_module.graph.nodes:
+        target = str(node.target)
+        if node.op == "call_module":
+            root[target] = torch.nn.Module() if target in pieces else graph_module.get_submodule(target)
+        elif node.op == "get_attr":
+            root[target] = functools.reduce(getattr, target.split("."), graph_module)
     output = next(n for n in graph_module.graph.nodes if n.op == "output")
     value_remap: dict[torch.fx.Node, torch.fx.Node] = {}
     graph = torch.fx.Graph()
@@ -95,9 +97,9 @@ class SerializableCompiledGraph(SerializableCallable):
         if not isinstance(runnable, torch.fx.GraphModule):
             return pickle.dumps(("piece", _dump_piece(runnable)))
         names = _compiled_piece_names(runnable)
-        shell = GraphPickler.dumps(_graph_shell(runnable, names), Options(ops_filter=None))
+        shell_bytes = GraphPickler.dumps(_graph_shell(runnable, names), Options(ops_filter=None))
         pieces = {name: _dump_piece(runnable.__dict__[name]) for name in names}
-        return pickle.dumps(("graph_module", (shell, pieces)))
+        return pickle.dumps(("graph_module", (shell_bytes, pieces)))
 
     @classmethod
     def deserialize_compile_artifacts(cls, data: bytes) -> SerializableCompiledGraph:

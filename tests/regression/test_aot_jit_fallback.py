@@ -199,6 +199,22 @@ def test_entry_compiled_before_fallback_keeps_running(tmp_path, monkeypatch, rec
     assert len(state_of(early_aot).aot_entry._functions) == 1
 
 
+def test_grad_mode_selects_its_own_compiled_function(tmp_path):
+    """A function compiled under no_grad is not reused with grad enabled, and the reverse."""
+    entry = make_entry("modes", tmp_path)
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        entry(x)
+    with compilation_counter.expect(num_graphs_seen=1):
+        out = entry(x)
+    assert out.requires_grad
+    out.sum().backward()
+    assert entry.proj.weight.grad is not None
+    with torch.no_grad(), compilation_counter.expect(num_graphs_seen=0):
+        assert not entry(x).requires_grad
+    assert len(state_of(entry).aot_entry._functions) == 2
+
+
 def corrupt(path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[-20:] = bytes(20)
