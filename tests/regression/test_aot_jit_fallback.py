@@ -23,7 +23,7 @@ from magi_compiler import compilation_counter, get_entry_state, magi_compile
 from magi_compiler.aot import AOTUnsupportedError, artifact, mode
 from magi_compiler.aot.fallback import AOTFailureKind, classify_aot_failure
 from magi_compiler.aot.serializable import SerializingBackend
-from magi_compiler.backend import CacheMissError
+from magi_compiler.backend import CacheMissError, MagiBackend
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("aot_round_trip_worker.py")
@@ -132,8 +132,9 @@ def test_unsupported_entry_falls_back_to_jit(tmp_path, monkeypatch, records, fal
         lambda: AssertionError("backend invariant broken"),
         lambda: TypeError("bad argument to a compile step"),
         lambda: torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+        lambda: CacheMissError("MAGI_COMPILE_ASSERT_CACHE_HIT: cache miss for model_0_broken: graph 0 piece 0"),
     ],
-    ids=["assertion", "type_error", "oom"],
+    ids=["assertion", "type_error", "oom", "assert_cache_hit_miss"],
 )
 def test_aot_assertion_error_is_not_swallowed(tmp_path, monkeypatch, records, make_error):
     expected = make_error()
@@ -176,6 +177,23 @@ def test_dynamo_restart_retries_aot_instead_of_falling_back(tmp_path, monkeypatc
     assert state_of(entry).aot is True
     assert records.count(FALLBACK_WARNING) == 0
     assert len(aot_files(tmp_path, "restarts")) == 1
+
+
+def test_failure_of_the_jit_retry_propagates(tmp_path, monkeypatch, records):
+    original = MagiBackend.__call__
+
+    def broken_for_tag(self, graph_module, example_inputs):
+        if self.model_tag == "jitfail":
+            raise RuntimeError("inductor lowering failed")
+        return original(self, graph_module, example_inputs)
+
+    monkeypatch.setattr(MagiBackend, "__call__", broken_for_tag)
+    entry = make_entry("jitfail", tmp_path)
+    with pytest.raises(BackendCompilerFailed, match="inductor lowering failed"):
+        entry(torch.randn(4, 8))
+    assert records.count(FALLBACK_WARNING) == 1
+    assert state_of(entry).aot is False
+    assert aot_files(tmp_path, "jitfail") == []
 
 
 def test_entry_compiled_before_fallback_keeps_running(tmp_path, monkeypatch, records):
