@@ -20,10 +20,17 @@ not seen goes through the guarded ``torch.compile`` wrapper (Dynamo checks guard
 recompiles if needed; the new code is captured for that signature), so a new size on a
 dynamic dim reuses the captured code while anything else takes the safe path.
 Set ``bytecode_swap=False`` to keep Dynamo's guards on every call.
+
+Every compile state has its own backend, so Dynamo compiles a decorated class's ``forward``
+once per instance; the recompile limit Dynamo applies per code object is raised by the
+number of states sharing that code while one of them compiles, so many instances never
+hit it.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import inspect
 import itertools
 import types
@@ -42,6 +49,7 @@ from magi_compiler.log import logger
 DynamicArgDims = Mapping[str, int | Sequence[int]] | None
 
 _model_indices = itertools.count()
+_states_per_code: collections.Counter[types.CodeType] = collections.Counter()
 _capturing: list[EntryState] = []
 _hook_registered = False
 
@@ -60,10 +68,11 @@ def _ensure_bytecode_hook() -> None:
 
 def _describe(value: Any, dynamic_dims: tuple[int, ...]) -> Any:
     if isinstance(value, torch.Tensor):
-        sizes = tuple(
-            (-1 if size >= 2 else size) if dim in dynamic_dims else size for dim, size in enumerate(value.shape)
-        )
-        return (value.dtype, value.device, sizes, value.is_contiguous(), value.requires_grad)
+        shape = list(value.shape)
+        for dim in dynamic_dims:
+            if shape[dim] >= 2:
+                shape[dim] = -1
+        return (value.dtype, value.device, tuple(shape), value.is_contiguous(), value.requires_grad)
     if value is None or isinstance(value, (bool, int, float, str)):
         return (type(value), value)
     return type(value)
@@ -97,6 +106,7 @@ class EntryState:
         self._positional_names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self._varargs_name = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
         self._explicit_dims = self._normalize_dims(dynamic_arg_dims, {p.name for p in params})
+        self._dims_cache: dict[tuple[str | None, int], tuple[int, ...]] = {}
 
     @staticmethod
     def _normalize_dims(dims: DynamicArgDims, names: set[str]) -> dict[str, tuple[int, ...]] | None:
@@ -122,11 +132,17 @@ class EntryState:
     def _dims_for(self, name: str | None, value: Any) -> tuple[int, ...]:
         if not isinstance(value, torch.Tensor):
             return ()
-        if self._explicit_dims is None:
-            dims: tuple[int, ...] = (0,) if value.dim() > 0 else ()
-        else:
-            dims = self._explicit_dims.get(name, ()) if name is not None else ()
-        return tuple(d % value.dim() for d in dims) if value.dim() else ()
+        cache_key = (name, value.dim())
+        dims = self._dims_cache.get(cache_key)
+        if dims is None:
+            ndim = value.dim()
+            if self._explicit_dims is None:
+                wanted: tuple[int, ...] = (0,)
+            else:
+                wanted = self._explicit_dims.get(name, ()) if name is not None else ()
+            dims = tuple(d % ndim for d in wanted) if ndim else ()
+            self._dims_cache[cache_key] = dims
+        return dims
 
     def _named_args(self, full_args: tuple, kwargs: Mapping[str, Any]) -> list[tuple[str | None, Any]]:
         named: list[tuple[str | None, Any]] = []
@@ -137,16 +153,20 @@ class EntryState:
         return named
 
     def _dispatch_signature(self, full_args: tuple, kwargs: Mapping[str, Any]) -> tuple:
-        described = tuple(
-            _describe(value, self._dims_for(name, value)) for name, value in self._named_args(full_args, kwargs)
-        )
+        names = self._positional_names
+        described = [
+            _describe(value, self._dims_for(names[i] if i < len(names) else self._varargs_name, value))
+            for i, value in enumerate(full_args)
+        ]
+        if kwargs:
+            described.extend((name, _describe(value, self._dims_for(name, value))) for name, value in kwargs.items())
         modes = (
             torch.is_grad_enabled(),
             torch.is_inference_mode_enabled(),
             torch.is_autocast_enabled("cpu"),
             torch.is_autocast_enabled("cuda"),
         )
-        return (modes, tuple(kwargs), described)
+        return (modes, tuple(described))
 
     def mark_dynamic_dims(self, full_args: tuple, kwargs: Mapping[str, Any]) -> None:
         """Mark the dynamic dims; a size of 0 or 1 there raises ``ValueError`` (Dynamo's 0/1 specialization)."""
@@ -193,8 +213,18 @@ class EntryState:
         in process order."""
         if self.model_index is None:
             self.model_index = next(_model_indices)
+            _states_per_code[self.code] += 1
             compilation_counter.num_models_seen += 1
         return self.model_index
+
+    def _recompile_limit(self) -> contextlib.AbstractContextManager[None]:
+        """Dynamo's recompile limit, raised by the other states compiling the same code."""
+        others = _states_per_code[self.code] - 1
+        if others <= 0:
+            return contextlib.nullcontext()
+        limit = torch._dynamo.config.recompile_limit + others
+        accumulated = max(torch._dynamo.config.accumulated_recompile_limit, limit)
+        return torch._dynamo.config.patch(recompile_limit=limit, accumulated_recompile_limit=accumulated)
 
     def compile_jit(self, full_args: tuple, kwargs: Mapping[str, Any]) -> Any:
         """Compile through a fresh ``torch.compile`` wrapper and a fresh ``MagiBackend`` and
@@ -211,7 +241,8 @@ class EntryState:
         self.captured_code = None
         _capturing.append(self)
         try:
-            output = self.compiled_callable(*full_args, **kwargs)
+            with self._recompile_limit():
+                output = self.compiled_callable(*full_args, **kwargs)
         except BackendCompilerFailed as err:
             if isinstance(err.inner_exception, CacheMissError):
                 raise err.inner_exception from None
