@@ -45,7 +45,11 @@ class AOTUnsupportedError(RuntimeError):
     """Raised by the AOT compile driver when an entry cannot be compiled ahead of time.
 
     ``__cause__`` holds the original error; the entry state catches this type only.
+    ``dynamo_cache_entries_before``: Dynamo cache entries of the entry's code before the
+    attempt (set by the AOT mode around the compile; the fallback compares it).
     """
+
+    dynamo_cache_entries_before: int | None = None
 
 
 def _exception_chain(error: BaseException) -> list[BaseException]:

@@ -72,6 +72,10 @@ def _mark_dynamic(state: EntryState, args: tuple[Any, ...], kwargs: Mapping[str,
                 torch._dynamo.mark_dynamic(value, dim)
 
 
+def _dynamo_cache_entries(state: EntryState) -> int:
+    return len(torch._dynamo.eval_frame._debug_get_cache_entry_list(state.code))
+
+
 @contextlib.contextmanager
 def _marked_for_compile(
     state: EntryState, args: tuple[Any, ...], kwargs: dict[str, Any], first: bool
@@ -80,13 +84,18 @@ def _marked_for_compile(
 
     A guard loaded from an AOT artifact rejects a tensor carrying marks it did not see at
     compile time (``_has_dynamo_dim_marking``), so marks left on the caller's tensors would make
-    the next process's loaded function miss on them.
+    the next process's loaded function miss on them. An ``AOTUnsupportedError`` leaving the
+    compile records how many Dynamo cache entries the entry's code had before it.
     """
     tensors = [value for _, value in state._named_args(args, kwargs) if isinstance(value, torch.Tensor)]
     saved = [dict(tensor.__dict__) for tensor in tensors]
+    entries_before = _dynamo_cache_entries(state)
     _mark_dynamic(state, args, kwargs, first)
     try:
         yield
+    except AOTUnsupportedError as error:
+        error.dynamo_cache_entries_before = entries_before
+        raise
     finally:
         for tensor, before in zip(tensors, saved):
             tensor.__dict__.clear()
@@ -114,11 +123,7 @@ def _build_aot_entry(state: EntryState) -> AOTEntry:
     )
 
 
-def _dynamo_cache_entries(state: EntryState) -> int:
-    return len(torch._dynamo.eval_frame._debug_get_cache_entry_list(state.code))
-
-
-def _fall_back_to_jit(state: EntryState, error: AOTUnsupportedError, entries_before: int) -> None:
+def _fall_back_to_jit(state: EntryState, error: AOTUnsupportedError) -> None:
     cause = error.__cause__ if error.__cause__ is not None else error
     logger.warning(
         "magi_compile entry %s cannot be AOT-compiled (%s: %s); falling back to JIT: this entry stays JIT "
@@ -131,7 +136,8 @@ def _fall_back_to_jit(state: EntryState, error: AOTUnsupportedError, entries_bef
     state.aot_entry = None
     state.backend = None
     state.compiled_callable = None
-    if _dynamo_cache_entries(state) > entries_before:
+    assert error.dynamo_cache_entries_before is not None, "AOTUnsupportedError raised outside a compile"
+    if _dynamo_cache_entries(state) > error.dynamo_cache_entries_before:
         torch._dynamo.eval_frame.remove_from_cache(state.code)
 
 
@@ -139,13 +145,12 @@ def call_aot(state: EntryState, full_args: tuple[Any, ...], kwargs: Mapping[str,
     """Run one call of an AOT entry; on ``AOTUnsupportedError`` fall back to JIT (see module doc)."""
     if state.aot_entry is None:
         state.aot_entry = _build_aot_entry(state)
-    entries_before = _dynamo_cache_entries(state)
     try:
         return state.aot_entry(*full_args, **kwargs)
     except AOTUnsupportedError as error:
         if not FALLBACK_TO_JIT:
             raise
         first = not state.aot_entry.has_functions
-        _fall_back_to_jit(state, error, entries_before)
+        _fall_back_to_jit(state, error)
     _mark_dynamic(state, full_args, kwargs, first)
     return state.compile_jit(full_args, dict(kwargs))
