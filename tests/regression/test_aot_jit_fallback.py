@@ -233,6 +233,25 @@ def test_grad_mode_selects_its_own_compiled_function(tmp_path):
     assert len(state_of(entry).aot_entry._functions) == 2
 
 
+def scaled_residual(x: torch.Tensor, *, scale: float = 2.0) -> torch.Tensor:
+    return torch.tanh(x) * scale + x
+
+
+def test_function_entry_with_keyword_argument(tmp_path):
+    entry = magi_compile(
+        scaled_residual, model_tag="fn", config_patch={"aot": True, "cache_root_dir": str(tmp_path), "backend": "eager"}
+    )
+    x = torch.randn(4, 8)
+    torch.testing.assert_close(entry(x, scale=3.0), scaled_residual(x, scale=3.0))
+    y = torch.randn(5, 8)
+    with compilation_counter.expect(num_graphs_seen=0):
+        torch.testing.assert_close(entry(y, scale=3.0), scaled_residual(y, scale=3.0))
+    with compilation_counter.expect(num_graphs_seen=1):  # a new constant fails the guards: one more function
+        torch.testing.assert_close(entry(y, scale=0.5), scaled_residual(y, scale=0.5))
+    state = get_entry_state(entry)
+    assert state.aot is True and len(aot_files(tmp_path, "fn")) == 1
+
+
 def corrupt(path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[-20:] = bytes(20)
