@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from magi_compiler.aot.fallback import AOTFailureKind, AOTUnsupportedError, classify_aot_failure
+from magi_compiler.aot.fallback import CAUGHT_AOT_ERRORS, AOTFailureKind, AOTUnsupportedError, classify_aot_failure
 
 logger = logging.getLogger("magi_compiler")
 
@@ -19,15 +19,15 @@ def aot_compile_once(compile_wrapper: Any, entry: str, args: tuple[Any, ...], kw
 
     ``compile_wrapper`` is the result of ``torch.compile(fn, fullgraph=True, ...)`` (torch 2.11 and
     2.13 both expose ``aot_compile`` on it). A Dynamo restart is retried (at most
-    ``MAX_RESTARTS`` times, then the entry counts as unsupported). A ``RuntimeError`` that means
-    "AOT unsupported" becomes ``AOTUnsupportedError`` (cause: the original error); OOM, the
-    ``assert_cache_hit`` miss and wrapped programmer errors propagate unchanged, as does every
-    non-``RuntimeError``.
+    ``MAX_RESTARTS`` times, then the entry counts as unsupported). An error that means "AOT
+    unsupported" (``fallback.classify_aot_failure``) becomes ``AOTUnsupportedError`` (cause: the
+    original error); OOM, the ``assert_cache_hit`` miss and programmer errors propagate
+    unchanged.
     """
     for attempt in range(1, MAX_RESTARTS + 1):
         try:
             return compile_wrapper.aot_compile((args, kwargs))
-        except RuntimeError as error:
+        except CAUGHT_AOT_ERRORS as error:
             if isinstance(error, torch.OutOfMemoryError):
                 raise
             kind = classify_aot_failure(error)

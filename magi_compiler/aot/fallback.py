@@ -3,12 +3,19 @@
 The protected region is the single AOT compile call of one entry. Only a ``RuntimeError`` that
 means "this entry cannot be compiled ahead of time" falls back (Dynamo's ``Unsupported``, the
 "does not implement SerializableCallable" refusal, the fullgraph/cache preconditions of
-``aot_compile``, DTensor graphs that Dynamo's AOT capture cannot handle...). These never fall
+``aot_compile``, DTensor graphs that Dynamo's AOT capture cannot handle...). One more kind of
+error means the same: a *serialisation* failure, which the AOT compile turns fatal (it runs
+with ``strict_autograd_cache``) while JIT only logs it. On torch 2.13 a DTensor graph fails
+this way (``AttributeError: Can't pickle local object 'WeakValueDictionary...'`` from
+AOTAutograd's cache entry), and a class defined in local scope fails guard serialisation
+(``TypeError: ... cannot be saved into torch.compile() package``); these are recognised by
+their pickling / package-saving messages only (``is_serialization_failure``). These never fall
 back, wherever they sit in the exception chain (Dynamo may wrap a backend error in
 ``BackendCompilerFailed`` or ``InternalTorchDynamoError``):
 
-- programmer errors (``AssertionError``, ``TypeError``, ``NameError``, ...): they are not
-  ``RuntimeError`` at the top, and are looked for in the chain below a wrapping one;
+- programmer errors (``AssertionError``, ``TypeError``, ``NameError``, ...), other than the
+  serialisation failures above: not ``RuntimeError`` at the top, and looked for in the chain
+  below a wrapping one;
 - ``torch.OutOfMemoryError`` (a ``RuntimeError`` subclass);
 - the ``assert_cache_hit`` miss (``MAGI_COMPILE_ASSERT_CACHE_HIT: cache miss ...``);
 - Dynamo's ``RestartAnalysis`` family: the compile is retried instead.
@@ -17,6 +24,8 @@ back, wherever they sit in the exception chain (Dynamo may wrap a backend error 
 from __future__ import annotations
 
 import enum
+import pickle
+import re
 
 import torch
 from torch._dynamo import exc as dynamo_exc
@@ -33,6 +42,23 @@ _PROGRAMMER_ERRORS: tuple[type[BaseException], ...] = (
     IndexError,
     ValueError,
 )
+
+
+# CPython's pickle messages ("Can't pickle local object ...", "cannot pickle '_thread.RLock'
+# object") and Dynamo's guard-serialisation refusal.
+_SERIALIZATION_FAILURE = re.compile(
+    r"can't pickle|cannot pickle|cannot be saved into torch\.compile\(\) package", re.IGNORECASE
+)
+
+# What the AOT compile driver catches: RuntimeError, and the types a serialisation failure has.
+CAUGHT_AOT_ERRORS: tuple[type[BaseException], ...] = (RuntimeError, AttributeError, TypeError, pickle.PicklingError)
+
+
+def is_serialization_failure(error: BaseException) -> bool:
+    """True for an error that says some object of the compiled entry cannot be serialised."""
+    if isinstance(error, pickle.PicklingError):
+        return True
+    return isinstance(error, (AttributeError, TypeError)) and bool(_SERIALIZATION_FAILURE.search(str(error)))
 
 
 class AOTFailureKind(enum.Enum):
@@ -68,13 +94,15 @@ def is_assert_cache_hit_miss(error: BaseException) -> bool:
     return any(str(link).startswith(ASSERT_CACHE_HIT_PREFIX) for link in _exception_chain(error))
 
 
-def classify_aot_failure(error: RuntimeError) -> AOTFailureKind:
-    """Decide what the AOT compile driver does with a ``RuntimeError`` raised by the AOT compile."""
+def classify_aot_failure(error: BaseException) -> AOTFailureKind:
+    """Decide what the AOT compile driver does with an error in ``CAUGHT_AOT_ERRORS`` raised by the AOT compile."""
     chain = _exception_chain(error)
     if any(isinstance(link, torch.OutOfMemoryError) for link in chain):
         return AOTFailureKind.PROPAGATE
     if is_assert_cache_hit_miss(error):
         return AOTFailureKind.PROPAGATE
+    if any(is_serialization_failure(link) for link in chain):
+        return AOTFailureKind.FALLBACK
     if any(isinstance(link, _PROGRAMMER_ERRORS) for link in chain):
         return AOTFailureKind.PROPAGATE
     if any(isinstance(link, dynamo_exc.RestartAnalysis) for link in chain):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ from magi_compiler.backend import CacheMissError, MagiBackend
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("aot_round_trip_worker.py")
+DTENSOR_WORKER = Path(__file__).with_name("aot_dtensor_worker.py")
 FALLBACK_WARNING = "falling back to JIT"
 UNSUPPORTED = "Attempted to read undefined local variable: this graph is not supported by AOT compile"
 
@@ -331,6 +333,41 @@ def test_aot_round_trip_across_processes(tmp_path, device):
     assert "checksum mismatch" in third.stderr
     assert "MAGI_COMPILE_ASSERT_CACHE_HIT: cache miss" in third.stderr
     assert FALLBACK_WARNING not in third.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_dtensor_entry_falls_back_for_real_while_plain_entry_stays_aot(tmp_path):
+    """No patching: a DTensor graph's AOT compile fails on its own (torch 2.13: its AOTAutograd
+    entry cannot be pickled), the entry runs through JIT, the plain entry compiled before it
+    stays AOT and runs without compiling again (its input now the JIT entry's output, then a
+    new shape)."""
+    out = tmp_path / "report.json"
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(REPO_ROOT),
+        MAGI_COMPILE_CACHE_ROOT_DIR=str(tmp_path / "cache"),
+        MASTER_PORT=str(free_port()),
+    )
+    result = subprocess.run(
+        [sys.executable, str(DTENSOR_WORKER), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    report = json.loads(out.read_text())
+    assert report["dit_aot"] is False and report["dit_correct"] and report["dit_second_shape"] == [6, 8]
+    assert report["vae_aot"] is True and report["vae_correct"] and report["vae_artifact_exists"]
+    assert report["vae_graphs_first_call"] == 1 and report["vae_graphs_after_fallback"] == 0
+    [warning] = report["fallback_warnings"]
+    assert "model_1_dit" in warning and "rest of this process" in warning
 
 
 def wrapped_by_dynamo(inner: Exception) -> RuntimeError:
