@@ -17,8 +17,9 @@ MAX_RESTARTS = 8
 def aot_compile_once(compile_wrapper: Any, entry: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``compile_wrapper.aot_compile((args, kwargs))`` and return the ``AOTCompiledFunction``.
 
-    ``compile_wrapper`` is the result of ``torch.compile(fn, fullgraph=True, ...)`` (torch 2.11 and
-    2.13 both expose ``aot_compile`` on it). A Dynamo restart is retried (at most
+    ``compile_wrapper`` is the result of ``torch.compile(fn, fullgraph=True, ...)`` (torch 2.13 and
+    the older ``aot_compile.py`` this was designed against both expose ``aot_compile`` on it;
+    re-check on 2.11). A Dynamo restart is retried (at most
     ``MAX_RESTARTS`` times, then the entry counts as unsupported). An error that means "AOT
     unsupported" (``fallback.classify_aot_failure``) becomes ``AOTUnsupportedError`` (cause: the
     original error); OOM, the ``assert_cache_hit`` miss and programmer errors propagate

@@ -29,9 +29,9 @@ class AOTEntry:
     ``make_compile_wrapper`` returns a fresh ``torch.compile(fn, fullgraph=True, backend=...)``
     whose backend returns a ``SerializableCallable``; ``prepare_compile(args, kwargs, first)``
     is a context manager entered around each compile (it marks dynamic dims for the compile
-    only: a loaded function's guards reject tensors that still carry marks). ``f_globals`` is the globals dict of the
-    entry's function (Dynamo's loaded bytecode runs in it). With ``persist=False`` nothing is
-    loaded or saved. With ``assert_cache_hit`` a call no loaded function covers raises
+    only: a loaded function's guards reject tensors that still carry marks). ``f_globals`` is
+    the globals dict of the entry's function (Dynamo's loaded bytecode runs in it). With
+    ``persist=False`` nothing is loaded or saved. With ``assert_cache_hit`` a call no loaded function covers raises
     ``CacheMissError`` instead of compiling.
     """
 
