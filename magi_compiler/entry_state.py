@@ -40,6 +40,7 @@ from typing import Any
 import torch
 from torch._dynamo.exc import BackendCompilerFailed
 
+from magi_compiler.aot.mode import call_aot  # AOT branch (owned by magi_compiler/aot)
 from magi_compiler.backend import CacheMissError, MagiBackend, model_name
 from magi_compiler.config import CompileConfig, CompileMode
 from magi_compiler.counters import compilation_counter
@@ -95,6 +96,7 @@ class EntryState:
         self.model_tag = model_tag
         self.bound_self = bound_self
         self.aot: bool = config.aot
+        self.aot_entry: Any = None  # AOT branch: the entry's AOT dispatch (magi_compiler.aot.entry.AOTEntry)
         self.model_index: int | None = None
         self.backend: MagiBackend | None = None
         self.compiled_callable: Callable[..., Any] | None = None
@@ -190,6 +192,8 @@ class EntryState:
                 self.mark_dynamic_dims(full_args, kwargs)
                 self.compiled_callable = torch.compile(self.fn, backend=self.config.backend)
             return self.compiled_callable(*full_args, **kwargs)
+        if self.aot:  # AOT branch (owned by magi_compiler/aot): falls back to JIT per entry
+            return call_aot(self, full_args, kwargs)
         if self._swapped:
             swapped = self._swapped.get(self._dispatch_signature(full_args, kwargs))
             if swapped is not None:

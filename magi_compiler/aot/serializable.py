@@ -1,0 +1,134 @@
+"""The backend's compiled output in a form Dynamo's AOT compile can save.
+
+``torch.compile(...).aot_compile`` requires the backend to return a
+``torch._dynamo.aot_compile_types.SerializableCallable``; a plain callable makes it raise a
+``RuntimeError``. ``SerializableCompiledGraph`` wraps what the Magi backend returns:
+
+- an ``fx.GraphModule`` (the split graph): its eager submodules travel inside the graph module
+  through ``GraphPickler``; compiled pieces installed in the module's ``__dict__`` under a
+  ``call_module`` target (not registered as child modules) travel separately;
+- any other callable (an unsplit graph's single piece): as a piece.
+
+A piece that is an Inductor ``CompiledArtifact`` travels as its ``binary`` save format (the
+artifact is self-contained, it does not point into the Magi cache); any other piece through
+``pickle``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pickle
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch._dynamo.aot_compile_types import SerializableCallable
+
+# Node metadata that holds live tracing objects GraphPickler cannot (and need not) carry.
+_UNPICKLABLE_NODE_META = ("nn_module_stack", "source_fn_stack", "example_value")
+
+
+def _compiled_piece_names(graph_module: torch.fx.GraphModule) -> list[str]:
+    """``call_module`` targets backed by a non-Module callable in the module's ``__dict__``."""
+    targets = {node.target for node in graph_module.graph.nodes if node.op == "call_module"}
+    return sorted(str(t) for t in targets if t not in graph_module._modules and t in graph_module.__dict__)
+
+
+def _graph_shell(graph_module: torch.fx.GraphModule, pieces: list[str]) -> torch.fx.GraphModule:
+    """A copy of ``graph_module`` whose compiled pieces are empty placeholder modules."""
+    root: dict[str, Any] = {}
+    for node in graph_module.graph.nodes:
+        target = str(node.target)
+        if node.op == "call_module":
+            root[target] = torch.nn.Module() if target in pieces else graph_module.get_submodule(target)
+        elif node.op == "get_attr":
+            root[target] = functools.reduce(getattr, target.split("."), graph_module)
+    output = next(n for n in graph_module.graph.nodes if n.op == "output")
+    value_remap: dict[torch.fx.Node, torch.fx.Node] = {}
+    graph = torch.fx.Graph()
+    out = graph.graph_copy(graph_module.graph, value_remap)
+    graph.output(out, type_expr=output.type)
+    for node in graph.nodes:
+        for key in _UNPICKLABLE_NODE_META:
+            node.meta.pop(key, None)
+    return torch.fx.GraphModule(root, graph)
+
+
+def _dump_piece(piece: Callable[..., Any]) -> tuple[str, Any]:
+    """A picklable form of one compiled piece: Inductor artifacts as their binary file contents."""
+    from torch._inductor import CompiledArtifact
+
+    if isinstance(piece, CompiledArtifact):
+        with tempfile.TemporaryDirectory(prefix="magi-aot-") as tmp:
+            path = os.path.join(tmp, "piece.bin")
+            piece.save(path=path, format="binary")
+            with open(path, "rb") as handle:
+                return "inductor", handle.read()
+    return "pickle", piece
+
+
+def _load_piece(kind: str, data: Any) -> Callable[..., Any]:
+    from torch._inductor import CompiledArtifact
+
+    if kind == "pickle":
+        return data
+    assert kind == "inductor", f"unknown piece kind {kind!r}"
+    with tempfile.TemporaryDirectory(prefix="magi-aot-") as tmp:
+        path = os.path.join(tmp, "piece.bin")
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return CompiledArtifact.load(path=path, format="binary")
+
+
+class SerializableCompiledGraph(SerializableCallable):
+    """A runnable compiled graph that Dynamo's AOT compile can serialise and load back."""
+
+    def __init__(self, runnable: Callable[..., Any]) -> None:
+        assert callable(runnable), f"expected a callable, got {type(runnable)}"
+        self.runnable = runnable
+
+    @classmethod
+    def serialize_compile_artifacts(cls, fn: SerializableCompiledGraph) -> bytes:
+        from torch.fx._graph_pickler import GraphPickler, Options
+
+        runnable = fn.runnable
+        if not isinstance(runnable, torch.fx.GraphModule):
+            return pickle.dumps(("piece", _dump_piece(runnable)))
+        names = _compiled_piece_names(runnable)
+        shell_bytes = GraphPickler.dumps(_graph_shell(runnable, names), Options(ops_filter=None))
+        pieces = {name: _dump_piece(runnable.__dict__[name]) for name in names}
+        return pickle.dumps(("graph_module", (shell_bytes, pieces)))
+
+    @classmethod
+    def deserialize_compile_artifacts(cls, data: bytes) -> SerializableCompiledGraph:
+        from torch._subclasses import FakeTensorMode
+        from torch.fx._graph_pickler import GraphPickler
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        kind, state = pickle.loads(data)
+        if kind == "piece":
+            return cls(_load_piece(*state))
+        assert kind == "graph_module", f"unknown serialized kind {kind!r}"
+        shell_bytes, pieces = state
+        graph_module = GraphPickler.loads(shell_bytes, FakeTensorMode(shape_env=ShapeEnv()))
+        for name, (piece_kind, piece_data) in pieces.items():
+            delattr(graph_module, name)
+            graph_module.__dict__[name] = _load_piece(piece_kind, piece_data)
+        graph_module.recompile()
+        return cls(graph_module)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.runnable(*args, **kwargs)
+
+
+class SerializingBackend:
+    """Wraps a Dynamo backend so that its output is a ``SerializableCompiledGraph``."""
+
+    def __init__(self, backend: Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]) -> None:
+        self.backend = backend
+        self.compiler_name = getattr(backend, "compiler_name", type(backend).__name__)
+
+    def __call__(self, graph_module: torch.fx.GraphModule, example_inputs: list[Any]) -> SerializableCompiledGraph:
+        return SerializableCompiledGraph(self.backend(graph_module, example_inputs))
