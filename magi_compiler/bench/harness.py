@@ -1,0 +1,107 @@
+"""Interleaved timing runs: every contender is timed once per round, round-robin, with the
+starting contender rotating each round, so drift (clocks, thermals, neighbours) hits all
+contenders alike instead of whichever ran last.
+
+Phases, all under ``torch.no_grad()``: (1) one contender after the other, the first call
+(compile + run, wall time); (2) ``warmup`` untimed rounds; (3) one output check against
+eager; (4) ``iterations`` timed rounds. Compile counters are read around every call, outside
+the timed region, so graphs compiled during timing are reported, not hidden.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import torch
+
+from magi_compiler.bench.contenders import Contender
+from magi_compiler.bench.progress import Progress
+from magi_compiler.bench.timers import Timer
+
+TOLERANCES = {torch.float32: 1e-3, torch.float16: 2e-2, torch.bfloat16: 5e-2}
+
+
+@dataclasses.dataclass
+class ContenderRun:
+    """One contender's result; ``samples`` are per-call milliseconds."""
+
+    name: str
+    entry: str
+    samples: list[float]
+    first_call_s: float
+    graphs_compiled: int
+    graphs_compiled_while_timed: int
+    max_abs_diff: float
+    outputs_match: bool
+
+
+def outputs_close(out: torch.Tensor, reference: torch.Tensor) -> tuple[bool, float]:
+    """Whether ``out`` matches ``reference`` within the dtype's tolerance, and the max abs difference."""
+    tol = TOLERANCES.get(reference.dtype, 1e-3)
+    if out.shape != reference.shape or out.dtype != reference.dtype:
+        return False, float("inf")
+    diff = (out.float() - reference.float()).abs().max().item()
+    return bool(torch.allclose(out.float(), reference.float(), rtol=tol, atol=tol)), diff
+
+
+def run_interleaved(
+    contenders: list[Contender],
+    x: torch.Tensor,
+    timer: Timer,
+    iterations: int,
+    warmup: int,
+    progress: Progress,
+    calls_per_sample: int = 1,
+    label: str = "latency",
+) -> list[ContenderRun]:
+    """Time every contender on ``x``; the first contender must be ``eager`` (the output reference)."""
+    if iterations < 1 or warmup < 0 or calls_per_sample < 1:
+        raise ValueError(
+            f"need iterations >= 1, warmup >= 0, calls_per_sample >= 1; got {iterations}, {warmup}, {calls_per_sample}"
+        )
+    assert contenders and contenders[0].name == "eager", "eager must come first: it is the output reference"
+    torch._dynamo.mark_dynamic(x, 0)
+    first_call_s: dict[str, float] = {}
+    compiled = {c.name: 0 for c in contenders}
+    compiled_while_timed = dict.fromkeys(compiled, 0)
+    samples: dict[str, list[float]] = {c.name: [] for c in contenders}
+    with torch.no_grad():
+        for index, contender in enumerate(contenders, 1):
+            progress.stage(f"{label}: first call (compile) of {contender.name} ({index}/{len(contenders)})")
+            count = contender.graph_count()
+            start = time.perf_counter()
+            contender.call(x)
+            timer.synchronize()
+            first_call_s[contender.name] = time.perf_counter() - start
+            compiled[contender.name] += contender.graph_count() - count
+        progress.stage(f"{label}: {warmup} warm-up rounds")
+        for _ in range(warmup):
+            for contender in contenders:
+                count = contender.graph_count()
+                contender.call(x)
+                compiled[contender.name] += contender.graph_count() - count
+        timer.synchronize()
+        reference = contenders[0].call(x)
+        checks = {c.name: outputs_close(c.call(x), reference) for c in contenders}
+        for round_index in range(iterations):
+            shift = round_index % len(contenders)
+            for contender in contenders[shift:] + contenders[:shift]:
+                count = contender.graph_count()
+                elapsed_ms, _ = timer.time_batch(contender.call, calls_per_sample, x)
+                compiled_while_timed[contender.name] += contender.graph_count() - count
+                samples[contender.name].append(elapsed_ms / calls_per_sample)
+            progress.update(f"{label}: timed rounds", round_index + 1, iterations)
+    return [
+        ContenderRun(
+            name=c.name,
+            entry=c.entry,
+            samples=samples[c.name],
+            first_call_s=first_call_s[c.name],
+            graphs_compiled=compiled[c.name],
+            graphs_compiled_while_timed=compiled_while_timed[c.name],
+            max_abs_diff=checks[c.name][1],
+            outputs_match=checks[c.name][0],
+        )
+        for c in contenders
+    ]
