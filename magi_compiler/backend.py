@@ -203,11 +203,10 @@ class _PiecewiseCompiler(fx.Interpreter):
         self.compile_one = compile_one
 
     def run_fake(self, example_inputs: Sequence[Any]) -> None:
-        from torch._dynamo.utils import detect_fake_mode
         from torch._subclasses.fake_tensor import FakeTensor
         from torch.fx.experimental.proxy_tensor import enable_python_dispatcher
 
-        fake_mode = detect_fake_mode(example_inputs)
+        fake_mode = torch._guards.detect_fake_mode(example_inputs)
         assert fake_mode is not None, "MagiBackend must be called by Dynamo with fake inputs in context"
         fake_args = [
             fake_mode.from_tensor(t) if isinstance(t, torch.Tensor) and not isinstance(t, FakeTensor) else t

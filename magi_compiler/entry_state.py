@@ -169,9 +169,13 @@ class EntryState:
                 compilation_counter.num_swapped_calls += 1
                 return swapped(*full_args, **kwargs)
         if self.compiled_callable is None:
-            self._mark_dynamic(full_args, kwargs)
-            return self.compile_jit(full_args, kwargs)
+            return self.first_compile(full_args, kwargs)
         return self._call_capturing(full_args, kwargs)
+
+    def first_compile(self, full_args: tuple, kwargs: Mapping[str, Any]) -> Any:
+        """The first call: check and mark the dynamic dims, compile, run."""
+        self._mark_dynamic(full_args, kwargs)
+        return self.compile_jit(full_args, kwargs)
 
     def compile_jit(self, full_args: tuple, kwargs: Mapping[str, Any]) -> Any:
         """Compile through a fresh ``torch.compile`` wrapper and a fresh ``MagiBackend`` and

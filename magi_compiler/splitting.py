@@ -33,8 +33,12 @@ def _op_names(target: object) -> set[str]:
             f"{namespace}.{op}.{overload}",
         }
     if isinstance(target, torch._ops.OpOverloadPacket):
+        # a packet call may resolve to any overload, so it matches the op under any of them
         namespace, op = target._qualified_op_name.split("::", 1)
-        return {f"{namespace}::{op}", f"{namespace}.{op}"}
+        names = {f"{namespace}::{op}", f"{namespace}.{op}"}
+        for overload in target.overloads():
+            names |= {f"{namespace}::{op}.{overload}", f"{namespace}.{op}.{overload}"}
+        return names
     return set()
 
 

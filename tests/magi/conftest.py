@@ -50,3 +50,18 @@ def module_cache_env(tmp_path_factory: pytest.TempPathFactory):
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(scope="module")
+def single_rank_mesh(tmp_path_factory: pytest.TempPathFactory):
+    """A one-rank gloo process group and a 1-D CPU device mesh, torn down after the module."""
+    import torch
+
+    if not torch.distributed.is_available():
+        pytest.skip("this torch build has no torch.distributed")
+    from torch.distributed.device_mesh import init_device_mesh
+
+    store = torch.distributed.FileStore(str(tmp_path_factory.mktemp("pg") / "store"), 1)
+    torch.distributed.init_process_group("gloo", store=store, rank=0, world_size=1)
+    yield init_device_mesh("cpu", (1,))
+    torch.distributed.destroy_process_group()

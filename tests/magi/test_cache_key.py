@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 
-import pytest
 import torch
 
 from magi_compiler.cache_key import FACTOR_NAMES, cache_key, cache_key_factors, traced_sources_hash
@@ -53,18 +52,6 @@ def test_key_tracks_codegen_config_and_source_edits_only(tmp_path):
 def test_placement_hash_ignores_plain_inputs():
     empty = compute_input_placement_hash([])
     assert compute_input_placement_hash([torch.ones(2), torch.ones(3, dtype=torch.float16), 3, 2.5]) == empty
-
-
-@pytest.fixture(scope="module")
-def single_rank_mesh(tmp_path_factory):
-    if not torch.distributed.is_available():
-        pytest.skip("this torch build has no torch.distributed")
-    from torch.distributed.device_mesh import init_device_mesh
-
-    store = torch.distributed.FileStore(str(tmp_path_factory.mktemp("pg") / "store"), 1)
-    torch.distributed.init_process_group("gloo", store=store, rank=0, world_size=1)
-    yield init_device_mesh("cpu", (1,))
-    torch.distributed.destroy_process_group()
 
 
 def test_placement_hash_covers_dtensor_layout(single_rank_mesh):

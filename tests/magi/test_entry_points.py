@@ -1,0 +1,151 @@
+"""magi_compile on a class, a function and one instance's method: outputs match eager,
+one compile per graph, the bytecode swap serves new sizes on dynamic dims, the 0/1 check,
+nested decorated calls inline."""
+
+import os
+import re
+
+import pytest
+import torch
+
+from magi_compiler import compilation_counter, get_entry_state, magi_compile
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(8, 16)
+        self.down = torch.nn.Linear(16, 8)
+
+    def forward(self, x):
+        return self.down(torch.relu(self.up(x))) + x
+
+
+@magi_compile
+class CompiledMLP(MLP):
+    pass
+
+
+def scaled_tanh(x, scale: float = 3.0):
+    return torch.tanh(x) * scale + x.sum(dim=-1, keepdim=True)
+
+
+# Dynamo caches per code object (and makes a dim dynamic once it saw it change), so each
+# test compiles its own function to stay independent of the others.
+def scaled_sigmoid(x, scale: float = 3.0):
+    return torch.sigmoid(x) * scale + x.sum(dim=-1, keepdim=True)
+
+
+def scaled_exp(x):
+    return torch.exp(x) * 2
+
+
+def scaled_cos(x):
+    return torch.cos(x) * 2
+
+
+@pytest.fixture(scope="module")
+def compiled_class(module_cache_env):
+    torch.manual_seed(0)
+    model = CompiledMLP()
+    x = torch.randn(4, 8)
+    with compilation_counter.expect(num_models_seen=1, num_graphs_seen=1, num_backend_compilations=1):
+        first = model(x)
+    return model, x, first
+
+
+def test_class_matches_eager_and_compiles_once(compiled_class, module_cache_env):
+    model, x, first = compiled_class
+    torch.testing.assert_close(first, MLP.forward(model, x))
+    y = torch.randn(7, 8)
+    with compilation_counter.expect(num_backend_compilations=0, num_graphs_seen=0, num_swapped_calls=2):
+        torch.testing.assert_close(model(y), MLP.forward(model, y))
+        torch.testing.assert_close(model(x), first)
+    cache_dir = get_entry_state(model).backend.cache_dir
+    assert re.fullmatch(r"model_\d+_rank_0_ws1/[0-9a-f]{16}", os.path.relpath(cache_dir, module_cache_env))
+
+
+def test_function_matches_eager_and_compiles_once(module_cache_env):
+    compiled = magi_compile(dynamic_arg_dims={"x": 0})(scaled_tanh)
+    x = torch.randn(3, 5)
+    with compilation_counter.expect(num_models_seen=1, num_backend_compilations=1):
+        torch.testing.assert_close(compiled(x), scaled_tanh(x))
+    with compilation_counter.expect(num_backend_compilations=0, num_swapped_calls=1):
+        z = torch.randn(9, 5)
+        torch.testing.assert_close(compiled(z), scaled_tanh(z))
+
+
+def test_instance_method_forms(module_cache_env):
+    torch.manual_seed(1)
+    first, second = MLP(), MLP()
+    x = torch.randn(5, 8)
+    expected_first, expected_second = first(x), second(x)
+    with compilation_counter.expect(num_models_seen=2, num_backend_compilations=2):
+        compiled_forward = magi_compile(first.forward)
+        torch.testing.assert_close(compiled_forward(x), expected_first)
+        assert magi_compile(second, method_name="forward") is second
+        torch.testing.assert_close(second(x), expected_second)
+    with compilation_counter.expect(num_backend_compilations=0, num_swapped_calls=2):
+        torch.testing.assert_close(first(x), expected_first)
+        torch.testing.assert_close(second(x), expected_second)
+    assert first.__dict__["forward"] is compiled_forward
+    assert get_entry_state(MLP()) is None, "compiling one instance's method leaves the class alone"
+
+
+def test_static_dim_change_recompiles_through_guards(module_cache_env):
+    compiled = magi_compile(config_patch={"backend": "eager"})(scaled_sigmoid)
+    a, b = torch.randn(4, 6), torch.randn(4, 3)
+    compiled(a)
+    with compilation_counter.expect(num_backend_compilations=1, num_swapped_calls=0):
+        torch.testing.assert_close(compiled(b), scaled_sigmoid(b))
+    with compilation_counter.expect(num_backend_compilations=0, num_swapped_calls=2):
+        compiled(torch.randn(6, 3))
+        compiled(torch.randn(6, 6))
+    # a new Python scalar value is not served by captured code compiled for another value
+    with compilation_counter.expect(num_swapped_calls=0):
+        torch.testing.assert_close(compiled(a, 0.5), scaled_sigmoid(a, 0.5))
+
+
+def test_bytecode_swap_off_keeps_guards(module_cache_env):
+    compiled = magi_compile(config_patch={"backend": "eager", "bytecode_swap": False})(scaled_exp)
+    with compilation_counter.expect(num_backend_compilations=1, num_swapped_calls=0, num_bytecode_captures=1):
+        for rows in (3, 4, 5):
+            x = torch.randn(rows, 2)
+            torch.testing.assert_close(compiled(x), scaled_exp(x))
+
+
+@pytest.mark.parametrize("size", [0, 1])
+def test_size_0_or_1_on_dynamic_dim_is_rejected(module_cache_env, size):
+    compiled = magi_compile(config_patch={"backend": "eager"})(scaled_tanh)
+    with pytest.raises(ValueError, match="specializes sizes 0 and 1"):
+        compiled(torch.randn(size, 4))
+    other = magi_compile(dynamic_arg_dims={"x": 1}, config_patch={"backend": "eager"})(scaled_tanh)
+    with pytest.raises(ValueError, match="dynamic dim 1"):
+        other(torch.randn(4, size))
+
+
+def test_nested_decorated_calls_run_inline(module_cache_env):
+    @magi_compile(config_patch={"backend": "eager"})
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = CompiledMLP()
+
+        def forward(self, x):
+            return self.inner(x) * 2
+
+    torch.manual_seed(2)
+    outer = Outer()
+    x = torch.randn(3, 8)
+    with compilation_counter.expect(num_models_seen=1, num_backend_compilations=1):
+        torch.testing.assert_close(outer(x), MLP.forward(outer.inner, x) * 2)
+    assert get_entry_state(outer.inner) is None, "the inner module was traced inline, not compiled on its own"
+
+
+def test_compile_mode_none_and_torch_compile(module_cache_env):
+    eager = magi_compile(config_patch={"compile_mode": "NONE"})(scaled_cos)
+    plain = magi_compile(config_patch={"compile_mode": "TORCH_COMPILE", "backend": "eager"})(scaled_cos)
+    x = torch.randn(3, 4)
+    with compilation_counter.expect(num_models_seen=0, num_graphs_seen=0):
+        torch.testing.assert_close(eager(x), scaled_cos(x))
+        torch.testing.assert_close(plain(x), scaled_cos(x))
