@@ -57,7 +57,13 @@ _SECTION_FIELDS = {
     "baseline": str,
     "contenders": list,
 }
-_STARTUP_RUN_FIELDS = {"contender": str, "cache": str, "time_to_first_output_s": float, "counters": dict}
+_STARTUP_RUN_FIELDS = {
+    "contender": str,
+    "cache": str,
+    "time_to_first_output_s": float,
+    "child": dict,
+    "counters": dict,
+}
 
 
 def environment(device: torch.device) -> dict[str, Any]:
@@ -275,6 +281,14 @@ def format_timing_section(title: str, section: dict[str, Any]) -> str:
         f"call(s), {section['warmup']} warm-up"
     )
     return caption + "\n" + _table(header, rows)
+
+
+def _compiles(run: dict[str, Any]) -> str:
+    """Inductor compiles of a startup run: Magi's own count for Magi, Inductor FX-cache misses otherwise."""
+    counters = run["counters"]
+    if run["contender"].startswith("magi_"):
+        return str(counters["magi_inductor_compiles"])
+    return "0" if run["contender"] == "eager" else str(counters["fxgraph_cache_misses"])
 
 
 def format_startup_section(section: dict[str, Any]) -> str:

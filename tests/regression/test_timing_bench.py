@@ -32,8 +32,19 @@ CPU_ITERATIONS = 10
 def bench_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("timing_bench")
     json_path = out / "bench.json"
-    command = [sys.executable, "-m", "magi_compiler.bench", "--sections", "latency", "--profile", PROFILE.name,
-               "--json", str(json_path), "--cache-dir", str(out / "cache")]
+    command = [
+        sys.executable,
+        "-m",
+        "magi_compiler.bench",
+        "--sections",
+        "latency",
+        "--profile",
+        PROFILE.name,
+        "--json",
+        str(json_path),
+        "--cache-dir",
+        str(out / "cache"),
+    ]
     if CUDA:
         command += ["--device", "cuda"]
     else:
@@ -53,8 +64,12 @@ def test_simple_model_timing_class_function_instance_method(bench_run, check):
         validate_document(doc)
         assert doc["dispatch"] is None and doc["startup"] is None
         assert latency["model"] == "SimpleModel"
-        assert latency["dims"] == {"hidden": PROFILE.dims.hidden, "seq": PROFILE.dims.seq,
-                                   "layers": PROFILE.dims.layers, "batch": PROFILE.dims.batch}
+        assert latency["dims"] == {
+            "hidden": PROFILE.dims.hidden,
+            "seq": PROFILE.dims.seq,
+            "layers": PROFILE.dims.layers,
+            "batch": PROFILE.dims.batch,
+        }
         assert doc["settings"]["timer"] == ("cuda_events" if CUDA else "perf_counter")
         iterations = PROFILE.iterations if CUDA else CPU_ITERATIONS
         contenders = {c["name"]: c for c in latency["contenders"]}
@@ -68,8 +83,10 @@ def test_simple_model_timing_class_function_instance_method(bench_run, check):
         assert "magi-bench: latency: first call (compile) of magi_method (5/5)" in proc.stderr
         return
     if not CUDA:
-        pytest.skip(f"GPU-only: the stability bound (max/min < {STABILITY_BOUND}) applies to CUDA-event timings of "
-                    "the default model; CPU timings on a shared runner jitter beyond it. The harness contract is "
-                    "asserted by the [contract] case.")
+        pytest.skip(
+            f"GPU-only: the stability bound (max/min < {STABILITY_BOUND}) applies to CUDA-event timings of "
+            "the default model; CPU timings on a shared runner jitter beyond it. The harness contract is "
+            "asserted by the [contract] case."
+        )
     spreads = {c["name"]: c["summary"]["max_over_min"] for c in latency["contenders"]}
     assert all(spread < STABILITY_BOUND for spread in spreads.values()), spreads

@@ -57,8 +57,14 @@ def test_progress_off_a_terminal_prints_stages_and_quarters():
     for done in range(1, 9):
         progress.update("timed", done, 8)
     lines = stream.getvalue().splitlines()
-    assert lines == ["magi-bench: compiling x", "magi-bench: timed 1/8", "magi-bench: timed 2/8",
-                     "magi-bench: timed 4/8", "magi-bench: timed 6/8", "magi-bench: timed 8/8"]
+    assert lines == [
+        "magi-bench: compiling x",
+        "magi-bench: timed 1/8",
+        "magi-bench: timed 2/8",
+        "magi-bench: timed 4/8",
+        "magi-bench: timed 6/8",
+        "magi-bench: timed 8/8",
+    ]
     silent = io.StringIO()
     Progress(silent, enabled=False).stage("x")
     assert silent.getvalue() == ""

@@ -16,8 +16,16 @@ SAMPLES = {"eager": [2.0, 2.2, 2.1], "torch_compile": [1.0, 1.1, 1.05], "magi_cl
 
 def _runs(samples=SAMPLES):
     return [
-        ContenderRun(name, f"entry of {name}", list(values), first_call_s=0.5, graphs_compiled=int(name != "eager"),
-                     graphs_compiled_while_timed=0, max_abs_diff=0.0, outputs_match=True)
+        ContenderRun(
+            name,
+            f"entry of {name}",
+            list(values),
+            first_call_s=0.5,
+            graphs_compiled=int(name != "eager"),
+            graphs_compiled_while_timed=0,
+            max_abs_diff=0.0,
+            outputs_match=True,
+        )
         for name, values in samples.items()
     ]
 
@@ -26,18 +34,34 @@ def _document():
     latency = report.timing_section("SimpleModel", DIMS, "ms", _runs(), 1, 3, 2)
     dispatch = report.timing_section("TinyModel", DIMS, "us", _runs(), 100, 3, 2)
     startup = {
-        "model": "SimpleModel", "dims": {"hidden": 8, "seq": 4, "layers": 1, "batch": 2}, "unit": "s",
+        "model": "SimpleModel",
+        "dims": {"hidden": 8, "seq": 4, "layers": 1, "batch": 2},
+        "unit": "s",
         "runs": [
-            {"contender": "magi_class", "cache": "cold", "time_to_first_output_s": 30.0, "child": {},
-             "counters": {"magi_inductor_compiles": 1}},
-            {"contender": "magi_class", "cache": "warm", "time_to_first_output_s": 5.0, "child": {},
-             "counters": {"magi_inductor_compiles": 0}},
+            {
+                "contender": "magi_class",
+                "cache": "cold",
+                "time_to_first_output_s": 30.0,
+                "child": {"build_s": 0.1, "first_call_s": 25.0},
+                "counters": {"magi_inductor_compiles": 1},
+            },
+            {
+                "contender": "magi_class",
+                "cache": "warm",
+                "time_to_first_output_s": 5.0,
+                "child": {"build_s": 0.1, "first_call_s": 1.0},
+                "counters": {"magi_inductor_compiles": 0},
+            },
         ],
         "cold_over_warm": {"magi_class": 6.0},
     }
     settings = {"dtype": "float32", "threads": 1}
-    return report.build_document(["magi-bench"], report.environment(torch.device("cpu")), settings,
-                                 {"latency": latency, "dispatch": dispatch, "startup": startup})
+    return report.build_document(
+        ["magi-bench"],
+        report.environment(torch.device("cpu")),
+        settings,
+        {"latency": latency, "dispatch": dispatch, "startup": startup},
+    )
 
 
 def test_timing_section_comparisons_and_units():
@@ -97,8 +121,12 @@ def test_validate_rejects_broken_documents(mutate, message, tmp_path):
 
 
 def test_null_sections_are_valid():
-    doc = report.build_document(["magi-bench"], {"torch": "x", "device": "cpu", "device_name": "cpu"},
-                                {"dtype": "float32", "threads": 1}, {"latency": None})
+    doc = report.build_document(
+        ["magi-bench"],
+        {"torch": "x", "device": "cpu", "device_name": "cpu"},
+        {"dtype": "float32", "threads": 1},
+        {"latency": None},
+    )
     report.validate_document(doc)
     assert doc["dispatch"] is None and doc["startup"] is None
 

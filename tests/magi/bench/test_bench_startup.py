@@ -11,8 +11,15 @@ from magi_compiler.bench.startup import run_startup
 
 def test_warm_process_hits_the_cache_cold_one_compiles(tmp_path):
     dims = ModelDims(hidden=16, seq=4, layers=1, batch=2)
-    section = run_startup(torch.device("cpu"), torch.float32, dims, tmp_path, Progress(enabled=False),
-                          contenders=("magi_class",), threads=1)
+    section = run_startup(
+        torch.device("cpu"),
+        torch.float32,
+        dims,
+        tmp_path,
+        Progress(enabled=False),
+        contenders=("magi_class",),
+        threads=1,
+    )
     cold, warm = section["runs"]
     assert (cold["cache"], warm["cache"]) == ("cold", "warm")
     assert cold["counters"]["magi_inductor_compiles"] >= 1 and cold["counters"]["magi_cache_hits"] == 0
