@@ -1,0 +1,74 @@
+"""``magi_compiler.bench.check``: the contract and stability checks of a bench document."""
+
+import json
+
+import torch
+
+from magi_compiler.bench import check, report
+from magi_compiler.bench.contenders import CONTENDER_NAMES
+from magi_compiler.bench.harness import ContenderRun
+from magi_compiler.bench.models import ModelDims
+
+
+def _document(spread: float = 1.1):
+    runs = [
+        ContenderRun(
+            name,
+            name,
+            [1.0, spread, 1.05],
+            first_call_s=1.0,
+            graphs_compiled=int(name != "eager"),
+            graphs_compiled_while_timed=0,
+            max_abs_diff=0.0,
+            outputs_match=True,
+        )
+        for name in CONTENDER_NAMES
+    ]
+    latency = report.timing_section("SimpleModel", ModelDims(8, 4, 1, 2), "ms", runs, 1, 3, 1)
+    return report.build_document(
+        ["magi-bench"],
+        report.environment(torch.device("cpu")),
+        {"dtype": "float32", "threads": 1},
+        {"latency": latency},
+    )
+
+
+def test_a_sound_document_passes_both_checks(tmp_path, capsys):
+    doc = _document()
+    assert check.contract_problems(doc) == []
+    assert check.stability_problems(doc) == []
+    path = tmp_path / "bench.json"
+    report.write_json(doc, str(path))
+    assert check.main([str(path), "--stability"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["contract: ok", "stability: ok"]
+
+
+def test_contract_problems_name_each_breach(tmp_path, capsys):
+    doc = _document()
+    by_name = {c["name"]: c for c in doc["latency"]["contenders"]}
+    by_name["magi_function"]["outputs_match"] = False
+    by_name["magi_method"]["graphs_compiled"] = 2
+    by_name["torch_compile"]["graphs_compiled_while_timed"] = 1
+    problems = check.contract_problems(doc)
+    assert len(problems) == 3
+    assert any("magi_function: output differs" in p for p in problems)
+    assert any("magi_method: compiled 2 graph(s), expected 1" in p for p in problems)
+    assert any("torch_compile: compiled 1 graph(s) while timed" in p for p in problems)
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(doc))
+    assert check.main([str(path)]) == 1
+    assert "contract: FAILED" in capsys.readouterr().out
+
+
+def test_missing_contender_and_invalid_schema_are_problems():
+    doc = _document()
+    doc["latency"]["contenders"].pop()
+    assert "contenders" in check.contract_problems(doc)[0]
+    doc["schema_version"] = 99
+    assert "schema" in check.contract_problems(doc)[0]
+
+
+def test_stability_bound():
+    assert check.stability_problems(_document(spread=1.25)) == [
+        f"latency.{name}: max/min 1.250 >= 1.2" for name in CONTENDER_NAMES
+    ]
