@@ -17,6 +17,7 @@ graph's artifacts, because the first trace's graph differs from the one that was
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -128,13 +129,23 @@ class MagiBackend:
             logger.info(
                 "%s: disable_graph_split is set; not splitting at %s", self.model_name, self.config.splitting_ops
             )
+        code_hash = hashlib.sha256((gm.code + repr(_ambient_codegen_state())).encode()).hexdigest()[:16]
+        usable_index = index
+        if index is not None and index.graph_code_hash(graph) not in (None, code_hash):
+            logger.warning(
+                "%s: graph %d differs from the graph cached under that number (was the model called in "
+                "another order?); not using its cached artifacts",
+                self.model_name,
+                graph,
+            )
+            usable_index = None
         for graph_pass in build_full_graph_passes(self.config, self.model_tag, will_split):
             graph_pass(gm)
         new_artifacts: dict[ArtifactKey, Any] = {}
 
         def compile_one(piece_index: int, module: fx.GraphModule, inputs: Sequence[Any]) -> Callable[..., Any]:
             compilation_counter.num_piecewise_graphs_seen += 1
-            return self._compile_or_load(graph, piece_index, module, inputs, index, new_artifacts)
+            return self._compile_or_load(graph, piece_index, module, inputs, index, usable_index, new_artifacts)
 
         if will_split:
             split_gm, pieces = split_graph(gm, self.config.splitting_ops)
@@ -143,10 +154,8 @@ class MagiBackend:
             compiled: Callable[..., Any] = split_gm
         else:
             compiled = compile_one(0, gm, example_inputs)
-        if index is not None and new_artifacts:
-            self._save(index, graph, new_artifacts)
-        elif index is not None and self.restarts_of_current_graph != index.restart_count(graph):
-            index.record(graph, self.restarts_of_current_graph, {})
+        if index is not None and (new_artifacts or index.graph_code_hash(graph) != code_hash):
+            self._save(index, graph, code_hash, new_artifacts)
         return compiled
 
     def _compile_or_load(
@@ -156,12 +165,15 @@ class MagiBackend:
         module: fx.GraphModule,
         inputs: Sequence[Any],
         index: ArtifactIndex | None,
+        usable_index: ArtifactIndex | None,
         new_artifacts: dict[ArtifactKey, Any],
     ) -> Callable[..., Any]:
+        """``index`` is the cache directory's index (None without a cache); ``usable_index``
+        is None too when the graph differs from the one cached under its number."""
         key = ArtifactKey(GENERAL_SHAPE, piece_index, self.compiler_name)
         cacheable = index is not None and self.compiler_name == "inductor"
         if cacheable:
-            path = index.lookup(graph, key)
+            path = usable_index.lookup(graph, key) if usable_index is not None else None
             loaded = load_artifact(path, module) if path is not None else None
             if loaded is not None:
                 compilation_counter.num_cache_hits += 1
@@ -179,13 +191,22 @@ class MagiBackend:
             new_artifacts[key] = artifact
         return compiled
 
-    def _save(self, index: ArtifactIndex, graph: int, artifacts: dict[ArtifactKey, Any]) -> None:
+    def _save(self, index: ArtifactIndex, graph: int, code_hash: str, artifacts: dict[ArtifactKey, Any]) -> None:
         saved: dict[ArtifactKey, str] = {}
         for key, artifact in artifacts.items():
             relative = os.path.join(ARTIFACT_SUBDIR, f"graph{graph}_piece{key.graph_index}_{key.compiler_name}.bin")
             if save_artifact(artifact, os.path.join(index.cache_dir, relative)):
                 saved[key] = relative
-        index.record(graph, self.restarts_of_current_graph, saved)
+        index.record(graph, self.restarts_of_current_graph, code_hash, saved)
+
+
+def _ambient_codegen_state() -> tuple:
+    """Global state that changes what AOTAutograd and Inductor generate for one FX graph:
+    grad mode (training vs inference graph) and autocast per device type."""
+    autocast = tuple(
+        (device, torch.is_autocast_enabled(device), str(torch.get_autocast_dtype(device))) for device in ("cpu", "cuda")
+    )
+    return (torch.is_grad_enabled(), autocast)
 
 
 class _PiecewiseCompiler(fx.Interpreter):

@@ -125,12 +125,16 @@ REFERENCE_CASES: dict[str, Callable[[CompileConfig], CompileConfig | None] | dic
 }
 
 
-def explain() -> dict[str, dict[str, dict[str, Any]]]:
+def explain(include_environment: bool = False) -> dict[str, dict[str, dict[str, Any]]]:
     """Factors and key of every reference case, computed from default configs (the
-    environment is ignored so the output depends on the code only)."""
+    environment is ignored so the output depends on the code only); with
+    ``include_environment``, also the case ``environment``: the config that
+    ``MAGI_COMPILE_*`` variables give, on the reference model."""
+    configs = {name: apply_config_patch(CompileConfig(), patch) for name, patch in REFERENCE_CASES.items()}
+    if include_environment:
+        configs["environment"] = CompileConfig.from_env()
     cases: dict[str, dict[str, Any]] = {}
-    for name, patch in REFERENCE_CASES.items():
-        config = apply_config_patch(CompileConfig(), patch)
+    for name, config in configs.items():
         factors = cache_key_factors(config, [_reference_source()], [])
         cases[name] = {"factors": factors, "key": cache_key(factors)}
     return {"cases": cases}
@@ -140,10 +144,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m magi_compiler.cache_key", description=__doc__.split("\n\n")[0])
     parser.add_argument("--explain", action="store_true", help="print the factors and key of each reference case")
     parser.add_argument("--json", action="store_true", help="print JSON: {cases: {NAME: {factors, key}}}")
+    parser.add_argument(
+        "--from-env", action="store_true", help="add the case 'environment': the config MAGI_COMPILE_* variables give"
+    )
     args = parser.parse_args(argv)
     if not args.explain:
         parser.error("nothing to do: pass --explain")
-    report = explain()
+    report = explain(include_environment=args.from_env)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0

@@ -10,11 +10,12 @@ transformed code object; later calls run that code directly (as a function with 
 entry's globals and closure), skipping Dynamo's frame evaluation and guard checks. The
 contract the user accepts with ``bytecode_swap=True`` (the default): between calls only
 the sizes of the dims marked dynamic (``dynamic_arg_dims``) change; module attributes,
-parameters' shapes and dtypes, global flags other than grad mode, and non-tensor,
+parameters' shapes and dtypes, global flags other than those below, and non-tensor,
 non-scalar arguments keep what they were when the code was captured. A cheap dispatch
 signature still guards the arguments themselves: each tensor argument's dtype, device,
 rank, contiguity and static sizes (dynamic sizes only as "at least 2"), the value of each
-Python scalar argument, the keyword names and the grad mode. A call whose signature was
+Python scalar argument, the keyword names, grad mode, inference mode and whether autocast
+is on (not its dtype). A call whose signature was
 not seen goes through the guarded ``torch.compile`` wrapper (Dynamo checks guards and
 recompiles if needed; the new code is captured for that signature), so a new size on a
 dynamic dim reuses the captured code while anything else takes the safe path.
@@ -137,9 +138,15 @@ class EntryState:
         described = tuple(
             _describe(value, self._dims_for(name, value)) for name, value in self._named_args(full_args, kwargs)
         )
-        return (torch.is_grad_enabled(), tuple(kwargs), described)
+        modes = (
+            torch.is_grad_enabled(),
+            torch.is_inference_mode_enabled(),
+            torch.is_autocast_enabled("cpu"),
+            torch.is_autocast_enabled("cuda"),
+        )
+        return (modes, tuple(kwargs), described)
 
-    def _mark_dynamic(self, full_args: tuple, kwargs: Mapping[str, Any]) -> None:
+    def mark_dynamic_dims(self, full_args: tuple, kwargs: Mapping[str, Any]) -> None:
         """Mark the dynamic dims; a size of 0 or 1 there raises ``ValueError`` (Dynamo's 0/1 specialization)."""
         for name, value in self._named_args(full_args, kwargs):
             for dim in self._dims_for(name, value):
@@ -160,7 +167,7 @@ class EntryState:
             return self.fn(*full_args, **kwargs)
         if mode is CompileMode.TORCH_COMPILE:
             if self.compiled_callable is None:
-                self._mark_dynamic(full_args, kwargs)
+                self.mark_dynamic_dims(full_args, kwargs)
                 self.compiled_callable = torch.compile(self.fn, backend=self.config.backend)
             return self.compiled_callable(*full_args, **kwargs)
         if self._swapped:
@@ -174,16 +181,22 @@ class EntryState:
 
     def first_compile(self, full_args: tuple, kwargs: Mapping[str, Any]) -> Any:
         """The first call: check and mark the dynamic dims, compile, run."""
-        self._mark_dynamic(full_args, kwargs)
+        self.mark_dynamic_dims(full_args, kwargs)
         return self.compile_jit(full_args, kwargs)
+
+    def ensure_model_index(self) -> int:
+        """This entry's model index (the ``<idx>`` of its cache directory), assigned on first use
+        in process order."""
+        if self.model_index is None:
+            self.model_index = next(_model_indices)
+            compilation_counter.num_models_seen += 1
+        return self.model_index
 
     def compile_jit(self, full_args: tuple, kwargs: Mapping[str, Any]) -> Any:
         """Compile through a fresh ``torch.compile`` wrapper and a fresh ``MagiBackend`` and
         run the call; ``full_args`` include ``bound_self``. Safe to call again after a failed
         attempt once the caller removed the code from Dynamo's cache."""
-        if self.model_index is None:
-            self.model_index = next(_model_indices)
-            compilation_counter.num_models_seen += 1
+        self.ensure_model_index()
         self.backend = MagiBackend(self.config, self.model_index, self.model_tag)
         self.compiled_callable = torch.compile(self.fn, fullgraph=True, backend=self.backend)
         return self._call_capturing(full_args, kwargs)

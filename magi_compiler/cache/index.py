@@ -3,7 +3,11 @@
 The index maps ``(runtime_shape, graph_index, compiler_name)`` to an artifact path relative
 to the cache directory, separately for each Dynamo graph of the model (graphs are numbered
 in the order the backend first compiled them), and records how many restarts
-(``RestartAnalysis``) each graph took before it compiled. Updates are read-modify-write
+(``RestartAnalysis``) each graph took before it compiled and a hash of what its artifacts
+were compiled from (the graph's code plus grad mode and autocast state). Graph numbers
+follow call order, so a process that calls the model in another order, or under another
+grad/autocast mode, can meet a different graph under the same number: the backend compares
+that hash before loading, and a mismatch is a miss. Updates are read-modify-write
 under an exclusive ``fcntl`` lock on ``index.lock`` and land through a temp file and
 ``os.replace``, so concurrent processes never see a half-written index. An unreadable index
 is treated as empty (every lookup a miss) with a warning.
@@ -81,6 +85,10 @@ class ArtifactIndex:
         count = self._graph(graph).get("restarts", 0)
         return count if isinstance(count, int) else 0
 
+    def graph_code_hash(self, graph: int) -> str | None:
+        value = self._graph(graph).get("code_hash")
+        return value if isinstance(value, str) else None
+
     def lookup(self, graph: int, key: ArtifactKey) -> str | None:
         """Absolute path of the artifact stored for ``key`` of Dynamo graph ``graph``, or None."""
         artifacts = self._graph(graph).get("artifacts", {})
@@ -99,13 +107,17 @@ class ArtifactIndex:
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
-    def record(self, graph: int, restarts: int, artifacts: dict[ArtifactKey, str]) -> None:
-        """Record ``graph``'s restart count and artifacts (paths relative to the cache directory)."""
+    def record(self, graph: int, restarts: int, code_hash: str, artifacts: dict[ArtifactKey, str]) -> None:
+        """Record ``graph``'s restart count, code hash and artifacts (paths relative to the
+        cache directory); a new code hash replaces the artifacts recorded under the old one."""
         assert all(not os.path.isabs(p) for p in artifacts.values()), "artifact paths must be relative"
         with self._locked():
             data = self._read()
             entry = data["graphs"].setdefault(str(graph), {})
+            if entry.get("code_hash") != code_hash:
+                entry["artifacts"] = {}
             entry["restarts"] = restarts
+            entry["code_hash"] = code_hash
             stored = entry.setdefault("artifacts", {})
             stored.update({key.encode(): path for key, path in artifacts.items()})
             atomic_write_bytes(self.path, json.dumps(data, indent=1, sort_keys=True).encode())

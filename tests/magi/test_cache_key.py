@@ -89,8 +89,8 @@ def test_explain_json_runs_fresh_and_covers_reference_cases(tmp_path):
     assert len({default["key"], eager["key"], fsdp["key"]}) == 3
     assert eager["factors"]["traced_sources"] == default["factors"]["traced_sources"]
     text = subprocess.run(
-        [sys.executable, "-m", "magi_compiler.cache_key", "--explain"],
-        env=script_env(tmp_path),
+        [sys.executable, "-m", "magi_compiler.cache_key", "--explain", "--from-env"],
+        env=script_env(tmp_path, MAGI_COMPILE_BACKEND="eager", MAGI_COMPILE_LOG_LEVEL="DEBUG"),
         capture_output=True,
         text=True,
         timeout=120,
@@ -98,3 +98,4 @@ def test_explain_json_runs_fresh_and_covers_reference_cases(tmp_path):
         cwd=REPO_ROOT,
     ).stdout
     assert f"default: key={default['key']}" in text
+    assert f"environment: key={eager['key']}" in text, "the environment's config is backend=eager"

@@ -84,6 +84,23 @@ def test_corrupt_artifact_is_a_miss(baked, magi_warnings):
     assert "could not be loaded" in magi_warnings.text
 
 
+def softsign_minus(x):
+    return torch.nn.functional.softsign(x) - x * 0.5
+
+
+def test_different_graph_under_the_same_number_is_a_miss(baked, magi_warnings):
+    """Same model directory and graph number, other code (the traced file is the same, so
+    the key is too): the cached artifact must not be used for it."""
+    root, cache_dir, x = baked
+    torch._dynamo.reset()
+    backend = MagiBackend(CompileConfig(cache_root_dir=str(root)), model_index=0, model_tag="recovery")
+    compiled = torch.compile(softsign_minus, fullgraph=True, backend=backend)
+    with compilation_counter.expect(num_cache_hits=0, num_cache_misses=1, num_inductor_compiles=1):
+        torch.testing.assert_close(compiled(x), softsign_minus(x))
+    assert backend.cache_dir == cache_dir
+    assert "differs from the graph cached under that number" in magi_warnings.text
+
+
 def test_unsaveable_dtensor_graph_is_a_logged_miss(single_rank_mesh, tmp_path, magi_warnings):
     """Inductor cannot serialize a graph with DTensor inputs on some torch versions: the
     compile must still succeed, the failure is logged, and the index holds no artifact."""

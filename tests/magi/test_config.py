@@ -85,3 +85,23 @@ def test_hash_covers_codegen_fields_only():
         {"bytecode_swap": False},
     ):
         assert apply_config_patch(base, patch).hash == base.hash, patch
+
+
+def test_configuration_doc_lists_every_field_with_its_key_membership():
+    import dataclasses
+    import re
+
+    from .conftest import REPO_ROOT
+
+    doc = (REPO_ROOT / "docs" / "configuration.md").read_text()
+    rows = {
+        m[0]: (m[1], m[2]) for m in re.findall(r"^\| `([\w.]+)` \| `(\w+)` \| [^|]+ \| (yes|no) \|", doc, re.MULTILINE)
+    }
+    expected = {}
+    for f in dataclasses.fields(CompileConfig):
+        if f.name != "fsdp":
+            in_key = "yes" if f.metadata.get("hash", True) else "no"
+            expected[f.name] = (f"MAGI_COMPILE_{f.name.upper()}", in_key)
+    for f in dataclasses.fields(FSDPConfig):
+        expected[f"fsdp.{f.name}"] = (f"MAGI_COMPILE_FSDP__{f.name.upper()}", "yes")
+    assert rows == expected

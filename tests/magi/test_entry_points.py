@@ -65,6 +65,31 @@ def test_class_matches_eager_and_compiles_once(compiled_class, module_cache_env)
     assert re.fullmatch(r"model_\d+_rank_0_ws1/[0-9a-f]{16}", os.path.relpath(cache_dir, module_cache_env))
 
 
+def test_grad_mode_change_is_not_served_by_swapped_code(compiled_class):
+    model, x, first = compiled_class
+    assert first.requires_grad
+    with torch.no_grad(), compilation_counter.expect(num_swapped_calls=0, num_backend_compilations=1):
+        inference = model(x)
+    assert not inference.requires_grad
+    torch.testing.assert_close(inference, first.detach())
+    with compilation_counter.expect(num_swapped_calls=1):
+        model(x).sum().backward()
+    assert model.up.weight.grad is not None
+
+
+def test_each_instance_has_its_own_state(compiled_class):
+    model, x, _ = compiled_class
+    torch.manual_seed(3)
+    other = CompiledMLP()
+    with compilation_counter.expect(num_models_seen=1, num_backend_compilations=1):
+        torch.testing.assert_close(other(x), MLP.forward(other, x))
+    with compilation_counter.expect(num_backend_compilations=0, num_swapped_calls=2):
+        torch.testing.assert_close(other(x), MLP.forward(other, x))
+        torch.testing.assert_close(model(x), MLP.forward(model, x))
+    assert get_entry_state(other) is not get_entry_state(model)
+    assert get_entry_state(other).model_index != get_entry_state(model).model_index
+
+
 def test_function_matches_eager_and_compiles_once(module_cache_env):
     compiled = magi_compile(dynamic_arg_dims={"x": 0})(scaled_tanh)
     x = torch.randn(3, 5)

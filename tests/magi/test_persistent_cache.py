@@ -64,7 +64,10 @@ def _record_many(cache_dir: str, worker: int) -> None:
     index = ArtifactIndex(cache_dir)
     for piece in range(40):
         index.record(
-            0, 0, {ArtifactKey("general", worker * 1000 + piece, "inductor"): f"artifacts/w{worker}_{piece}.bin"}
+            0,
+            0,
+            "code",
+            {ArtifactKey("general", worker * 1000 + piece, "inductor"): f"artifacts/w{worker}_{piece}.bin"},
         )
 
 
