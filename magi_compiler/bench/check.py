@@ -37,7 +37,9 @@ def contract_problems(doc: dict[str, Any]) -> list[str]:
         for c in section["contenders"]:
             where = f"{section_name}.{c['name']}"
             if not c["outputs_match"]:
-                problems.append(f"{where}: output differs from eager (max abs diff {c['max_abs_diff']})")
+                problems.append(
+                    f"{where}: output differs from eager (relative error {c['rel_error']:.3g}, max abs diff {c['max_abs_diff']:.3g})"
+                )
             expected = 0 if c["name"] == "eager" else 1
             if c["graphs_compiled"] != expected:
                 problems.append(f"{where}: compiled {c['graphs_compiled']} graph(s), expected {expected}")

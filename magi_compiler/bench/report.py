@@ -44,6 +44,7 @@ _CONTENDER_FIELDS = {
     "graphs_compiled": int,
     "graphs_compiled_while_timed": int,
     "max_abs_diff": float,
+    "rel_error": float,
     "outputs_match": bool,
 }
 _SECTION_FIELDS = {
@@ -74,6 +75,7 @@ def environment(device: torch.device) -> dict[str, Any]:
         "device": device.type,
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
         "cpu_count": os.cpu_count(),
+        "load_average_1min": os.getloadavg()[0],
     }
 
 
@@ -108,6 +110,7 @@ def timing_section(
                 "graphs_compiled": run.graphs_compiled,
                 "graphs_compiled_while_timed": run.graphs_compiled_while_timed,
                 "max_abs_diff": run.max_abs_diff,
+                "rel_error": run.rel_error,
                 "outputs_match": run.outputs_match,
             }
         )
@@ -259,6 +262,7 @@ def format_timing_section(title: str, section: dict[str, Any]) -> str:
                 "-" if ratio is None else f"{ratio:.3f}",
                 str(c["graphs_compiled"]),
                 f"{c['first_call_s']:.2f}",
+                f"{c['rel_error']:.1e}",
                 "yes" if c["outputs_match"] else "NO",
             ]
         )
@@ -272,6 +276,7 @@ def format_timing_section(title: str, section: dict[str, Any]) -> str:
         "vs torch.compile",
         "graphs",
         "first call s",
+        "rel err",
         "output ok",
     ]
     dims = section["dims"]
@@ -318,7 +323,8 @@ def format_document(doc: dict[str, Any]) -> str:
     env = doc["environment"]
     title = (
         f"magi-bench  torch {env['torch']}  {env['device']} ({env['device_name']})  "
-        f"dtype {doc['settings']['dtype']}  threads {doc['settings']['threads']}  {doc['created_utc']}"
+        f"dtype {doc['settings']['dtype']}  threads {doc['settings']['threads']}  "
+        f"load {env.get('load_average_1min', float('nan')):.1f}  {doc['created_utc']}"
     )
     parts = [title]
     if doc["latency"] is not None:

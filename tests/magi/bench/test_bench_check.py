@@ -6,7 +6,7 @@ import torch
 
 from magi_compiler.bench import check, report
 from magi_compiler.bench.contenders import CONTENDER_NAMES
-from magi_compiler.bench.harness import ContenderRun
+from magi_compiler.bench.harness import ContenderRun, compare_outputs
 from magi_compiler.bench.models import ModelDims
 
 
@@ -20,6 +20,7 @@ def _document(spread: float = 1.1):
             graphs_compiled=int(name != "eager"),
             graphs_compiled_while_timed=0,
             max_abs_diff=0.0,
+            rel_error=0.0,
             outputs_match=True,
         )
         for name in CONTENDER_NAMES
@@ -72,3 +73,16 @@ def test_stability_bound():
     assert check.stability_problems(_document(spread=1.25)) == [
         f"latency.{name}: max/min 1.250 >= 1.2" for name in CONTENDER_NAMES
     ]
+
+
+def test_compare_outputs_uses_relative_error_per_dtype():
+    reference = torch.ones(4, 256, dtype=torch.bfloat16)
+    one_element_off = reference.clone()
+    one_element_off[0, 0] = 1.25
+    checked = compare_outputs(one_element_off, reference)
+    assert checked.match and checked.max_abs_diff == 0.25 and 0 < checked.rel_error < 2e-2
+    assert not compare_outputs(reference * 1.1, reference).match
+    assert not compare_outputs(reference.float(), reference).match
+    assert not compare_outputs(reference[:2], reference).match
+    exact = compare_outputs(reference.float(), reference.float())
+    assert exact.match and exact.rel_error == 0.0
