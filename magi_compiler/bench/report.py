@@ -309,10 +309,22 @@ def format_startup_section(section: dict[str, Any]) -> str:
                 f"{cold['time_to_first_output_s']:.2f}",
                 f"{warm['time_to_first_output_s']:.2f}",
                 f"{section['cold_over_warm'][name]:.2f}x",
-                str(warm["counters"].get("inductor_compiles", "-")),
+                f"{cold['child']['first_call_s']:.2f}",
+                f"{warm['child']['first_call_s']:.2f}",
+                _compiles(cold),
+                _compiles(warm),
             ]
         )
-    header = ["contender", "cold s", "warm s", "cold/warm", "warm inductor compiles"]
+    header = [
+        "contender",
+        "cold s",
+        "warm s",
+        "cold/warm",
+        "cold 1st call s",
+        "warm 1st call s",
+        "cold compiles",
+        "warm compiles",
+    ]
     return (
         "startup: time to first output of a fresh process (interpreter start to first output), "
         f"{section['model']}\n" + _table(header, rows)
