@@ -28,7 +28,7 @@ from torch._dynamo.exc import RestartAnalysis
 
 from magi_compiler.cache import ArtifactIndex, ArtifactKey, model_cache_dir
 from magi_compiler.cache_key import cache_key, cache_key_factors
-from magi_compiler.compiler_interface import compile_piece, load_artifact, save_artifact
+from magi_compiler.compiler_interface import INDUCTOR, compile_piece, load_artifact, save_artifact
 from magi_compiler.config import CompileConfig
 from magi_compiler.counters import compilation_counter
 from magi_compiler.log import logger
@@ -171,7 +171,7 @@ class MagiBackend:
         """``index`` is the cache directory's index (None without a cache); ``usable_index``
         is None too when the graph differs from the one cached under its number."""
         key = ArtifactKey(GENERAL_SHAPE, piece_index, self.compiler_name)
-        cacheable = index is not None and self.compiler_name == "inductor"
+        cacheable = index is not None and self.compiler_name == INDUCTOR
         if cacheable:
             path = usable_index.lookup(graph, key) if usable_index is not None else None
             loaded = load_artifact(path, module) if path is not None else None

@@ -34,11 +34,17 @@ def _build_config(config_patch: ConfigPatch) -> CompileConfig:
 
 
 def get_entry_state(obj: Any, method_name: str = "forward") -> EntryState | None:
-    """The compile state behind a decorated function/method wrapper or a decorated instance."""
+    """The compile state behind a decorated function or method wrapper, or behind
+    ``method_name`` of an instance (decorated class, or one instance's method); None before
+    the first call."""
     holder = getattr(obj, "_magi_state_holder", None)
     if holder is not None:
         return holder.get("state")
-    return obj.__dict__.get(_STATE_ATTR, {}).get(method_name) if hasattr(obj, "__dict__") else None
+    instance_dict = getattr(obj, "__dict__", {})
+    state = instance_dict.get(_STATE_ATTR, {}).get(method_name)
+    if state is None and method_name in instance_dict:
+        return get_entry_state(instance_dict[method_name])
+    return state
 
 
 def magi_compile(

@@ -59,10 +59,11 @@ def _ensure_bytecode_hook() -> None:
 
 def _describe(value: Any, dynamic_dims: tuple[int, ...]) -> Any:
     if isinstance(value, torch.Tensor):
-        sizes = tuple(
-            (-1 if size >= 2 else size) if dim in dynamic_dims else size for dim, size in enumerate(value.shape)
-        )
-        return (value.dtype, value.device, sizes, value.is_contiguous(), value.requires_grad)
+        shape = list(value.shape)
+        for dim in dynamic_dims:
+            if shape[dim] >= 2:
+                shape[dim] = -1
+        return (value.dtype, value.device, tuple(shape), value.is_contiguous(), value.requires_grad)
     if value is None or isinstance(value, (bool, int, float, str)):
         return (type(value), value)
     return type(value)
@@ -95,6 +96,7 @@ class EntryState:
         self._positional_names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self._varargs_name = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
         self._explicit_dims = self._normalize_dims(dynamic_arg_dims, {p.name for p in params})
+        self._dims_cache: dict[tuple[str | None, int], tuple[int, ...]] = {}
 
     @staticmethod
     def _normalize_dims(dims: DynamicArgDims, names: set[str]) -> dict[str, tuple[int, ...]] | None:
@@ -120,11 +122,17 @@ class EntryState:
     def _dims_for(self, name: str | None, value: Any) -> tuple[int, ...]:
         if not isinstance(value, torch.Tensor):
             return ()
-        if self._explicit_dims is None:
-            dims: tuple[int, ...] = (0,) if value.dim() > 0 else ()
-        else:
-            dims = self._explicit_dims.get(name, ()) if name is not None else ()
-        return tuple(d % value.dim() for d in dims) if value.dim() else ()
+        cache_key = (name, value.dim())
+        dims = self._dims_cache.get(cache_key)
+        if dims is None:
+            ndim = value.dim()
+            if self._explicit_dims is None:
+                wanted: tuple[int, ...] = (0,)
+            else:
+                wanted = self._explicit_dims.get(name, ()) if name is not None else ()
+            dims = tuple(d % ndim for d in wanted) if ndim else ()
+            self._dims_cache[cache_key] = dims
+        return dims
 
     def _named_args(self, full_args: tuple, kwargs: Mapping[str, Any]) -> list[tuple[str | None, Any]]:
         named: list[tuple[str | None, Any]] = []
@@ -135,16 +143,20 @@ class EntryState:
         return named
 
     def _dispatch_signature(self, full_args: tuple, kwargs: Mapping[str, Any]) -> tuple:
-        described = tuple(
-            _describe(value, self._dims_for(name, value)) for name, value in self._named_args(full_args, kwargs)
-        )
+        names = self._positional_names
+        described = [
+            _describe(value, self._dims_for(names[i] if i < len(names) else self._varargs_name, value))
+            for i, value in enumerate(full_args)
+        ]
+        if kwargs:
+            described.extend((name, _describe(value, self._dims_for(name, value))) for name, value in kwargs.items())
         modes = (
             torch.is_grad_enabled(),
             torch.is_inference_mode_enabled(),
             torch.is_autocast_enabled("cpu"),
             torch.is_autocast_enabled("cuda"),
         )
-        return (modes, tuple(kwargs), described)
+        return (modes, tuple(described))
 
     def mark_dynamic_dims(self, full_args: tuple, kwargs: Mapping[str, Any]) -> None:
         """Mark the dynamic dims; a size of 0 or 1 there raises ``ValueError`` (Dynamo's 0/1 specialization)."""

@@ -109,7 +109,10 @@ def test_instance_method_forms(module_cache_env):
         compiled_forward = magi_compile(first.forward)
         torch.testing.assert_close(compiled_forward(x), expected_first)
         assert magi_compile(second, method_name="forward") is second
+        assert get_entry_state(second) is None, "no state before the first call"
         torch.testing.assert_close(second(x), expected_second)
+    assert get_entry_state(second).bound_self is second
+    assert get_entry_state(first) is get_entry_state(compiled_forward)
     with compilation_counter.expect(num_backend_compilations=0, num_swapped_calls=2):
         torch.testing.assert_close(first(x), expected_first)
         torch.testing.assert_close(second(x), expected_second)

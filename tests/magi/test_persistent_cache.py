@@ -29,6 +29,8 @@ def test_cold_run_bakes_cache_with_restart(cold_run):
     assert counters["num_swapped_calls"] == 2
     indexes = sorted((root / "cache").glob("model_*_rank_0_ws1/*/index.json"))
     assert [p.parent.parent.name for p in indexes] == ["model_0_tiny_rank_0_ws1", "model_1_fn_rank_0_ws1"]
+    key_dirs = list((root / "cache" / "model_0_tiny_rank_0_ws1").iterdir())
+    assert len(key_dirs) == 1, "both traces of the restarted graph must land in one key directory"
     tiny = json.loads(indexes[0].read_text())
     assert tiny["graphs"]["0"]["restarts"] == 0
     assert tiny["graphs"]["1"]["restarts"] == 1

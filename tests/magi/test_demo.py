@@ -1,0 +1,25 @@
+"""``python -m magi_compiler.demo``: the README's fallback main job, run for real."""
+
+import re
+import subprocess
+import sys
+
+from .conftest import script_env
+
+
+def test_demo_second_process_hits_cache(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "magi_compiler.demo", "--cache-dir", str(tmp_path / "cache")],
+        env=script_env(tmp_path / "unused"),
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = re.search(r"process 1: (\d+) Inductor compile\(s\), (\d+) cache hit", proc.stdout)
+    second = re.search(r"process 2: (\d+) Inductor compile\(s\), (\d+) cache hit", proc.stdout)
+    assert first and int(first.group(1)) >= 1 and int(first.group(2)) == 0
+    assert second and int(second.group(1)) == 0 and int(second.group(2)) >= 1
+    assert "the second process hit the cache" in proc.stdout
+    assert list((tmp_path / "cache").glob("model_*_demo_rank_0_ws1/*/index.json"))
