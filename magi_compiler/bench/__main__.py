@@ -193,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = resolve_settings(args, parser)
     if settings["threads"] is not None:
         torch.set_num_threads(settings["threads"])
+    if settings["device"].type == "cuda" and settings["device"].index is not None:
+        torch.cuda.set_device(settings["device"])
     if args.plot:
         try:
             plot.require_matplotlib()

@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     from magi_compiler.bench.models import ModelDims, simple_spec
 
     device = torch.device(args.device)
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device)
     dtype = getattr(torch, args.dtype)
     spec = simple_spec(ModelDims(hidden=args.hidden, seq=args.seq, layers=args.layers, batch=args.batch))
     (contender,) = build_contenders(spec, device, dtype, args.magi_cache_dir, names=(args.contender,))

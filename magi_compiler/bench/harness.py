@@ -4,13 +4,15 @@ contenders alike instead of whichever ran last.
 
 Phases, all under ``torch.no_grad()``: (1) one contender after the other, the first call
 (compile + run, wall time); (2) ``warmup`` untimed rounds; (3) one output check against
-eager; (4) ``iterations`` timed rounds. Compile counters are read around every call, outside
+eager; (4) ``iterations`` timed rounds, with Python's garbage collector paused (as ``timeit``
+does) so a collection cannot land in one contender's sample. Compile counters are read around every call, outside
 the timed region, so graphs compiled during timing are reported, not hidden.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import time
 
 import torch
@@ -96,14 +98,19 @@ def run_interleaved(
         timer.synchronize()
         reference = contenders[0].call(x)
         checks = {c.name: compare_outputs(c.call(x), reference) for c in contenders}
-        for round_index in range(iterations):
-            shift = round_index % len(contenders)
-            for contender in contenders[shift:] + contenders[:shift]:
-                count = contender.graph_count()
-                elapsed_ms, _ = timer.time_batch(contender.call, calls_per_sample, x)
-                compiled_while_timed[contender.name] += contender.graph_count() - count
-                samples[contender.name].append(elapsed_ms / calls_per_sample)
-            progress.update(f"{label}: timed rounds", round_index + 1, iterations)
+        gc.collect()
+        gc.disable()
+        try:
+            for round_index in range(iterations):
+                shift = round_index % len(contenders)
+                for contender in contenders[shift:] + contenders[:shift]:
+                    count = contender.graph_count()
+                    elapsed_ms, _ = timer.time_batch(contender.call, calls_per_sample, x)
+                    compiled_while_timed[contender.name] += contender.graph_count() - count
+                    samples[contender.name].append(elapsed_ms / calls_per_sample)
+                progress.update(f"{label}: timed rounds", round_index + 1, iterations)
+        finally:
+            gc.enable()
     return [
         ContenderRun(
             name=c.name,
