@@ -6,20 +6,19 @@ import pytest
 
 from magi_compiler.bench import plot
 from magi_compiler.bench.__main__ import main
-from tests.magi.bench.test_bench_report import _document
 
 
-def test_box_plot_writes_a_png(tmp_path):
+def test_box_plot_writes_a_png(tmp_path, document_factory):
     pytest.importorskip("matplotlib", reason="the plot writer itself needs matplotlib (the bench extra)")
     path = tmp_path / "bench.png"
-    plot.write_box_plot(_document(), str(path))
+    plot.write_box_plot(document_factory(), str(path))
     data = path.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n")
     assert len(data) > 10_000
 
 
-def test_box_plot_needs_a_timing_section(tmp_path):
-    doc = _document()
+def test_box_plot_needs_a_timing_section(tmp_path, document_factory):
+    doc = document_factory()
     doc["latency"] = doc["dispatch"] = None
     with pytest.raises(ValueError, match="no timing section"):
         plot.write_box_plot(doc, str(tmp_path / "x.png"))

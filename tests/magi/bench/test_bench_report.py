@@ -4,69 +4,16 @@ import copy
 import json
 
 import pytest
-import torch
 
 from magi_compiler.bench import report
-from magi_compiler.bench.harness import ContenderRun
 from magi_compiler.bench.models import ModelDims
 
 DIMS = ModelDims(hidden=8, seq=4, layers=1, batch=2)
-SAMPLES = {"eager": [2.0, 2.2, 2.1], "torch_compile": [1.0, 1.1, 1.05], "magi_class": [1.0, 1.02, 0.98]}
+SAMPLES = ["eager", "torch_compile", "magi_class"]  # the contenders of the conftest runs
 
 
-def _runs(samples=SAMPLES):
-    return [
-        ContenderRun(
-            name,
-            f"entry of {name}",
-            list(values),
-            first_call_s=0.5,
-            graphs_compiled=int(name != "eager"),
-            graphs_compiled_while_timed=0,
-            max_abs_diff=0.0,
-            rel_error=0.0,
-            outputs_match=True,
-        )
-        for name, values in samples.items()
-    ]
-
-
-def _document():
-    latency = report.timing_section("SimpleModel", DIMS, "ms", _runs(), 1, 3, 2)
-    dispatch = report.timing_section("TinyModel", DIMS, "us", _runs(), 100, 3, 2)
-    startup = {
-        "model": "SimpleModel",
-        "dims": {"hidden": 8, "seq": 4, "layers": 1, "batch": 2},
-        "unit": "s",
-        "runs": [
-            {
-                "contender": "magi_class",
-                "cache": "cold",
-                "time_to_first_output_s": 30.0,
-                "child": {"build_s": 0.1, "first_call_s": 25.0},
-                "counters": {"magi_inductor_compiles": 1},
-            },
-            {
-                "contender": "magi_class",
-                "cache": "warm",
-                "time_to_first_output_s": 5.0,
-                "child": {"build_s": 0.1, "first_call_s": 1.0},
-                "counters": {"magi_inductor_compiles": 0},
-            },
-        ],
-        "cold_over_warm": {"magi_class": 6.0},
-    }
-    settings = {"dtype": "float32", "threads": 1}
-    return report.build_document(
-        ["magi-bench"],
-        report.environment(torch.device("cpu")),
-        settings,
-        {"latency": latency, "dispatch": dispatch, "startup": startup},
-    )
-
-
-def test_timing_section_comparisons_and_units():
-    section = report.timing_section("TinyModel", DIMS, "us", _runs(), 100, 3, 2)
+def test_timing_section_comparisons_and_units(runs_factory):
+    section = report.timing_section("TinyModel", DIMS, "us", runs_factory(), 100, 3, 2)
     by_name = {c["name"]: c for c in section["contenders"]}
     assert [c["name"] for c in section["contenders"]] == list(SAMPLES)
     assert by_name["eager"]["samples"] == pytest.approx([2000.0, 2200.0, 2100.0])
@@ -76,20 +23,20 @@ def test_timing_section_comparisons_and_units():
     assert by_name["torch_compile"]["ratio_vs_torch_compile"] == pytest.approx(1.0)
 
 
-def test_timing_section_needs_eager_and_a_known_unit():
+def test_timing_section_needs_eager_and_a_known_unit(runs_factory):
     with pytest.raises(ValueError, match="eager"):
-        report.timing_section("M", DIMS, "ms", _runs({"magi_class": [1.0]}), 1, 1, 0)
+        report.timing_section("M", DIMS, "ms", runs_factory({"magi_class": [1.0]}), 1, 1, 0)
     with pytest.raises(ValueError, match="unit"):
-        report.timing_section("M", DIMS, "s", _runs(), 1, 3, 0)
+        report.timing_section("M", DIMS, "s", runs_factory(), 1, 3, 0)
 
 
-def test_ratio_is_null_without_torch_compile():
-    section = report.timing_section("M", DIMS, "ms", _runs({"eager": [1.0], "magi_class": [0.5]}), 1, 1, 0)
+def test_ratio_is_null_without_torch_compile(runs_factory):
+    section = report.timing_section("M", DIMS, "ms", runs_factory({"eager": [1.0], "magi_class": [0.5]}), 1, 1, 0)
     assert section["contenders"][1]["ratio_vs_torch_compile"] is None
 
 
-def test_write_json_round_trip_validates(tmp_path):
-    doc = _document()
+def test_write_json_round_trip_validates(tmp_path, document_factory):
+    doc = document_factory()
     path = tmp_path / "out" / "bench.json"
     report.write_json(doc, str(path))
     loaded = json.loads(path.read_text())
@@ -111,8 +58,8 @@ def test_write_json_round_trip_validates(tmp_path):
         (lambda d: d["startup"]["runs"][0].pop("time_to_first_output_s"), "time_to_first_output_s"),
     ],
 )
-def test_validate_rejects_broken_documents(mutate, message, tmp_path):
-    doc = copy.deepcopy(_document())
+def test_validate_rejects_broken_documents(mutate, message, tmp_path, document_factory):
+    doc = copy.deepcopy(document_factory())
     mutate(doc)
     with pytest.raises(ValueError, match=message):
         report.validate_document(doc)
@@ -132,8 +79,8 @@ def test_null_sections_are_valid():
     assert doc["dispatch"] is None and doc["startup"] is None
 
 
-def test_text_tables_show_every_contender_and_figure():
-    text = report.format_document(_document())
+def test_text_tables_show_every_contender_and_figure(document_factory):
+    text = report.format_document(document_factory())
     assert "latency per call: SimpleModel" in text
     assert "dispatch overhead per call: TinyModel" in text
     assert "median us" in text and "median ms" in text
