@@ -20,10 +20,17 @@ not seen goes through the guarded ``torch.compile`` wrapper (Dynamo checks guard
 recompiles if needed; the new code is captured for that signature), so a new size on a
 dynamic dim reuses the captured code while anything else takes the safe path.
 Set ``bytecode_swap=False`` to keep Dynamo's guards on every call.
+
+Every compile state has its own backend, so Dynamo compiles a decorated class's ``forward``
+once per instance; the recompile limit Dynamo applies per code object is raised by the
+number of states sharing that code while one of them compiles, so many instances never
+hit it.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import inspect
 import itertools
 import types
@@ -41,6 +48,7 @@ from magi_compiler.log import logger
 DynamicArgDims = Mapping[str, int | Sequence[int]] | None
 
 _model_indices = itertools.count()
+_states_per_code: collections.Counter[types.CodeType] = collections.Counter()
 _capturing: list[EntryState] = []
 _hook_registered = False
 
@@ -201,8 +209,18 @@ class EntryState:
         in process order."""
         if self.model_index is None:
             self.model_index = next(_model_indices)
+            _states_per_code[self.code] += 1
             compilation_counter.num_models_seen += 1
         return self.model_index
+
+    def _recompile_limit(self) -> contextlib.AbstractContextManager[None]:
+        """Dynamo's recompile limit, raised by the other states compiling the same code."""
+        others = _states_per_code[self.code] - 1
+        if others <= 0:
+            return contextlib.nullcontext()
+        limit = torch._dynamo.config.recompile_limit + others
+        accumulated = max(torch._dynamo.config.accumulated_recompile_limit, limit)
+        return torch._dynamo.config.patch(recompile_limit=limit, accumulated_recompile_limit=accumulated)
 
     def compile_jit(self, full_args: tuple, kwargs: Mapping[str, Any]) -> Any:
         """Compile through a fresh ``torch.compile`` wrapper and a fresh ``MagiBackend`` and
@@ -219,7 +237,8 @@ class EntryState:
         self.captured_code = None
         _capturing.append(self)
         try:
-            output = self.compiled_callable(*full_args, **kwargs)
+            with self._recompile_limit():
+                output = self.compiled_callable(*full_args, **kwargs)
         except BackendCompilerFailed as err:
             if isinstance(err.inner_exception, CacheMissError):
                 raise err.inner_exception from None

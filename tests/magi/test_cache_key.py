@@ -78,6 +78,7 @@ def test_explain_json_runs_fresh_and_covers_reference_cases(tmp_path):
         timeout=120,
         check=True,
     )
+    assert "RuntimeWarning" not in proc.stderr, proc.stderr
     cases = json.loads(proc.stdout)["cases"]
     assert {"default", "backend_eager", "fsdp_bucket_16mib"} <= set(cases)
     for case in cases.values():

@@ -90,6 +90,27 @@ def test_each_instance_has_its_own_state(compiled_class):
     assert get_entry_state(other).model_index != get_entry_state(model).model_index
 
 
+def test_many_instances_stay_under_dynamo_recompile_limit(module_cache_env):
+    @magi_compile(config_patch={"backend": "eager"})
+    class Small(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.proj(x) * 2
+
+    count = torch._dynamo.config.recompile_limit + 3
+    models = [Small() for _ in range(count)]
+    x = torch.randn(3, 4)
+    with compilation_counter.expect(num_backend_compilations=count, num_swapped_calls=count):
+        for model in models:
+            for _ in range(2):
+                torch.testing.assert_close(
+                    model(x), torch.nn.functional.linear(x, model.proj.weight, model.proj.bias) * 2
+                )
+
+
 def test_function_matches_eager_and_compiles_once(module_cache_env):
     compiled = magi_compile(dynamic_arg_dims={"x": 0})(scaled_tanh)
     x = torch.randn(3, 5)
