@@ -22,6 +22,7 @@ from magi_compiler.bench.models import PROFILES, ModelDims, ModelSpec, simple_sp
 from magi_compiler.bench.progress import Progress
 from magi_compiler.bench.startup import run_startup
 from magi_compiler.bench.timers import Timer
+from magi_compiler.config import CompileConfig
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -179,6 +180,7 @@ def run(settings: dict[str, Any], cache_dir: Path, progress: Progress, command: 
             "timer": Timer(device).name,
             "order": "round-robin, start rotating each round",
             "sections": list(settings["sections"]),
+            "magi_bytecode_swap": CompileConfig.from_env().bytecode_swap,
             "threads": torch.get_num_threads(),
         },
         sections,

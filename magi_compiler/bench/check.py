@@ -4,7 +4,8 @@ if there is any.
 
 Contract (any device): schema-valid; every contender of every timing section present, with
 one sample per round, outputs matching eager; every compiled entry compiled exactly one graph
-and none while timed. Stability (meaningful on GPU only): every contender's max/min < bound.
+and none while timed; with the bytecode swap on (the default), every timed call of a Magi entry
+ran the swapped-in bytecode. Stability (meaningful on GPU only): every contender's max/min < bound.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def contract_problems(doc: dict[str, Any]) -> list[str]:
     except ValueError as err:
         return [str(err)]
     problems = []
+    swap_on = doc["settings"].get("magi_bytecode_swap", True)
     for section_name in ("latency", "dispatch"):
         section = doc[section_name]
         if section is None:
@@ -45,6 +47,10 @@ def contract_problems(doc: dict[str, Any]) -> list[str]:
                 problems.append(f"{where}: compiled {c['graphs_compiled']} graph(s), expected {expected}")
             if c["graphs_compiled_while_timed"]:
                 problems.append(f"{where}: compiled {c['graphs_compiled_while_timed']} graph(s) while timed")
+            timed_calls = section["iterations"] * section["calls_per_sample"]
+            swapped = c["swapped_calls_while_timed"]
+            if swap_on and c["name"].startswith("magi_") and swapped != timed_calls:
+                problems.append(f"{where}: {swapped} of {timed_calls} timed calls ran the swapped-in bytecode")
     return problems
 
 

@@ -32,21 +32,23 @@ ENTRY_DESCRIPTIONS = {
 }
 
 
+def _zero() -> int:
+    return 0
+
+
 @dataclasses.dataclass
 class Contender:
-    """``call(x)`` runs the model; ``graph_count()`` reads the counter of graphs this kind compiles."""
+    """``call(x)`` runs the model; ``graph_count()`` reads the counter of graphs this kind
+    compiles; ``swap_count()`` the counter of calls that ran Magi's swapped-in bytecode."""
 
     name: str
     call: Callable[[torch.Tensor], torch.Tensor]
     graph_count: Callable[[], int]
+    swap_count: Callable[[], int] = _zero
 
     @property
     def entry(self) -> str:
         return ENTRY_DESCRIPTIONS[self.name]
-
-
-def _no_graphs() -> int:
-    return 0
 
 
 def _dynamo_graphs() -> int:
@@ -55,6 +57,10 @@ def _dynamo_graphs() -> int:
 
 def _magi_graphs() -> int:
     return compilation_counter.num_backend_compilations
+
+
+def _magi_swaps() -> int:
+    return compilation_counter.num_swapped_calls
 
 
 def build_contenders(
@@ -87,19 +93,19 @@ def build_contenders(
     built = []
     for name in names:
         if name == "eager":
-            built.append(Contender(name, reference, _no_graphs))
+            built.append(Contender(name, reference, _zero))
         elif name == "torch_compile":
             compiled = torch.compile(copy_of(isolated_subclass(spec.cls, name)), fullgraph=True)
             built.append(Contender(name, compiled, _dynamo_graphs))
         elif name == "magi_class":
             cls = magi_compile(isolated_subclass(spec.cls, name), **magi_options(name))
-            built.append(Contender(name, copy_of(cls), _magi_graphs))
+            built.append(Contender(name, copy_of(cls), _magi_graphs, _magi_swaps))
         elif name == "magi_function":
             fn = magi_compile(isolated_function(spec.function, name), **magi_options(name))
-            built.append(Contender(name, functools.partial(fn, copy_of(spec.cls)), _magi_graphs))
+            built.append(Contender(name, functools.partial(fn, copy_of(spec.cls)), _magi_graphs, _magi_swaps))
         else:
             assert name == "magi_method"
             model = copy_of(isolated_subclass(spec.cls, name))
             magi_compile(model.forward, **magi_options(name))
-            built.append(Contender(name, model, _magi_graphs))
+            built.append(Contender(name, model, _magi_graphs, _magi_swaps))
     return built

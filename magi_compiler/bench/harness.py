@@ -4,7 +4,8 @@ contenders alike instead of whichever ran last.
 
 Phases, all under ``torch.no_grad()``: (1) one contender after the other, the first call
 (compile + run, wall time); (2) ``warmup`` untimed rounds; (3) one output check against
-eager; (4) ``iterations`` timed rounds, with Python's garbage collector paused (as ``timeit``
+eager; (4) ``iterations`` timed rounds (counting, outside the timed region, the calls that ran
+Magi's swapped-in bytecode), with Python's garbage collector paused (as ``timeit``
 does) so a collection cannot land in one contender's sample. Compile counters are read around every call, outside
 the timed region, so graphs compiled during timing are reported, not hidden.
 """
@@ -36,6 +37,7 @@ class ContenderRun:
     first_call_s: float
     graphs_compiled: int
     graphs_compiled_while_timed: int
+    swapped_calls_while_timed: int
     max_abs_diff: float
     rel_error: float
     outputs_match: bool
@@ -79,6 +81,7 @@ def run_interleaved(
     first_call_s: dict[str, float] = {}
     compiled = {c.name: 0 for c in contenders}
     compiled_while_timed = dict.fromkeys(compiled, 0)
+    swapped_while_timed = dict.fromkeys(compiled, 0)
     samples: dict[str, list[float]] = {c.name: [] for c in contenders}
     with torch.no_grad():
         for index, contender in enumerate(contenders, 1):
@@ -104,9 +107,10 @@ def run_interleaved(
             for round_index in range(iterations):
                 shift = round_index % len(contenders)
                 for contender in contenders[shift:] + contenders[:shift]:
-                    count = contender.graph_count()
+                    count, swaps = contender.graph_count(), contender.swap_count()
                     elapsed_ms, _ = timer.time_batch(contender.call, calls_per_sample, x)
                     compiled_while_timed[contender.name] += contender.graph_count() - count
+                    swapped_while_timed[contender.name] += contender.swap_count() - swaps
                     samples[contender.name].append(elapsed_ms / calls_per_sample)
                 progress.update(f"{label}: timed rounds", round_index + 1, iterations)
         finally:
@@ -119,6 +123,7 @@ def run_interleaved(
             first_call_s=first_call_s[c.name],
             graphs_compiled=compiled[c.name],
             graphs_compiled_while_timed=compiled_while_timed[c.name],
+            swapped_calls_while_timed=swapped_while_timed[c.name],
             max_abs_diff=checks[c.name].max_abs_diff,
             rel_error=checks[c.name].rel_error,
             outputs_match=checks[c.name].match,

@@ -43,6 +43,7 @@ _CONTENDER_FIELDS = {
     "first_call_s": float,
     "graphs_compiled": int,
     "graphs_compiled_while_timed": int,
+    "swapped_calls_while_timed": int,
     "max_abs_diff": float,
     "rel_error": float,
     "outputs_match": bool,
@@ -109,6 +110,7 @@ def timing_section(
                 "first_call_s": run.first_call_s,
                 "graphs_compiled": run.graphs_compiled,
                 "graphs_compiled_while_timed": run.graphs_compiled_while_timed,
+                "swapped_calls_while_timed": run.swapped_calls_while_timed,
                 "max_abs_diff": run.max_abs_diff,
                 "rel_error": run.rel_error,
                 "outputs_match": run.outputs_match,
@@ -245,6 +247,14 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+def _swapped_share(contender: dict[str, Any], section: dict[str, Any]) -> str:
+    """The share of timed calls that ran Magi's swapped-in bytecode ("-" for non-Magi contenders)."""
+    if not contender["name"].startswith("magi_"):
+        return "-"
+    timed_calls = section["iterations"] * section["calls_per_sample"]
+    return f"{contender['swapped_calls_while_timed'] / timed_calls:.0%}"
+
+
 def format_timing_section(title: str, section: dict[str, Any]) -> str:
     unit = section["unit"]
     rows = []
@@ -261,6 +271,7 @@ def format_timing_section(title: str, section: dict[str, Any]) -> str:
                 f"{c['speedup_vs_eager']:.3f}x",
                 "-" if ratio is None else f"{ratio:.3f}",
                 str(c["graphs_compiled"]),
+                _swapped_share(c, section),
                 f"{c['first_call_s']:.2f}",
                 f"{c['rel_error']:.1e}",
                 "yes" if c["outputs_match"] else "NO",
@@ -275,6 +286,7 @@ def format_timing_section(title: str, section: dict[str, Any]) -> str:
         "vs eager",
         "vs torch.compile",
         "graphs",
+        "swapped",
         "first call s",
         "rel err",
         "output ok",

@@ -19,6 +19,7 @@ def _document(spread: float = 1.1):
             first_call_s=1.0,
             graphs_compiled=int(name != "eager"),
             graphs_compiled_while_timed=0,
+            swapped_calls_while_timed=3 if name.startswith("magi_") else 0,
             max_abs_diff=0.0,
             rel_error=0.0,
             outputs_match=True,
@@ -50,8 +51,10 @@ def test_contract_problems_name_each_breach(tmp_path, capsys):
     by_name["magi_function"]["outputs_match"] = False
     by_name["magi_method"]["graphs_compiled"] = 2
     by_name["torch_compile"]["graphs_compiled_while_timed"] = 1
+    by_name["magi_class"]["swapped_calls_while_timed"] = 2
     problems = check.contract_problems(doc)
-    assert len(problems) == 3
+    assert len(problems) == 4
+    assert any("magi_class: 2 of 3 timed calls ran the swapped-in bytecode" in p for p in problems)
     assert any("magi_function: output differs" in p for p in problems)
     assert any("magi_method: compiled 2 graph(s), expected 1" in p for p in problems)
     assert any("torch_compile: compiled 1 graph(s) while timed" in p for p in problems)
@@ -59,6 +62,15 @@ def test_contract_problems_name_each_breach(tmp_path, capsys):
     path.write_text(json.dumps(doc))
     assert check.main([str(path)]) == 1
     assert "contract: FAILED" in capsys.readouterr().out
+
+
+def test_unswapped_calls_pass_when_the_swap_is_off():
+    doc = _document()
+    for contender in doc["latency"]["contenders"]:
+        contender["swapped_calls_while_timed"] = 0
+    assert len(check.contract_problems(doc)) == 3
+    doc["settings"]["magi_bytecode_swap"] = False
+    assert check.contract_problems(doc) == []
 
 
 def test_missing_contender_and_invalid_schema_are_problems():
