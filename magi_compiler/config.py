@@ -90,6 +90,8 @@ class CompileConfig:
             raise TypeError(f"compile_mode must be a CompileMode, got {self.compile_mode!r}")
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if not isinstance(self.splitting_ops, list) or not all(isinstance(op, str) for op in self.splitting_ops):
+            raise TypeError(f"splitting_ops must be a list of op names, got {self.splitting_ops!r}")
         if not isinstance(self.fsdp, FSDPConfig):
             raise TypeError(f"fsdp must be an FSDPConfig, got {type(self.fsdp).__name__}")
 

@@ -60,6 +60,8 @@ def test_priority_patch_over_env_over_default():
         apply_config_patch(from_env, {"no_such_field": 1})
     with pytest.raises(ValueError, match="bucket_mode"):
         apply_config_patch(from_env, {"fsdp": {"bucket_mode": "bad"}})
+    with pytest.raises(TypeError, match="splitting_ops must be a list"):
+        apply_config_patch(from_env, {"splitting_ops": "magi::attn"})
 
 
 def test_hash_covers_codegen_fields_only():
