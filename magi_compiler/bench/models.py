@@ -1,0 +1,168 @@
+"""The benchmarked models and the dims presets of the ``cpu`` and ``gpu`` profiles.
+
+``SimpleModel`` is big enough at the ``gpu`` dims (hidden 1024, sequence 512) that GPU
+compute, not launch jitter, dominates a call; ``TinyModel`` (one 64x64 relu) is launch-bound,
+so its per-call time is the dispatch overhead of whatever wraps it.
+
+Every contender gets its own copy of the entry's code object (:func:`isolated_function`,
+:func:`isolated_subclass`): Dynamo keeps compiled entries and guards per code object, so
+sharing one ``forward`` code between contenders would make one contender's call evaluate
+(and fail) another contender's guards first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelDims:
+    """Input is ``(batch, seq, hidden)``; ``batch`` is the dynamic dim and must be >= 2."""
+
+    hidden: int
+    seq: int
+    layers: int
+    batch: int
+
+    def __post_init__(self) -> None:
+        for name in ("hidden", "seq", "layers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.batch < 2:
+            raise ValueError(
+                f"batch must be >= 2, got {self.batch}: it is the dynamic dim, and Dynamo specializes sizes 0 and 1"
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """A preset of dims and run lengths; command-line flags override single values."""
+
+    name: str
+    dims: ModelDims
+    iterations: int
+    warmup: int
+    dispatch_samples: int
+    dispatch_calls: int
+
+
+PROFILES: dict[str, Profile] = {
+    "gpu": Profile(
+        "gpu",
+        ModelDims(hidden=1024, seq=512, layers=4, batch=8),
+        iterations=200,
+        warmup=20,
+        dispatch_samples=100,
+        dispatch_calls=200,
+    ),
+    "cpu": Profile(
+        "cpu",
+        ModelDims(hidden=128, seq=32, layers=2, batch=4),
+        iterations=40,
+        warmup=5,
+        dispatch_samples=30,
+        dispatch_calls=100,
+    ),
+}
+
+TINY_DIMS = ModelDims(hidden=64, seq=1, layers=1, batch=64)
+
+
+class SimpleLayer(nn.Module):
+    """Linear (4x expansion) + GELU + Linear, residual, LayerNorm."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        self.up = nn.Linear(hidden, 4 * hidden)
+        self.down = nn.Linear(4 * hidden, hidden)
+        self.norm = nn.LayerNorm(hidden)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x + self.down(nn.functional.gelu(self.up(x))))
+
+
+class SimpleModel(nn.Module):
+    """``layers`` stacked :class:`SimpleLayer` blocks over ``(batch, seq, hidden)`` inputs."""
+
+    def __init__(self, dims: ModelDims) -> None:
+        super().__init__()
+        self.dims = dims
+        self.layers = nn.ModuleList(SimpleLayer(dims.hidden) for _ in range(dims.layers))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def example_input(self, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        return torch.randn(self.dims.batch, self.dims.seq, self.dims.hidden, device=device, dtype=dtype)
+
+
+def simple_model_function(model: SimpleModel, x: torch.Tensor) -> torch.Tensor:
+    """The function entry point: the model's computation as a plain function."""
+    for layer in model.layers:
+        x = layer(x)
+    return x
+
+
+class TinyModel(nn.Module):
+    """One relu on a ``(batch, hidden)`` input: a launch-bound graph for dispatch overhead."""
+
+    def __init__(self, dims: ModelDims) -> None:
+        super().__init__()
+        self.dims = dims
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+    def example_input(self, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        return torch.randn(self.dims.batch, self.dims.hidden, device=device, dtype=dtype)
+
+
+def tiny_model_function(model: TinyModel, x: torch.Tensor) -> torch.Tensor:
+    """The function entry point of :class:`TinyModel`."""
+    return torch.relu(x)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """A model class, its function entry point and its dims."""
+
+    name: str
+    cls: type[nn.Module]
+    function: Callable[..., torch.Tensor]
+    dims: ModelDims
+
+    def build(self, cls: type[nn.Module] | None = None) -> nn.Module:
+        return (cls or self.cls)(self.dims)
+
+
+def simple_spec(dims: ModelDims) -> ModelSpec:
+    return ModelSpec("SimpleModel", SimpleModel, simple_model_function, dims)
+
+
+def tiny_spec() -> ModelSpec:
+    return ModelSpec("TinyModel", TinyModel, tiny_model_function, TINY_DIMS)
+
+
+def isolated_function(fn: Callable[..., Any], name: str) -> types.FunctionType:
+    """A copy of ``fn`` with its own code object (same file and lines, so the same traced source)."""
+    assert isinstance(fn, types.FunctionType), f"expected a plain function, got {type(fn).__name__}"
+    copy = types.FunctionType(fn.__code__.replace(), fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    copy.__qualname__ = f"{fn.__qualname__}[{name}]"
+    copy.__module__ = fn.__module__
+    copy.__doc__ = fn.__doc__
+    return copy
+
+
+def isolated_subclass(cls: type[nn.Module], name: str) -> type[nn.Module]:
+    """A subclass of ``cls`` whose ``forward`` has its own code object; decorating it leaves ``cls`` alone."""
+    forward = isolated_function(cls.forward, "forward")
+    return type(f"{cls.__name__}_{name}", (cls,), {"forward": forward, "__module__": cls.__module__})

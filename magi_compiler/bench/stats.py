@@ -1,0 +1,71 @@
+"""Summary statistics of timing samples and the comparisons between contenders.
+
+Speedup vs eager is ``eager_median / median`` (above 1: faster than eager); the ratio vs
+``torch.compile`` is ``median / torch_compile_median`` (below 1: faster than torch.compile;
+the H200 target is <= 1.03). Medians, not means, so one preempted sample cannot move them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Sequence
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float
+    mean: float
+    min: float
+    max: float
+    max_over_min: float
+    stdev: float
+    p10: float
+    p90: float
+
+    def as_dict(self) -> dict[str, float]:
+        return dataclasses.asdict(self)
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) with linear interpolation between closest ranks."""
+    if not samples:
+        raise ValueError("percentile of an empty sample list")
+    if not 0 <= q <= 100:
+        raise ValueError(f"q must be within [0, 100], got {q}")
+    ordered = sorted(samples)
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def summarize(samples: Sequence[float]) -> Summary:
+    """Summary of positive timing samples; ``ValueError`` on an empty list or a sample <= 0."""
+    if not samples:
+        raise ValueError("cannot summarize an empty sample list")
+    if min(samples) <= 0:
+        raise ValueError(f"timing samples must be positive, got min {min(samples)}")
+    return Summary(
+        n=len(samples),
+        median=statistics.median(samples),
+        mean=statistics.fmean(samples),
+        min=min(samples),
+        max=max(samples),
+        max_over_min=max(samples) / min(samples),
+        stdev=statistics.stdev(samples) if len(samples) > 1 else 0.0,
+        p10=percentile(samples, 10),
+        p90=percentile(samples, 90),
+    )
+
+
+def speedup(reference: Summary, contender: Summary) -> float:
+    """How many times faster than ``reference`` the contender's median is."""
+    return reference.median / contender.median
+
+
+def ratio(contender: Summary, baseline: Summary) -> float:
+    """The contender's median over the baseline's median (1.03 = 3% slower)."""
+    return contender.median / baseline.median

@@ -1,0 +1,50 @@
+"""Statistics of the timing bench: summaries, percentiles and the two comparisons."""
+
+import math
+
+import pytest
+
+from magi_compiler.bench import stats
+
+
+def test_summarize_known_samples():
+    summary = stats.summarize([4.0, 1.0, 3.0, 2.0, 5.0])
+    assert summary.n == 5
+    assert summary.median == 3.0
+    assert summary.mean == 3.0
+    assert (summary.min, summary.max) == (1.0, 5.0)
+    assert summary.max_over_min == 5.0
+    assert math.isclose(summary.stdev, math.sqrt(2.5))
+    assert math.isclose(summary.p10, 1.4)
+    assert math.isclose(summary.p90, 4.6)
+    assert set(summary.as_dict()) == {"n", "median", "mean", "min", "max", "max_over_min", "stdev", "p10", "p90"}
+
+
+def test_summarize_even_count_median_and_single_sample():
+    assert stats.summarize([1.0, 2.0, 3.0, 10.0]).median == 2.5
+    single = stats.summarize([7.0])
+    assert (single.median, single.max_over_min, single.stdev, single.p10, single.p90) == (7.0, 1.0, 0.0, 7.0, 7.0)
+
+
+@pytest.mark.parametrize("samples", [[], [1.0, 0.0], [2.0, -1.0]])
+def test_summarize_rejects_empty_or_non_positive(samples):
+    with pytest.raises(ValueError):
+        stats.summarize(samples)
+
+
+def test_percentile_bounds_and_interpolation():
+    assert stats.percentile([10.0, 20.0], 0) == 10.0
+    assert stats.percentile([10.0, 20.0], 100) == 20.0
+    assert stats.percentile([10.0, 20.0], 25) == 12.5
+    with pytest.raises(ValueError):
+        stats.percentile([1.0], 101)
+    with pytest.raises(ValueError):
+        stats.percentile([], 50)
+
+
+def test_speedup_and_ratio_use_medians():
+    eager = stats.summarize([10.0, 10.0, 100.0])
+    compiled = stats.summarize([5.0, 5.0, 1.0])
+    baseline = stats.summarize([4.0, 4.0, 4.0])
+    assert stats.speedup(eager, compiled) == 2.0
+    assert stats.ratio(compiled, baseline) == 1.25

@@ -1,0 +1,86 @@
+"""The timing bench as a regression suite: ``python -m magi_compiler.bench`` on SimpleModel
+through eager, torch.compile and the three ``@magi_compile`` entry points.
+
+``[contract]`` (CPU and GPU): the CLI exits 0, writes a schema-valid JSON with every
+contender's samples, every entry point compiled exactly one graph and none while timed,
+and all outputs match eager. ``[stability]`` (GPU only): every contender's max/min over
+the timed rounds is below 1.2. On CPU the reduced ``cpu`` profile runs; on GPU the default
+model (``gpu`` profile). Speed ratios are bench figures (docs/benchmarks.md), not asserted.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from magi_compiler.bench.check import STABILITY_BOUND, contract_problems, stability_problems
+from magi_compiler.bench.contenders import CONTENDER_NAMES
+from magi_compiler.bench.models import PROFILES
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CUDA = torch.cuda.is_available()
+PROFILE = PROFILES["gpu" if CUDA else "cpu"]
+CPU_ITERATIONS = 10
+
+
+@pytest.fixture(scope="module")
+def bench_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("timing_bench")
+    json_path = out / "bench.json"
+    command = [
+        sys.executable,
+        "-m",
+        "magi_compiler.bench",
+        "--sections",
+        "latency",
+        "--profile",
+        PROFILE.name,
+        "--json",
+        str(json_path),
+        "--cache-dir",
+        str(out / "cache"),
+    ]
+    if CUDA:
+        command += ["--device", "cuda"]
+    else:
+        command += ["--device", "cpu", "--iterations", str(CPU_ITERATIONS), "--warmup", "2", "--threads", "1"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAGI_COMPILE_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert proc.returncode == 0, f"magi-bench failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    return proc, json.loads(json_path.read_text())
+
+
+@pytest.mark.parametrize("check", ["contract", "stability"])
+def test_simple_model_timing_class_function_instance_method(bench_run, check):
+    proc, doc = bench_run
+    latency = doc["latency"]
+    if check == "contract":
+        assert contract_problems(doc) == []
+        assert doc["dispatch"] is None and doc["startup"] is None
+        assert latency["model"] == "SimpleModel"
+        assert latency["dims"] == {
+            "hidden": PROFILE.dims.hidden,
+            "seq": PROFILE.dims.seq,
+            "layers": PROFILE.dims.layers,
+            "batch": PROFILE.dims.batch,
+        }
+        assert doc["settings"]["timer"] == ("cuda_events" if CUDA else "perf_counter")
+        iterations = PROFILE.iterations if CUDA else CPU_ITERATIONS
+        assert [c["name"] for c in latency["contenders"]] == list(CONTENDER_NAMES)
+        for contender in latency["contenders"]:
+            assert len(contender["samples"]) == iterations, contender["name"]
+            assert contender["name"] in proc.stdout
+        assert "magi-bench: latency: first call (compile) of magi_method (5/5)" in proc.stderr
+        return
+    if not CUDA:
+        pytest.skip(
+            f"GPU-only: the stability bound (max/min < {STABILITY_BOUND}) applies to CUDA-event timings of "
+            "the default model; CPU timings on a shared runner jitter beyond it. The harness contract is "
+            "asserted by the [contract] case."
+        )
+    assert stability_problems(doc, STABILITY_BOUND) == []
