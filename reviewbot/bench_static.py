@@ -43,8 +43,10 @@ def _head_module(index: int, functions: int) -> str:
     for j in range(functions):
         kind = j % 4
         if kind == 0:
-            body = (f"    if not config.enabled:\n        return value\n    if value < {j}:\n        return value\n"
-                    f"    return value * {j}\n")
+            body = (
+                f"    if not config.enabled:\n        return value\n    if value < {j}:\n        return value\n"
+                f"    return value * {j}\n"
+            )
         elif kind == 1:
             body = f"    try:\n        return int(value)\n    except Exception:\n        return {j}\n"
         elif kind == 2:
@@ -79,8 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="reviewbot-bench-") as tmp:
         repo = Path(tmp) / "repo"
         build_repo(repo, args.lines, args.files)
-        stat = subprocess.run(["git", "diff", "--numstat", "main...feature"], cwd=repo, capture_output=True,
-                              text=True, check=True).stdout
+        stat = subprocess.run(
+            ["git", "diff", "--numstat", "main...feature"], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout
         changed = sum(int(a) + int(d) for a, d, _ in (line.split("\t") for line in stat.splitlines()))
         print(f"static review of a {changed}-changed-line diff ({args.files} files), suites=none, no probe")
         for i in range(args.repeat):

@@ -33,7 +33,7 @@ class FileChange:
 
 
 def diff_files(repo: GitRepo, merge_base: str, head: str) -> list[FileChange]:
-    text = repo.git("diff", "-M", "--no-color", "--unified=0", "--no-ext-diff", merge_base, head)
+    text = repo.git("-c", "core.quotepath=false", "diff", "-M", "--no-color", "--unified=0", "--no-ext-diff", merge_base, head)
     changes: list[FileChange] = []
     for patched in PatchSet(text):
         if patched.is_removed_file:
@@ -41,12 +41,9 @@ def diff_files(repo: GitRepo, merge_base: str, head: str) -> list[FileChange]:
         elif patched.is_added_file:
             status, path, old_path = "added", _strip(patched.target_file), None
         else:
-            path = _strip(patched.target_file) if patched.target_file != "/dev/null" else patched.path
-            source = _strip(patched.source_file)
+            path = _strip(patched.target_file)
             status = "renamed" if patched.is_rename else "modified"
-            old_path = source if patched.is_rename else path
-        if patched.is_rename and not patched.target_file.startswith("b/"):
-            path = patched.path
+            old_path = _strip(patched.source_file)
         added = {line.target_line_no for hunk in patched for line in hunk if line.is_added and line.target_line_no}
         changes.append(
             FileChange(

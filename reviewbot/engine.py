@@ -37,10 +37,10 @@ from reviewbot.findings import Finding, Severity
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange import KeyChange, detect_key_change
 from reviewbot.repo_config import RepoConfig, load_config
+from reviewbot.ruff import SELECT as RUFF_CODES
 from reviewbot.ruff import run_ruff
-from reviewbot.rules import FILE_RULES, FileContext
+from reviewbot.rules import FILE_RULES, FileContext, key_docs, suite_results
 from reviewbot.rules import cache_key as cache_key_rule
-from reviewbot.rules import key_docs, suite_results
 from reviewbot.rules.common import QualnameIndex
 from reviewbot.suites import SuiteResult, run_suites
 from reviewbot.testplan import TestPlanRow, verify_test_plan
@@ -85,7 +85,8 @@ class ChangeSummary:
 
 @dataclasses.dataclass(frozen=True)
 class Signal:
-    """Deterministic evidence of unreviewed generated code: `kind` with locations."""
+    """Deterministic evidence of unreviewed generated code. `kind`: over-broad-handlers,
+    unused-parameters, docs-contradict-code, silent-gates, boilerplate-guards."""
 
     kind: str
     count: int
@@ -132,7 +133,11 @@ class Review:
     def to_json(self) -> dict[str, Any]:
         verdict = self.verdict
         return {
-            "verdict": {"blocking": verdict.blocking, "counts": verdict.counts, "suites_not_run": verdict.suites_not_run},
+            "verdict": {
+                "blocking": verdict.blocking,
+                "counts": verdict.counts,
+                "suites_not_run": verdict.suites_not_run,
+            },
             "summary": {
                 **{k: v for k, v in dataclasses.asdict(self.summary).items() if k != "files"},
                 "files": [dataclasses.asdict(f) for f in self.summary.files],
@@ -200,10 +205,10 @@ def _boilerplate_guards(tree: ast.Module, change: FileChange) -> list[int]:
 
 def _signals(findings: list[Finding], guards: list[str]) -> list[Signal]:
     groups = {
-        "over-broad handlers": {"broad-except", "runtime-error-fallback"},
-        "unused parameters": {"unused-key-param"},
-        "docs that contradict code": {"stale-key-doc"},
-        "silent gates": {"silent-gate"},
+        "over-broad-handlers": {"broad-except", "runtime-error-fallback"},
+        "unused-parameters": {"unused-key-param"},
+        "docs-contradict-code": {"stale-key-doc"},
+        "silent-gates": {"silent-gate"},
     }
     out: list[Signal] = []
     for kind, rules in groups.items():
@@ -211,7 +216,7 @@ def _signals(findings: list[Finding], guards: list[str]) -> list[Signal]:
         if locs:
             out.append(Signal(kind, len(locs), locs[:8]))
     if guards:
-        out.append(Signal("boilerplate guards (hasattr / getattr(..., None))", len(guards), tuple(guards[:8])))
+        out.append(Signal("boilerplate-guards", len(guards), tuple(guards[:8])))
     return out
 
 
@@ -268,7 +273,9 @@ def run_review(
             areas=_areas(changes),
             files=[FileStat(c.path, c.old_path, c.status, c.lines_added, c.lines_removed) for c in changes],
         )
-        say(f"diff {merge_base[:12]}..{head_sha[:12]}: {len(changes)} file(s), +{summary.lines_added} -{summary.lines_removed}")
+        say(
+            f"diff {merge_base[:12]}..{head_sha[:12]}: {len(changes)} file(s), +{summary.lines_added} -{summary.lines_removed}"
+        )
         timings["diff"] = time.monotonic() - t0
 
         t = time.monotonic()
@@ -307,7 +314,8 @@ def run_review(
             timings["suites"] = time.monotonic() - t
 
     findings = [
-        f.with_severity(config.severity_overrides[f.rule]) if f.rule in config.severity_overrides else f for f in findings
+        f.with_severity(config.severity_overrides[f.rule]) if f.rule in config.severity_overrides else f
+        for f in findings
     ]
     findings.sort(key=lambda f: (f.severity.rank, f.path, f.line_start, f.rule))
     timings["total"] = time.monotonic() - t0
@@ -348,7 +356,7 @@ def _file_findings(
             ruff_input[f"head/{path}"] = head_src
         if base_src is not None:
             ruff_input[f"base/{path}"] = base_src
-    say(f"static rules: {len(versions)} Python file(s); ruff {','.join(('E722', 'BLE001'))}")
+    say(f"static rules: {len(versions)} Python file(s); ruff {','.join(RUFF_CODES)}")
     ruff_hits = run_ruff(ruff_input)
 
     kc = key_change
@@ -368,7 +376,9 @@ def _file_findings(
             for finding in rule(head_ctx):
                 if finding.rule == "stale-key-doc" and not key_docs.is_test_or_helper(path):
                     if finding.fingerprint not in base_prints:
-                        findings.append(dataclasses.replace(finding, in_diff=change.touches(finding.line_start, finding.line_end)))
+                        findings.append(
+                            dataclasses.replace(finding, in_diff=change.touches(finding.line_start, finding.line_end))
+                        )
                 elif _keep(finding, change, base_prints):
                     findings.append(finding)
         guards += [f"{path}:{line}" for line in _boilerplate_guards(head_tree, change)]

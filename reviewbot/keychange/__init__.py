@@ -143,7 +143,8 @@ class KeyChange:
             "probe_status": self.probe_status,
             "probe_error": self.probe_error,
             "cases": [
-                {**dataclasses.asdict(c), "changed": c.changed, "factors_changed": c.factors_changed} for c in self.cases
+                {**dataclasses.asdict(c), "changed": c.changed, "factors_changed": c.factors_changed}
+                for c in self.cases
             ],
         }
 
@@ -177,7 +178,9 @@ def _field_seen_by_hash(index: ModuleIndex, item: ClosureItem, field: str) -> tu
     mod = index.module(mod_name)
     node = mod.defs.get(cls_name) if mod else None
     assert isinstance(node, ast.ClassDef)
-    methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and "hash" in n.name.lower()]
+    methods = [
+        n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and "hash" in n.name.lower()
+    ]
     if not methods:
         return True, "no hashing method; the object is hashed whole"
     for method in methods:
@@ -186,7 +189,10 @@ def _field_seen_by_hash(index: ModuleIndex, item: ClosureItem, field: str) -> tu
         names = {n.id for n in ast.walk(method) if isinstance(n, ast.Name)}
         generic = bool((attrs | names) & _GENERIC_FIELD_WALKS)
         if generic:
-            return (field not in strings, f"`{method.name}` walks all fields" + (" but excludes it by name" if field in strings else ""))
+            return (
+                field not in strings,
+                f"`{method.name}` walks all fields" + (" but excludes it by name" if field in strings else ""),
+            )
         if field in attrs or field in strings:
             return True, f"`{method.name}` names it"
     return False, f"`{methods[0].name}` names the hashed fields explicitly and `{field}` is not among them"

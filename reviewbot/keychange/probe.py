@@ -36,10 +36,11 @@ class ProbeRun:
 def parse_probe_output(text: str) -> dict[str, dict[str, Any]]:
     """Validate the probe's JSON; raises ValueError naming what is wrong."""
     data = json.loads(text)
-    if not isinstance(data, dict) or not isinstance(data.get("cases"), dict):
+    cases_in = data.get("cases") if isinstance(data, dict) else None
+    if not isinstance(cases_in, dict):
         raise ValueError('probe output lacks a "cases" object')
     cases: dict[str, dict[str, Any]] = {}
-    for name, case in data["cases"].items():
+    for name, case in cases_in.items():
         if not isinstance(case, dict) or not isinstance(case.get("factors"), dict) or "key" not in case:
             raise ValueError(f'probe case {name!r} lacks "factors" (object) or "key"')
         cases[str(name)] = {"factors": {str(k): str(v) for k, v in case["factors"].items()}, "key": str(case["key"])}

@@ -1,6 +1,5 @@
 """What the rules share: the per-file context, qualified names, logging detection."""
 
-
 from __future__ import annotations
 
 import ast
@@ -89,4 +88,3 @@ def contains_logging(nodes: list[ast.stmt]) -> bool:
 
 
 FileRule = Callable[[FileContext], list[Finding]]
-

@@ -65,11 +65,15 @@ def find_stale_claims(
         if not negated and len(mentioned) >= 2:
             missing = [g for g in gained if g not in mentioned]
             if missing:
-                out.append((sentence, f"lists the key's factors but omits {', '.join(missing)}, which this change added"))
+                out.append(
+                    (sentence, f"lists the key's factors but omits {', '.join(missing)}, which this change added")
+                )
     return out
 
 
-def _stale_finding(path: str, start: int, end: int, qualname: str, claim: str, problem: str, factors: list[str], where: str) -> Finding:
+def _stale_finding(
+    path: str, start: int, end: int, qualname: str, claim: str, problem: str, factors: list[str], where: str
+) -> Finding:
     actual = ", ".join(factors)
     quoted = claim if len(claim) <= 200 else claim[:197] + "..."
     return Finding(
@@ -95,7 +99,11 @@ def _docstrings(tree: ast.Module) -> list[tuple[int, int, str]]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 out.append((first.lineno, first.end_lineno or first.lineno, first.value.value))
     return out
 
@@ -137,13 +145,17 @@ def check_file(ctx: FileContext) -> list[Finding]:
                 continue
             where = "test docstring" if test_file else "key-closure text"
             for claim, problem in find_stale_claims(text, ctx.config.vocabulary, ctx.factors, ctx.factors_gained):
-                findings.append(_stale_finding(ctx.path, start, end, ctx.qualname(start), claim, problem, ctx.factors, where))
+                findings.append(
+                    _stale_finding(ctx.path, start, end, ctx.qualname(start), claim, problem, ctx.factors, where)
+                )
     findings.extend(_unused_params(ctx))
     return findings
 
 
 def _unused_params(ctx: FileContext) -> list[Finding]:
-    wanted = {item.line: name for name, item in ctx.closure.items() if item.path == ctx.path and item.kind == "function"}
+    wanted = {
+        item.line: name for name, item in ctx.closure.items() if item.path == ctx.path and item.kind == "function"
+    }
     findings: list[Finding] = []
     for node in ctx.tree.body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from engine_gitrepos import Repo
 
 from reviewbot.engine import run_review
 from reviewbot.findings import Severity
-from engine_gitrepos import Repo
 
-BASE_MODULE = '''
+BASE_MODULE = """
 import logging
 
 logger = logging.getLogger(__name__)
@@ -25,7 +23,7 @@ def old_fallback(fn):
 
 def untouched(fn):
     return fn()
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +32,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo.commit({"pkg/__init__.py": "", "pkg/mod.py": BASE_MODULE, "pkg/legacy.py": BASE_MODULE}, "base")
 
     repo.branch("blind")
-    repo.commit({"pkg/mod.py": BASE_MODULE + '''
+    repo.commit(
+        {
+            "pkg/mod.py": BASE_MODULE
+            + """
 
 def new_fallback(fn):
     try:
@@ -49,10 +50,16 @@ def silent(fn):
         fn()
     except:
         pass
-'''}, "add fallbacks")
+"""
+        },
+        "add fallbacks",
+    )
 
     repo.branch("near-miss", "main")
-    repo.commit({"pkg/mod.py": BASE_MODULE + '''
+    repo.commit(
+        {
+            "pkg/mod.py": BASE_MODULE
+            + """
 
 def reraising(fn):
     try:
@@ -67,25 +74,40 @@ def narrow(fn):
         return fn()
     except KeyError:
         return None
-'''}, "narrow handlers")
+"""
+        },
+        "narrow handlers",
+    )
 
     repo.branch("untouched-line", "main")
-    repo.commit({"pkg/mod.py": BASE_MODULE.replace("    return fn()\n", "    value = fn()\n    return value\n")}, "touch another function")
+    repo.commit(
+        {"pkg/mod.py": BASE_MODULE.replace("    return fn()\n", "    value = fn()\n    return value\n")},
+        "touch another function",
+    )
 
     repo.branch("rename", "main")
     repo.mv("pkg/legacy.py", "pkg/renamed.py")
     repo.commit({}, "rename only")
-    repo.commit({"pkg/renamed.py": (repo.path / "pkg/renamed.py").read_text() + '''
+    repo.commit(
+        {
+            "pkg/renamed.py": (repo.path / "pkg/renamed.py").read_text()
+            + """
 
 def added_after_rename(fn):
     try:
         return fn()
     except BaseException:
         return None
-'''}, "add handler in renamed file")
+"""
+        },
+        "add handler in renamed file",
+    )
 
     repo.branch("runtime", "main")
-    repo.commit({"pkg/mod.py": BASE_MODULE + '''
+    repo.commit(
+        {
+            "pkg/mod.py": BASE_MODULE
+            + """
 
 import torch
 
@@ -122,7 +144,10 @@ def wide(fn, gn):
         return gn(a)
     except KeyError:
         return None
-'''}, "runtime handlers")
+"""
+        },
+        "runtime handlers",
+    )
     repo.checkout("main")
     return repo
 
@@ -161,7 +186,9 @@ def test_rename_keeps_old_findings_out_and_reports_new_ones_at_new_path(repo: Re
     assert pure.summary.files[0].status == "renamed"
     assert pure.findings == []
     review = _review(repo, "rename")
-    assert [(f.rule, f.path, f.qualname) for f in review.findings] == [("broad-except", "pkg/renamed.py", "added_after_rename")]
+    assert [(f.rule, f.path, f.qualname) for f in review.findings] == [
+        ("broad-except", "pkg/renamed.py", "added_after_rename")
+    ]
 
 
 def test_runtime_error_fallback_needs_oom_reraise(repo: Repo) -> None:

@@ -4,17 +4,19 @@ magi_compiler's shape (see engine_gitrepos.keyed_repo)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from engine_gitrepos import KEYED_CACHE_KEY, KEYED_CONFIG, Repo, keyed_repo
 
 from reviewbot.engine import run_review
 from reviewbot.findings import Severity
 from reviewbot.keychange import detect_key_change
-from reviewbot.repo_config import load_config
+from reviewbot.repo_config import ProbeConfig, load_config
 
 EXPLICIT_HASH_CONFIG = KEYED_CONFIG.replace(
     "return hashlib.sha256(json.dumps(dataclasses.asdict(self), sort_keys=True).encode()).hexdigest()[:12]",
-    'return hashlib.sha256(json.dumps([self.mode, self.level]).encode()).hexdigest()[:12]',
+    "return hashlib.sha256(json.dumps([self.mode, self.level]).encode()).hexdigest()[:12]",
 )
 
 
@@ -23,42 +25,73 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo = keyed_repo(tmp_path_factory.mktemp("key") / "r", {"pkg/other.py": "def helper():\n    return 1\n"})
 
     repo.branch("add-factor")
-    repo.commit({"pkg/cache_key.py": KEYED_CACHE_KEY.replace(
-        '        "input_placements": _h(placements),\n',
-        '        "input_placements": _h(placements),\n        "graph_signature": _h(config.mode),\n',
-    )}, "key: add graph signature factor")
+    repo.commit(
+        {
+            "pkg/cache_key.py": KEYED_CACHE_KEY.replace(
+                '        "input_placements": _h(placements),\n',
+                '        "input_placements": _h(placements),\n        "graph_signature": _h(config.mode),\n',
+            )
+        },
+        "key: add graph signature factor",
+    )
 
     repo.branch("docs-only", "main")
-    repo.commit({
-        "pkg/cache_key.py": KEYED_CACHE_KEY.replace('"""Factor hashes of one compiled graph."""', '"""Factor hashes of one graph.\n\n    Reworded."""')
-        .replace("def key(factors):", "# a comment\ndef key(factors):").replace("    return _h(sorted(factors.items()))", "    return _h(sorted(  factors.items()  ))"),
-        "pkg/other.py": "def helper():\n    return 2\n",
-    }, "docs and unrelated code")
+    repo.commit(
+        {
+            "pkg/cache_key.py": KEYED_CACHE_KEY.replace(
+                '"""Factor hashes of one compiled graph."""', '"""Factor hashes of one graph.\n\n    Reworded."""'
+            )
+            .replace("def key(factors):", "# a comment\ndef key(factors):")
+            .replace("    return _h(sorted(factors.items()))", "    return _h(sorted(  factors.items()  ))"),
+            "pkg/other.py": "def helper():\n    return 2\n",
+        },
+        "docs and unrelated code",
+    )
 
     repo.branch("equivalent-refactor", "main")
-    repo.commit({"pkg/cache_key.py": KEYED_CACHE_KEY.replace(
-        "def _h(value):\n    return hashlib.sha256(repr(value).encode()).hexdigest()[:12]",
-        "def _h(value):\n    text = repr(value)\n    return hashlib.sha256(text.encode()).hexdigest()[:12]",
-    )}, "refactor _h")
+    repo.commit(
+        {
+            "pkg/cache_key.py": KEYED_CACHE_KEY.replace(
+                "def _h(value):\n    return hashlib.sha256(repr(value).encode()).hexdigest()[:12]",
+                "def _h(value):\n    text = repr(value)\n    return hashlib.sha256(text.encode()).hexdigest()[:12]",
+            )
+        },
+        "refactor _h",
+    )
 
     repo.branch("explicit-hash", "main")
     repo.commit({"pkg/config.py": EXPLICIT_HASH_CONFIG}, "explicit hash")
     repo.branch("ignored-field")
-    repo.commit({"pkg/config.py": EXPLICIT_HASH_CONFIG.replace("    level: int = 1\n", "    level: int = 1\n    fuse: bool = True\n")},
-                "add fuse option")
+    repo.commit(
+        {
+            "pkg/config.py": EXPLICIT_HASH_CONFIG.replace(
+                "    level: int = 1\n", "    level: int = 1\n    fuse: bool = True\n"
+            )
+        },
+        "add fuse option",
+    )
 
     repo.branch("hashed-field", "main")
-    repo.commit({"pkg/config.py": KEYED_CONFIG.replace("    level: int = 1\n", "    level: int = 1\n    fuse: bool = True\n")},
-                "add fuse option (hashed)")
+    repo.commit(
+        {"pkg/config.py": KEYED_CONFIG.replace("    level: int = 1\n", "    level: int = 1\n    fuse: bool = True\n")},
+        "add fuse option (hashed)",
+    )
 
     repo.branch("unused-param", "main")
-    repo.commit({"pkg/cache_key.py": KEYED_CACHE_KEY.replace("def cache_key_factors(config, placements):",
-                                                            "def cache_key_factors(config, placements, device, _rank=0):")},
-                "key: add device parameter")
+    repo.commit(
+        {
+            "pkg/cache_key.py": KEYED_CACHE_KEY.replace(
+                "def cache_key_factors(config, placements):",
+                "def cache_key_factors(config, placements, device, _rank=0):",
+            )
+        },
+        "key: add device parameter",
+    )
 
     repo.branch("stale-doc", "main")
-    repo.commit({
-        "tests/test_key.py": '''
+    repo.commit(
+        {
+            "tests/test_key.py": '''
         def test_key_ignores_graph():
             """The cache key includes the dtype of every input."""
             assert True
@@ -68,7 +101,9 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
             """graph.code is deliberately left out of the key."""
             assert True
         ''',
-    }, "tests with key claims")
+        },
+        "tests with key claims",
+    )
     repo.checkout("main")
     return repo
 
@@ -139,7 +174,9 @@ def test_new_field_the_key_hashes_is_a_key_change_not_p0(repo: Repo) -> None:
 def test_unused_key_parameter_is_p3(repo: Repo) -> None:
     review = run_review(repo.path, "main", "unused-param", suites="none")
     unused = [f for f in review.findings if f.rule == "unused-key-param"]
-    assert [f.message for f in unused] == ["parameter `device` of key function `pkg.cache_key.cache_key_factors` is never used"]
+    assert [f.message for f in unused] == [
+        "parameter `device` of key function `pkg.cache_key.cache_key_factors` is never used"
+    ]
     assert unused[0].severity is Severity.P3
 
 
@@ -161,3 +198,15 @@ def test_stale_claims_in_test_docstrings_and_pr_body(repo: Repo) -> None:
     assert any("graph_code" in f.message for f in pr) and any("input_placements" in f.message for f in pr)
     assert all(f.severity is Severity.P4 for f in stale)
     assert "compile_config" in pr[0].why  # quotes the actual factors
+
+
+def test_probe_failure_and_timeout_leave_the_change_unconfirmed(repo: Repo) -> None:
+    base_config = load_config(repo.path, "add-factor")
+    failing = dataclasses.replace(base_config, probe=ProbeConfig('python -c "import sys; sys.exit(3)"'))
+    change = detect_key_change(repo.path, "main", "add-factor", failing)
+    assert change.static_changed and not change.confirmed
+    assert (change.status, change.probe_status) == ("unconfirmed", "failed")
+    assert "exited with code 3" in change.probe_error
+    slow = dataclasses.replace(base_config, probe=ProbeConfig('python -c "import time; time.sleep(20)"', timeout_s=1))
+    change = detect_key_change(repo.path, "main", "add-factor", slow)
+    assert (change.status, change.probe_status) == ("unconfirmed", "timeout")

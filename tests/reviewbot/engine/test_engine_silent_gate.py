@@ -8,7 +8,7 @@ from engine_gitrepos import Repo
 from reviewbot.engine import run_review
 from reviewbot.findings import Severity
 
-BASE = '''
+BASE = """
 import logging
 
 logger = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ def reorder(graph):
 
 def split(nodes):
     return nodes
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -42,29 +42,54 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo = Repo(tmp_path_factory.mktemp("gate") / "r")
     repo.commit({"pkg/passes.py": BASE}, "base")
     repo.branch("silent")
-    repo.commit({"pkg/passes.py": BASE.replace(
-        "        return graph\n    return reorder(graph)",
-        "        return graph\n    if len(graph) < 3:\n        return graph\n    return reorder(graph)",
-    )}, "skip small graphs")
+    repo.commit(
+        {
+            "pkg/passes.py": BASE.replace(
+                "        return graph\n    return reorder(graph)",
+                "        return graph\n    if len(graph) < 3:\n        return graph\n    return reorder(graph)",
+            )
+        },
+        "skip small graphs",
+    )
     repo.branch("or-gate", "main")
-    repo.commit({"pkg/passes.py": BASE.replace("    if not config.fsdp.overlap:\n", "    if not config.fsdp.overlap or graph is None:\n")},
-                "skip none graphs")
+    repo.commit(
+        {
+            "pkg/passes.py": BASE.replace(
+                "    if not config.fsdp.overlap:\n", "    if not config.fsdp.overlap or graph is None:\n"
+            )
+        },
+        "skip none graphs",
+    )
     repo.branch("logged", "main")
-    repo.commit({"pkg/passes.py": BASE.replace(
-        "        return graph\n    return reorder(graph)",
-        "        return graph\n    if len(graph) < 3:\n        logger.info('overlap skipped: graph too small')\n        return graph\n"
-        "    return reorder(graph)",
-    )}, "skip small graphs, logged")
+    repo.commit(
+        {
+            "pkg/passes.py": BASE.replace(
+                "        return graph\n    return reorder(graph)",
+                "        return graph\n    if len(graph) < 3:\n        logger.info('overlap skipped: graph too small')\n        return graph\n"
+                "    return reorder(graph)",
+            )
+        },
+        "skip small graphs, logged",
+    )
     repo.branch("flag-only", "main")
-    repo.commit({"pkg/passes.py": BASE + '''
+    repo.commit(
+        {
+            "pkg/passes.py": BASE
+            + """
 
 def gated(graph, config):
     if not config.enable_gate:
         return graph
     return reorder(graph)
-'''}, "flag check alone")
+"""
+        },
+        "flag check alone",
+    )
     repo.branch("untouched", "main")
-    repo.commit({"pkg/passes.py": BASE.replace("    return split(nodes)", "    result = split(nodes)\n    return result")}, "touch old_gate body")
+    repo.commit(
+        {"pkg/passes.py": BASE.replace("    return split(nodes)", "    result = split(nodes)\n    return result")},
+        "touch old_gate body",
+    )
     repo.checkout("main")
     return repo
 
@@ -72,7 +97,12 @@ def gated(graph, config):
 def test_new_silent_condition_after_flag_check_is_p2(repo: Repo) -> None:
     review = run_review(repo.path, "main", "silent", suites="none")
     (finding,) = review.findings
-    assert (finding.rule, finding.severity, finding.qualname, finding.line_start) == ("silent-gate", Severity.P2, "overlap_pass", 9)
+    assert (finding.rule, finding.severity, finding.qualname, finding.line_start) == (
+        "silent-gate",
+        Severity.P2,
+        "overlap_pass",
+        9,
+    )
     assert "len(graph) < 3" in finding.message
 
 
