@@ -293,7 +293,11 @@ def run_review(
             findings += cache_key_rule.check(key_change)
             if pr_body:
                 findings += key_docs.check_pr_body(
-                    pr_body, config.vocabulary, key_change.factors_head, key_change.factors_added
+                    pr_body,
+                    config.vocabulary,
+                    key_change.factors_head,
+                    key_change.factors_added,
+                    key_change.factors_base,
                 )
         timings["static_rules"] = time.monotonic() - t
 
@@ -395,11 +399,12 @@ def _context(
     kc: KeyChange | None,
 ) -> FileContext:
     if kc is None:
-        closure, factors, gained = {}, [], []
+        closure, factors, gained, known = {}, [], [], []
     elif revision == "head":
         closure, factors, gained = kc.head_items, kc.factors_head, kc.factors_added
+        known = kc.factors_base
     else:
-        closure, factors, gained = kc.base_items, kc.factors_base, []
+        closure, factors, gained, known = kc.base_items, kc.factors_base, [], kc.factors_head
     return FileContext(
         path=path,
         revision=revision,
@@ -413,4 +418,5 @@ def _context(
         closure=closure,
         factors=factors,
         factors_gained=gained,
+        factors_known=known,
     )

@@ -11,7 +11,8 @@ its body; a conditional raise still swallows the other cases.
 - `except RuntimeError` that does not re-raise, with no `torch.OutOfMemoryError` re-raise before
   it (an earlier handler or an `isinstance` check that raises): P0; with the OOM re-raise but a try
   body holding more than one call: P2.
-- any try whose body holds more than one statement with a call: P2 `wide-try`.
+- a try whose body holds more than one statement with a call and that has a handler which does not
+  re-raise (a fallback): P2 `wide-try`. Cleanup handlers that always re-raise are left alone.
 """
 
 from __future__ import annotations
@@ -229,7 +230,8 @@ def check(ctx: FileContext) -> list[Finding]:
                             ),
                         )
                     )
-        if len(calls) > 1 and not runtime_reported:
+        swallows = any(not _reraises(h.body) for h in node.handlers)
+        if len(calls) > 1 and swallows and not runtime_reported:
             first, last = node.body[0], node.body[-1]
             findings.append(
                 Finding(

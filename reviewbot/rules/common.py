@@ -65,6 +65,7 @@ class FileContext:
     closure: dict[str, ClosureItem]
     factors: list[str]
     factors_gained: list[str]
+    factors_known: list[str]
 
     def qualname(self, line: int) -> str:
         return self.qualnames.at(line)

@@ -138,6 +138,15 @@ def with_oom_wide(fn, gn):
         return None
 
 
+def cleanup(fn, gn):
+    try:
+        fn()
+        return gn()
+    except KeyError:
+        logger.error("lookup failed")
+        raise
+
+
 def wide(fn, gn):
     try:
         a = fn()
@@ -200,4 +209,5 @@ def test_runtime_error_fallback_needs_oom_reraise(repo: Repo) -> None:
     assert by_name[("with_oom_wide", "runtime-error-fallback")].severity is Severity.P2
     assert by_name[("wide", "wide-try")].severity is Severity.P2
     assert ("with_oom_wide", "wide-try") not in by_name
+    assert not any(q == "cleanup" for q, _ in by_name)  # always re-raises: not a fallback
     assert ("no_oom", "wide-try") not in by_name

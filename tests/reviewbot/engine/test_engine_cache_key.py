@@ -35,6 +35,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
         "key: add graph signature factor",
     )
 
+    repo.branch("remove-factor", "main")
+    repo.commit({"pkg/cache_key.py": KEYED_CACHE_KEY.replace('        "input_placements": _h(placements),\n', "")},
+                "key: drop placements")
+
     repo.branch("docs-only", "main")
     repo.commit(
         {
@@ -210,3 +214,16 @@ def test_probe_failure_and_timeout_leave_the_change_unconfirmed(repo: Repo) -> N
     slow = dataclasses.replace(base_config, probe=ProbeConfig('python -c "import time; time.sleep(20)"', timeout_s=1))
     change = detect_key_change(repo.path, "main", "add-factor", slow)
     assert (change.status, change.probe_status) == ("unconfirmed", "timeout")
+
+
+def test_removed_factor_makes_an_untouched_docstring_stale(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "remove-factor", suites="none")
+    stale = [f for f in review.findings if f.rule == "stale-key-doc"]
+    assert len(stale) == 1
+    assert stale[0].path == "pkg/cache_key.py" and stale[0].line_start == 1 and not stale[0].in_diff
+    assert "input_placements" in stale[0].message and "no such factor" in stale[0].message
+    assert review.key_change is not None and review.key_change.factors_removed == ["input_placements"]
+    # unused-key-param: `placements` is now ignored by the key function it belongs to
+    assert [f.message for f in review.findings if f.rule == "unused-key-param"] == [
+        "parameter `placements` of key function `pkg.cache_key.cache_key_factors` is never used"
+    ]
