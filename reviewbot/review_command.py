@@ -118,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"reviewbot review: .reviewbot.yml: {exc}", file=sys.stderr)
         return 2
+    if args.pr_body is not None and not args.pr_body.is_file():
+        print(f"reviewbot review: --pr-body {args.pr_body}: no such file", file=sys.stderr)
+        return 2
     pr_body = args.pr_body.read_text() if args.pr_body else None
     review = run_review(
         root, base, head, pr_body=pr_body, pr_title=args.pr_title, suites=args.suites, config=config, progress=_progress

@@ -12,7 +12,8 @@ Public API (used by the review engine, the service and the release notes):
 
 `KeyChange.status` is `confirmed` (the probe saw a different key for at least one reference case),
 `unconfirmed` (the static diff changed but the probe did not run, failed, or saw the same keys) or
-`unchanged`. `KeyChange.confirmed` is what the service labels `cache: invalidates` and what the
+`unchanged`. `introduced` is True when the roots exist only at head (no probe then: there was no
+key to compare with). `KeyChange.confirmed` is what the service labels `cache: invalidates` and what the
 release notes warn about. `new_fields` lists fields added to hashed config classes (the roots that
 are classes), with `ignored=True` when the key does not see them.
 """
@@ -99,6 +100,11 @@ class KeyChange:
         return bool(self.closure_changes)
 
     @property
+    def introduced(self) -> bool:
+        """The roots exist at head but not at base: there was no key (and no cache) to invalidate."""
+        return bool(self.head_items) and not self.base_items
+
+    @property
     def confirmed(self) -> bool:
         return self.probe_status == "ok" and any(c.changed for c in self.cases)
 
@@ -135,6 +141,7 @@ class KeyChange:
             "static_changed": self.static_changed,
             "roots": list(self.roots),
             "roots_found": self.roots_found,
+            "introduced": self.introduced,
             "closure_changes": [dataclasses.asdict(c) for c in self.closure_changes],
             "new_fields": [dataclasses.asdict(f) for f in self.new_fields],
             "factors_base": self.factors_base,
@@ -251,6 +258,9 @@ def detect_key_change(
         head_items=head_items,
     )
     want_probe = probe if probe is not None else bool(changes or new_fields)
+    if result.introduced:
+        logger.info("cache-key probe skipped: the key roots do not exist at base %s", base[:12])
+        return result
     if config.probe is None or not want_probe:
         if config.probe is not None and changes:
             logger.info("cache-key probe skipped (probe=%s)", probe)

@@ -30,6 +30,8 @@ LABELS: dict[str, dict[str, str]] = {
         "key_confirmed": "The probe confirms a cache-key change: every existing cache misses after upgrade.",
         "key_unconfirmed": "The static closure of the key changed, but the probe did not confirm a key change "
         "(probe: {probe}). Reported here only.",
+        "key_introduced": "This change introduces the cache key ({n} definitions in its closure; the roots do not "
+        "exist at the base), so no existing cache is invalidated.",
         "key_unchanged": "The cache key's static closure is unchanged ({n} definitions compared).",
         "key_roots_missing": "None of the configured cache-key roots exist at either revision.",
         "closure_changes": "Changed definitions in the key closure",
@@ -102,6 +104,7 @@ LABELS: dict[str, dict[str, str]] = {
         "key": "缓存键",
         "key_confirmed": "探针确认缓存键发生变化：升级后所有现有缓存都会未命中。",
         "key_unconfirmed": "缓存键的静态闭包发生了变化，但探针未确认键的变化（探针：{probe}）。仅在此处报告。",
+        "key_introduced": "本次改动首次引入缓存键（闭包中有 {n} 个定义；base 中不存在这些根），因此不会使任何现有缓存失效。",
         "key_unchanged": "缓存键的静态闭包未变化（比较了 {n} 个定义）。",
         "key_roots_missing": "配置的缓存键根在两个版本中都不存在。",
         "closure_changes": "缓存键闭包中变化的定义",

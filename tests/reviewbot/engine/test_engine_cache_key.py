@@ -36,8 +36,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     )
 
     repo.branch("remove-factor", "main")
-    repo.commit({"pkg/cache_key.py": KEYED_CACHE_KEY.replace('        "input_placements": _h(placements),\n', "")},
-                "key: drop placements")
+    repo.commit(
+        {"pkg/cache_key.py": KEYED_CACHE_KEY.replace('        "input_placements": _h(placements),\n', "")},
+        "key: drop placements",
+    )
 
     repo.branch("docs-only", "main")
     repo.commit(
@@ -227,3 +229,18 @@ def test_removed_factor_makes_an_untouched_docstring_stale(repo: Repo) -> None:
     assert [f.message for f in review.findings if f.rule == "unused-key-param"] == [
         "parameter `placements` of key function `pkg.cache_key.cache_key_factors` is never used"
     ]
+
+
+def test_key_introduced_by_the_change_is_not_probed(tmp_path) -> None:
+    repo = Repo(tmp_path / "fresh")
+    repo.commit({"README.md": "empty\n"}, "start")
+    repo.branch("add-key")
+    repo.commit({"pkg/__init__.py": "", "pkg/config.py": KEYED_CONFIG, "pkg/cache_key.py": KEYED_CACHE_KEY}, "add key")
+    config = load_config(repo.path, "main")
+    config = dataclasses.replace(
+        config, key_roots=("pkg.cache_key.cache_key_factors",), probe=ProbeConfig("python -m pkg.cache_key")
+    )
+    change = detect_key_change(repo.path, "main", "add-key", config)
+    assert change.introduced and change.probe_status == "not-run" and not change.confirmed
+    review = run_review(repo.path, "main", "add-key", config=config)
+    assert "This change introduces the cache key" in review.to_markdown()
