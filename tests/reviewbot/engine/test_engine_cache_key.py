@@ -244,3 +244,30 @@ def test_key_introduced_by_the_change_is_not_probed(tmp_path) -> None:
     assert change.introduced and change.probe_status == "not-run" and not change.confirmed
     review = run_review(repo.path, "main", "add-key", config=config)
     assert "This change introduces the cache key" in review.to_markdown()
+
+
+def test_probe_runs_without_network_where_the_machine_allows_it(repo: Repo) -> None:
+    import socket
+
+    from reviewbot.gitrepo import GitRepo
+    from reviewbot.keychange.probe import network_isolation_prefix, run_probe
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        command = (
+            'python -c "import json, os, socket; s = socket.socket(); s.settimeout(2); '
+            f"rc = s.connect_ex(('127.0.0.1', {port})); "
+            "print(json.dumps({'cases': {'net': {'factors': {'rc': rc, 'seed': os.environ['PYTHONHASHSEED']}, 'key': 'k'}}}))\""
+        )
+        with GitRepo(repo.path) as git:
+            run = run_probe(git, "main", ProbeConfig(command))
+    assert run.status == "ok", run.error
+    factors = run.cases["net"]["factors"]
+    assert factors["seed"] == "0"
+    assert run.isolated == bool(network_isolation_prefix())
+    if run.isolated:
+        assert factors["rc"] != "0"  # no network, not even loopback
+    else:
+        assert factors["rc"] == "0"  # only the environment is cleaned on this machine
