@@ -85,6 +85,42 @@ def gated(graph, config):
         },
         "flag check alone",
     )
+    repo.branch("near-misses", "main")
+    repo.commit(
+        {
+            "pkg/passes.py": BASE
+            + """
+
+def applies(tag):
+    if tag is None:
+        logger.warning("overlap skipped: no model tag")
+        return False
+    return True
+
+
+def helper_logs(graph, config, tag):
+    if not config.enable_overlap or not applies(tag):
+        return []
+    return reorder(graph)
+
+
+def own_comment(login, settings):
+    if settings.bot_login and login == settings.bot_login:
+        return "ignored-own"
+    return "handled"
+
+
+def computed_result(items, settings):
+    if not settings.enabled:
+        return None
+    for item in items:
+        if item in settings.prefixes:
+            return item.lower(), len(item)
+    return None
+"""
+        },
+        "near misses",
+    )
     repo.branch("untouched", "main")
     repo.commit(
         {"pkg/passes.py": BASE.replace("    return split(nodes)", "    result = split(nodes)\n    return result")},
@@ -114,6 +150,12 @@ def test_condition_ored_with_the_flag_is_p2(repo: Repo) -> None:
 def test_logged_skip_and_the_flag_itself_do_not_fire(repo: Repo) -> None:
     assert run_review(repo.path, "main", "logged", suites="none").findings == []
     assert run_review(repo.path, "main", "flag-only", suites="none").findings == []
+
+
+def test_helper_that_logs_and_config_values_that_are_not_flags_do_not_fire(repo: Repo) -> None:
+    # the helper logs why it skips; `and` with a config value is the config asking for the skip;
+    # returning a computed value is the work, not a skip
+    assert run_review(repo.path, "main", "near-misses", suites="none").findings == []
 
 
 def test_existing_gate_in_touched_function_is_not_new(repo: Repo) -> None:
