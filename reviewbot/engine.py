@@ -36,7 +36,7 @@ from reviewbot.diff import FileChange, diff_files
 from reviewbot.findings import Finding, Severity
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange import KeyChange, detect_key_change
-from reviewbot.repo_config import RepoConfig, load_config
+from reviewbot.repo_config import ConfigError, RepoConfig, load_config
 from reviewbot.ruff import SELECT as RUFF_CODES
 from reviewbot.ruff import run_ruff
 from reviewbot.rules import FILE_RULES, FileContext, key_docs, suite_results
@@ -233,6 +233,16 @@ def _suites_to_run(mode: str, config: RepoConfig) -> list[str]:
     return names
 
 
+def _base_config(git: GitRepo, merge_base: str, config: RepoConfig) -> RepoConfig:
+    """The merge base's `.reviewbot.yml` when it names key roots (they may have moved since), else `config`."""
+    try:
+        base = load_config(git.path, merge_base)
+    except ConfigError as exc:
+        logger.warning("base revision's .reviewbot.yml is invalid (%s); using the head's key roots there", exc)
+        return config
+    return base if base.key_roots else config
+
+
 def run_review(
     repo: Path | str,
     base: str,
@@ -282,7 +292,13 @@ def run_review(
         key_change: KeyChange | None = None
         if config.key_roots:
             key_change = detect_key_change(
-                git, merge_base, head_sha, config, probe=False if suites == "none" else None, progress=say
+                git,
+                merge_base,
+                head_sha,
+                config,
+                probe=False if suites == "none" else None,
+                base_config=_base_config(git, merge_base, config),
+                progress=say,
             )
             say(f"cache key: {key_change.status}")
         timings["cache_key"] = time.monotonic() - t

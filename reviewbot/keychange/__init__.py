@@ -219,14 +219,21 @@ def detect_key_change(
     config: RepoConfig,
     *,
     probe: bool | None = None,
+    base_config: RepoConfig | None = None,
     progress: ProgressFn = _no_progress,
 ) -> KeyChange:
     """Compare the cache key between `base_ref` and `head_ref` (compare exactly these two revisions;
-    the caller picks the merge base for a pull request)."""
+    the caller picks the merge base for a pull request).
+
+    `config` gives the roots and the probe at head; `base_config` (default: `config`) at base, so a
+    change that moves the key's module (and updates `.reviewbot.yml`) is still compared correctly.
+    """
     git = repo if isinstance(repo, GitRepo) else GitRepo(repo)
     base, head = git.rev_parse(base_ref), git.rev_parse(head_ref)
+    base_config = base_config or config
     roots = tuple(config.key_roots)
-    base_items = compute_closure(git, base, roots)
+    base_roots = tuple(base_config.key_roots) or roots
+    base_items = compute_closure(git, base, base_roots)
     head_items = compute_closure(git, head, roots)
     changes = diff_closures(base_items, head_items)
     progress(f"cache key: static closure {len(head_items)} items at head, {len(changes)} changed")
@@ -251,7 +258,7 @@ def detect_key_change(
         roots_found=bool(head_items or base_items),
         closure_changes=changes,
         new_fields=new_fields,
-        factors_base=factor_names(git, base, roots),
+        factors_base=factor_names(git, base, base_roots),
         factors_head=factor_names(git, head, roots),
         probe_status="not-configured" if config.probe is None else "not-run",
         base_items=base_items,
@@ -266,7 +273,7 @@ def detect_key_change(
             logger.info("cache-key probe skipped (probe=%s)", probe)
         return result
     progress("cache key: running the probe at base")
-    old = run_probe(git, base, config.probe)
+    old = run_probe(git, base, base_config.probe or config.probe)
     progress(f"cache key: probe at base {old.status} in {old.seconds:.1f}s; running it at head")
     new = run_probe(git, head, config.probe)
     progress(f"cache key: probe at head {new.status} in {new.seconds:.1f}s")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from engine_gitrepos import Repo
+from engine_gitrepos import Repo, sub
 
 from reviewbot.engine import run_review
 from reviewbot.findings import Severity
@@ -26,10 +26,28 @@ def untouched(fn):
 """
 
 
+LEGACY_EXTRA = """
+
+def legacy_runtime(fn):
+    try:
+        return fn()
+    except RuntimeError:
+        return None
+
+
+def legacy_wide(fn, gn):
+    try:
+        fn()
+        return gn()
+    except KeyError:
+        return None
+"""
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo = Repo(tmp_path_factory.mktemp("broad") / "r")
-    repo.commit({"pkg/__init__.py": "", "pkg/mod.py": BASE_MODULE, "pkg/legacy.py": BASE_MODULE}, "base")
+    repo.commit({"pkg/__init__.py": "", "pkg/mod.py": BASE_MODULE, "pkg/legacy.py": BASE_MODULE + LEGACY_EXTRA}, "base")
 
     repo.branch("blind")
     repo.commit(
@@ -80,10 +98,12 @@ def narrow(fn):
     )
 
     repo.branch("untouched-line", "main")
-    repo.commit(
-        {"pkg/mod.py": BASE_MODULE.replace("    return fn()\n", "    value = fn()\n    return value\n")},
-        "touch another function",
+    legacy = BASE_MODULE + LEGACY_EXTRA
+    touched = sub(
+        legacy, "def untouched(fn):\n    return fn()", "def untouched(fn):\n    value = fn()\n    return value"
     )
+    assert touched != legacy
+    repo.commit({"pkg/legacy.py": touched}, "touch another function")
 
     repo.branch("rename", "main")
     repo.mv("pkg/legacy.py", "pkg/renamed.py")
@@ -186,8 +206,8 @@ def test_narrow_and_reraising_handlers_do_not_fire(repo: Repo) -> None:
 
 def test_finding_on_untouched_line_is_not_reported(repo: Repo) -> None:
     review = _review(repo, "untouched-line")
-    assert review.summary.files[0].path == "pkg/mod.py"
-    assert review.findings == []
+    assert review.summary.files[0].path == "pkg/legacy.py"
+    assert review.findings == []  # broad-except, runtime-error-fallback and wide-try all stand untouched
 
 
 def test_rename_keeps_old_findings_out_and_reports_new_ones_at_new_path(repo: Repo) -> None:

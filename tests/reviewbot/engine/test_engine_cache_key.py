@@ -7,14 +7,15 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from engine_gitrepos import KEYED_CACHE_KEY, KEYED_CONFIG, Repo, keyed_repo
+from engine_gitrepos import KEYED_CACHE_KEY, KEYED_CONFIG, KEYED_REVIEWBOT_YML, Repo, keyed_repo, sub
 
 from reviewbot.engine import run_review
 from reviewbot.findings import Severity
 from reviewbot.keychange import detect_key_change
 from reviewbot.repo_config import ProbeConfig, load_config
 
-EXPLICIT_HASH_CONFIG = KEYED_CONFIG.replace(
+EXPLICIT_HASH_CONFIG = sub(
+    KEYED_CONFIG,
     "return hashlib.sha256(json.dumps(dataclasses.asdict(self), sort_keys=True).encode()).hexdigest()[:12]",
     "return hashlib.sha256(json.dumps([self.mode, self.level]).encode()).hexdigest()[:12]",
 )
@@ -22,12 +23,19 @@ EXPLICIT_HASH_CONFIG = KEYED_CONFIG.replace(
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
-    repo = keyed_repo(tmp_path_factory.mktemp("key") / "r", {"pkg/other.py": "def helper():\n    return 1\n"})
+    repo = keyed_repo(
+        tmp_path_factory.mktemp("key") / "r",
+        {
+            "pkg/other.py": "def helper():\n    return 1\n",
+            "tests/test_old.py": 'def test_old():\n    """The cache key includes the dtype."""\n    assert True\n',
+        },
+    )
 
     repo.branch("add-factor")
     repo.commit(
         {
-            "pkg/cache_key.py": KEYED_CACHE_KEY.replace(
+            "pkg/cache_key.py": sub(
+                KEYED_CACHE_KEY,
                 '        "input_placements": _h(placements),\n',
                 '        "input_placements": _h(placements),\n        "graph_signature": _h(config.mode),\n',
             )
@@ -37,15 +45,17 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
 
     repo.branch("remove-factor", "main")
     repo.commit(
-        {"pkg/cache_key.py": KEYED_CACHE_KEY.replace('        "input_placements": _h(placements),\n', "")},
+        {"pkg/cache_key.py": sub(KEYED_CACHE_KEY, '        "input_placements": _h(placements),\n', "")},
         "key: drop placements",
     )
 
     repo.branch("docs-only", "main")
     repo.commit(
         {
-            "pkg/cache_key.py": KEYED_CACHE_KEY.replace(
-                '"""Factor hashes of one compiled graph."""', '"""Factor hashes of one graph.\n\n    Reworded."""'
+            "pkg/cache_key.py": sub(
+                KEYED_CACHE_KEY,
+                '"""Factor hashes of one compiled graph."""',
+                '"""Factor hashes of one graph.\n\n    Reworded."""',
             )
             .replace("def key(factors):", "# a comment\ndef key(factors):")
             .replace("    return _h(sorted(factors.items()))", "    return _h(sorted(  factors.items()  ))"),
@@ -57,9 +67,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo.branch("equivalent-refactor", "main")
     repo.commit(
         {
-            "pkg/cache_key.py": KEYED_CACHE_KEY.replace(
-                "def _h(value):\n    return hashlib.sha256(repr(value).encode()).hexdigest()[:12]",
-                "def _h(value):\n    text = repr(value)\n    return hashlib.sha256(text.encode()).hexdigest()[:12]",
+            "pkg/cache_key.py": sub(
+                KEYED_CACHE_KEY,
+                "def _h(value, legacy=None):\n    return hashlib.sha256(repr(value).encode()).hexdigest()[:12]",
+                "def _h(value, legacy=None):\n    text = repr(value)\n    return hashlib.sha256(text.encode()).hexdigest()[:12]",
             )
         },
         "refactor _h",
@@ -70,8 +81,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo.branch("ignored-field")
     repo.commit(
         {
-            "pkg/config.py": EXPLICIT_HASH_CONFIG.replace(
-                "    level: int = 1\n", "    level: int = 1\n    fuse: bool = True\n"
+            "pkg/config.py": sub(
+                EXPLICIT_HASH_CONFIG, "    level: int = 1\n", "    level: int = 1\n    fuse: bool = True\n"
             )
         },
         "add fuse option",
@@ -79,14 +90,15 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
 
     repo.branch("hashed-field", "main")
     repo.commit(
-        {"pkg/config.py": KEYED_CONFIG.replace("    level: int = 1\n", "    level: int = 1\n    fuse: bool = True\n")},
+        {"pkg/config.py": sub(KEYED_CONFIG, "    level: int = 1\n", "    level: int = 1\n    fuse: bool = True\n")},
         "add fuse option (hashed)",
     )
 
     repo.branch("unused-param", "main")
     repo.commit(
         {
-            "pkg/cache_key.py": KEYED_CACHE_KEY.replace(
+            "pkg/cache_key.py": sub(
+                KEYED_CACHE_KEY,
                 "def cache_key_factors(config, placements):",
                 "def cache_key_factors(config, placements, device, _rank=0):",
             )
@@ -110,6 +122,9 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
         },
         "tests with key claims",
     )
+    repo.branch("rename-module", "main")
+    repo.mv("pkg/cache_key.py", "pkg/key.py")
+    repo.commit({".reviewbot.yml": sub(KEYED_REVIEWBOT_YML, "pkg.cache_key", "pkg.key")}, "rename the key module")
     repo.checkout("main")
     return repo
 
@@ -203,6 +218,7 @@ def test_stale_claims_in_test_docstrings_and_pr_body(repo: Repo) -> None:
     assert len(pr) == 2
     assert any("graph_code" in f.message for f in pr) and any("input_placements" in f.message for f in pr)
     assert all(f.severity is Severity.P4 for f in stale)
+    assert not any(f.path == "tests/test_old.py" for f in stale)  # stale before the change, untouched line
     assert "compile_config" in pr[0].why  # quotes the actual factors
 
 
@@ -271,3 +287,21 @@ def test_probe_runs_without_network_where_the_machine_allows_it(repo: Repo) -> N
         assert factors["rc"] != "0"  # no network, not even loopback
     else:
         assert factors["rc"] == "0"  # only the environment is cleaned on this machine
+
+
+def test_renamed_key_module_is_a_static_change_the_probe_does_not_confirm(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "rename-module")
+    change = review.key_change
+    assert change is not None
+    assert {(c.name, c.change) for c in change.closure_changes} >= {
+        ("pkg.key.cache_key_factors", "added"),
+        ("pkg.cache_key.cache_key_factors", "removed"),
+    }
+    assert change.probe_status == "ok" and change.status == "unconfirmed"
+    # the unused `legacy` parameter and the docstrings moved with the file: nothing new to report
+    assert review.findings == []
+
+
+def test_unused_parameter_that_predates_the_change_is_not_reported_when_its_function_changes(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "equivalent-refactor", suites="none")
+    assert not any(f.rule == "unused-key-param" for f in review.findings)

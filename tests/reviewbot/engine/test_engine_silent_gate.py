@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from engine_gitrepos import Repo
+from engine_gitrepos import Repo, sub
 
 from reviewbot.engine import run_review
 from reviewbot.findings import Severity
@@ -44,7 +44,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo.branch("silent")
     repo.commit(
         {
-            "pkg/passes.py": BASE.replace(
+            "pkg/passes.py": sub(
+                BASE,
                 "        return graph\n    return reorder(graph)",
                 "        return graph\n    if len(graph) < 3:\n        return graph\n    return reorder(graph)",
             )
@@ -54,8 +55,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo.branch("or-gate", "main")
     repo.commit(
         {
-            "pkg/passes.py": BASE.replace(
-                "    if not config.fsdp.overlap:\n", "    if not config.fsdp.overlap or graph is None:\n"
+            "pkg/passes.py": sub(
+                BASE, "    if not config.fsdp.overlap:\n", "    if not config.fsdp.overlap or graph is None:\n"
             )
         },
         "skip none graphs",
@@ -63,7 +64,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo.branch("logged", "main")
     repo.commit(
         {
-            "pkg/passes.py": BASE.replace(
+            "pkg/passes.py": sub(
+                BASE,
                 "        return graph\n    return reorder(graph)",
                 "        return graph\n    if len(graph) < 3:\n        logger.info('overlap skipped: graph too small')\n        return graph\n"
                 "    return reorder(graph)",
@@ -121,9 +123,22 @@ def computed_result(items, settings):
         },
         "near misses",
     )
+    repo.branch("rename", "main")
+    repo.mv("pkg/passes.py", "pkg/overlap.py")
+    repo.commit({}, "rename only")
+    repo.commit(
+        {
+            "pkg/overlap.py": sub(
+                BASE,
+                "        return nodes\n    return split(nodes)",
+                "        return nodes\n    if nodes[0] is None:\n        return nodes\n    return split(nodes)",
+            )
+        },
+        "new gate after rename",
+    )
     repo.branch("untouched", "main")
     repo.commit(
-        {"pkg/passes.py": BASE.replace("    return split(nodes)", "    result = split(nodes)\n    return result")},
+        {"pkg/passes.py": sub(BASE, "    return split(nodes)", "    result = split(nodes)\n    return result")},
         "touch old_gate body",
     )
     repo.checkout("main")
@@ -161,3 +176,9 @@ def test_helper_that_logs_and_config_values_that_are_not_flags_do_not_fire(repo:
 def test_existing_gate_in_touched_function_is_not_new(repo: Repo) -> None:
     review = run_review(repo.path, "main", "untouched", suites="none")
     assert review.findings == []
+
+
+def test_rename_keeps_old_gates_out_and_reports_new_ones_at_new_path(repo: Repo) -> None:
+    assert run_review(repo.path, "main", "rename~1", suites="none").findings == []
+    review = run_review(repo.path, "main", "rename", suites="none")
+    assert [(f.rule, f.path, f.qualname) for f in review.findings] == [("silent-gate", "pkg/overlap.py", "old_gate")]
