@@ -122,6 +122,18 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
         },
         "tests with key claims",
     )
+    repo.branch("comment-claim", "main")
+    repo.commit(
+        {
+            "pkg/cache_key.py": sub(
+                KEYED_CACHE_KEY,
+                "    return {\n",
+                "    # the key also covers graph.code, so edits recompile\n    return {\n",
+            )
+        },
+        "comment on the key",
+    )
+
     repo.branch("rename-module", "main")
     repo.mv("pkg/cache_key.py", "pkg/key.py")
     repo.commit({".reviewbot.yml": sub(KEYED_REVIEWBOT_YML, "pkg.cache_key", "pkg.key")}, "rename the key module")
@@ -305,3 +317,16 @@ def test_renamed_key_module_is_a_static_change_the_probe_does_not_confirm(repo: 
 def test_unused_parameter_that_predates_the_change_is_not_reported_when_its_function_changes(repo: Repo) -> None:
     review = run_review(repo.path, "main", "equivalent-refactor", suites="none")
     assert not any(f.rule == "unused-key-param" for f in review.findings)
+
+
+def test_stale_comment_in_the_key_closure_is_reported_on_its_line(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "comment-claim", suites="none")
+    (finding,) = review.findings
+    assert (finding.rule, finding.severity, finding.path, finding.line_start) == (
+        "stale-key-doc",
+        Severity.P4,
+        "pkg/cache_key.py",
+        17,
+    )
+    assert finding.in_diff and "graph_code" in finding.message
+    assert finding.qualname == "cache_key_factors"
