@@ -1,0 +1,153 @@
+"""`silent-gate`: a condition that skips work a configuration flag asked for, with no log.
+
+Within a function, a "flag check" is an `if` whose test reads a configuration attribute (an
+attribute chain with a segment named like `config`, `cfg`, `settings`... see
+`config_attribute_names`). A gate is a skipping exit (`continue`, `break`, a bare
+`return`, or a `return` of `None`, an empty literal, a constant or a parameter passed through
+unchanged) under an `if` whose body logs nothing and whose test adds a condition other than the flag,
+placed where the flag asked for the work: after a flag check that exits early when the flag is off,
+inside the body of a flag check, or `or`-ed with the flag in the same test. Returning a computed
+value is the work itself, not a skip; raising is loud. A condition that calls a function of the same
+module which logs counts as logged (the helper says why it skips). Severity P2-MAINTAIN.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from reviewbot.findings import Finding, Severity
+from reviewbot.rules.common import FileContext, contains_logging
+
+EXITS = (ast.Return, ast.Continue, ast.Break)
+
+
+def _is_config_chain(node: ast.AST, names: tuple[str, ...]) -> bool:
+    if not isinstance(node, ast.Attribute):
+        return False
+    segments: list[str] = []
+    cur: ast.AST = node
+    while isinstance(cur, ast.Attribute):
+        segments.append(cur.attr)
+        cur = cur.value
+    if isinstance(cur, ast.Name):
+        segments.append(cur.id)
+    # the config object itself must be a prefix segment, the flag the last one
+    return any(any(n in seg.lower() for n in names) for seg in segments[1:])
+
+
+def _reads_config(test: ast.AST, names: tuple[str, ...]) -> bool:
+    return any(_is_config_chain(sub, names) for sub in ast.walk(test))
+
+
+def _only_config(test: ast.AST, names: tuple[str, ...]) -> bool:
+    """The test is the flag alone (possibly negated or compared to a constant)."""
+    if isinstance(test, ast.UnaryOp):
+        return _only_config(test.operand, names)
+    if isinstance(test, ast.Compare):
+        parts = [test.left, *test.comparators]
+        return all(_is_config_chain(p, names) or isinstance(p, ast.Constant) for p in parts)
+    if isinstance(test, ast.BoolOp):
+        return all(_only_config(v, names) for v in test.values)
+    return _is_config_chain(test, names)
+
+
+def _is_skip(stmt: ast.stmt, params: set[str]) -> bool:
+    if isinstance(stmt, (ast.Continue, ast.Break)):
+        return True
+    if not isinstance(stmt, ast.Return):
+        return False
+    value = stmt.value
+    if value is None or isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+        return not (value.elts if not isinstance(value, ast.Dict) else value.keys)
+    return isinstance(value, ast.Name) and value.id in params
+
+
+def _exits_silently(body: list[ast.stmt], params: set[str]) -> bool:
+    return bool(body) and _is_skip(body[-1], params) and not contains_logging(body)
+
+
+def _calls_logging_helper(test: ast.AST, helpers: set[str]) -> bool:
+    return any(
+        isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in helpers
+        for sub in ast.walk(test)
+    )
+
+
+def _gate_finding(ctx: FileContext, node: ast.If) -> Finding:
+    cond = ast.unparse(node.test)
+    if len(cond) > 80:
+        cond = cond[:77] + "..."
+    return Finding(
+        rule="silent-gate",
+        severity=Severity.P2,
+        path=ctx.path,
+        line_start=node.lineno,
+        line_end=node.end_lineno or node.lineno,
+        message=f"`if {cond}` skips work a configuration flag asked for without logging",
+        why="A user who enabled the flag sees no effect and no reason; the skip is invisible in logs and bug reports.",
+        fix="Log on the skipping path (the `reviewbot`/`magi_compiler` logger, naming the flag and the condition), "
+        "or raise if the combination is invalid.",
+        message_zh=f"`if {cond}` 在没有日志的情况下跳过了配置开关要求执行的工作",
+        why_zh="打开开关的用户看不到任何效果，也看不到原因；这次跳过在日志和问题报告中都不可见。",
+        fix_zh="在跳过路径上记录日志（使用 `reviewbot`/`magi_compiler` logger，写明开关和条件），或在组合无效时抛出异常。",
+        qualname=ctx.qualname(node.lineno),
+    )
+
+
+class _Scanner:
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.names = ctx.config.config_attribute_names
+        self.findings: list[Finding] = []
+        self.logging_helpers = {
+            node.name
+            for node in ctx.tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and contains_logging(node.body)
+        }
+
+    def scan(self, body: list[ast.stmt], flag_active: bool, params: set[str]) -> None:
+        active = flag_active
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = stmt.args
+                inner = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+                self.scan(stmt.body, False, inner)
+            elif isinstance(stmt, ast.ClassDef):
+                self.scan(stmt.body, False, set())
+            elif isinstance(stmt, ast.If):
+                active = self._visit_if(stmt, active, params)
+            else:
+                for field in ("body", "orelse", "finalbody"):
+                    inner_body = getattr(stmt, field, None)
+                    if isinstance(inner_body, list) and inner_body and isinstance(inner_body[0], ast.stmt):
+                        self.scan(inner_body, active, params)
+                for handler in getattr(stmt, "handlers", []):
+                    self.scan(handler.body, active, params)
+
+    def _visit_if(self, stmt: ast.If, active: bool, params: set[str]) -> bool:
+        reads = _reads_config(stmt.test, self.names)
+        only = reads and _only_config(stmt.test, self.names)
+        ored_with_flag = reads and isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.Or)
+        if (
+            _exits_silently(stmt.body, params)
+            and not only
+            and (active or ored_with_flag)
+            and not _calls_logging_helper(stmt.test, self.logging_helpers)
+        ):
+            self.findings.append(_gate_finding(self.ctx, stmt))
+        if reads:
+            if isinstance(stmt.body[-1], EXITS):
+                active = True  # flag off -> exit; the rest of the block is work the flag asked for
+            self.scan(stmt.body, True, params)
+        else:
+            self.scan(stmt.body, active, params)
+        self.scan(stmt.orelse, active, params)
+        return active
+
+
+def check(ctx: FileContext) -> list[Finding]:
+    scanner = _Scanner(ctx)
+    scanner.scan(ctx.tree.body, False, set())
+    return scanner.findings
