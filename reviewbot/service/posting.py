@@ -75,21 +75,30 @@ def _anchor(finding: FindingLike, lines: dict[str, set[int]]) -> int | None:
     return None
 
 
-def inline_candidates(
+def split_findings(
     findings: Iterable[FindingLike], lines: dict[str, set[int]], posted: set[str], limit: int
-) -> tuple[list[tuple[FindingLike, int]], list[FindingLike]]:
-    """(findings to comment inline with their line, findings left to the summary only)."""
-    inline: list[tuple[FindingLike, int]] = []
+) -> tuple[list[tuple[FindingLike, int]], int, list[FindingLike]]:
+    """(new inline comments with their line, count already commented inline, findings for the summary only).
+
+    A finding goes inline when it is anchored to a line of the diff; those whose fingerprint is
+    already on the PR are not posted again; beyond `limit` new ones, the rest stay in the summary.
+    """
+    new: list[tuple[FindingLike, int]] = []
+    old = 0
     rest: list[FindingLike] = []
     seen = set(posted)
     for finding in sorted(findings, key=lambda f: (_severity_label(f), f.path, f.line_start)):
         line = _anchor(finding, lines) if finding.in_diff and finding.line_start > 0 else None
-        if line is None or len(inline) >= limit:
+        if line is None:
             rest.append(finding)
-        elif finding.fingerprint not in seen:
+        elif finding.fingerprint in seen:
+            old += 1
+        elif len(new) < limit:
             seen.add(finding.fingerprint)
-            inline.append((finding, line))
-    return inline, rest
+            new.append((finding, line))
+        else:
+            rest.append(finding)
+    return new, old, rest
 
 
 def inline_body(finding: FindingLike) -> str:

@@ -255,22 +255,21 @@ def run_review_job(ctx: JobContext) -> str:
     repo, pull = _open_pull(ctx, gh)
     ctx.checkpoint()
     posting.set_status(gh, repo, job.head_sha, posting.STATIC_CONTEXT, "pending", "review running")
-    run_probe = not job.args.get("fork") or _authorised(ctx, job.head_sha)
+    run_pr_code = not job.args.get("fork") or _authorised(ctx, job.head_sha)
     with _checkout(ctx, gh, pull) as path:
-        outcome = review(path, pull.base.sha, job.head_sha, pull.body or "", run_probe=run_probe)
+        outcome = review(path, pull.base.sha, job.head_sha, pull.body or "", run_pr_code=run_pr_code)
         lines = posting.diff_lines(path, pull.base.sha, job.head_sha)
     ctx.checkpoint()
     record = _record(ctx)
     already = set(record.fingerprints) | posting.posted_fingerprints(gh, pull)
-    batch, rest = posting.inline_candidates(outcome.findings, lines, already, ctx.settings.max_inline_comments)
+    batch, old, rest = posting.split_findings(outcome.findings, lines, already, ctx.settings.max_inline_comments)
     static = outcome.markdown
-    if not run_probe:
+    if not run_pr_code:
         static += (
-            "\n\n> The cache-key probe runs this PR's code, so on a fork it waits for a maintainer's "
-            "`/rerun-gpu` on this exact head."
+            "\n\n> Fork PR: the cache-key probe, the test plan and the suites run this PR's code, so they wait "
+            "for a maintainer's `/rerun-gpu` on this exact head."
         )
-    inline_count = len(batch)
-    static += f"\n\n<sub>{inline_count} new inline comment(s); {len(rest)} finding(s) are in this summary only.</sub>"
+    static += f"\n\n<sub>{len(batch) + old} finding(s) commented inline; {len(rest)} in this summary only.</sub>"
     gpu_section = record.gpu_section if record.head_sha == job.head_sha else ""
     _save_record(ctx, static_section=static, p0=outcome.blocking)
     _publish_summary(ctx, gh, pull, static, gpu_section)
