@@ -288,7 +288,15 @@ def run_review_job(ctx: JobContext) -> str:
     posting.set_status(gh, repo, job.head_sha, posting.STATIC_CONTEXT, "pending", "review running")
     run_pr_code = not job.args.get("fork") or _authorised(ctx, job.head_sha)
     with _checkout(ctx, gh, pull) as path:
-        outcome = review(path, pull.base.sha, job.head_sha, pull.body or "", run_pr_code=run_pr_code)
+        outcome = review(
+            path,
+            pull.base.sha,
+            job.head_sha,
+            pull.body or "",
+            run_pr_code=run_pr_code,
+            pr_title=pull.title or "",
+            log_dir=Path(ctx.settings.work_dir) / "review-logs" / f"{job.repo.replace('/', '__')}-{job.pr}-{job.id}",
+        )
         lines = posting.diff_lines(path, pull.base.sha, job.head_sha)
     ctx.checkpoint()
     record = _record(ctx)
