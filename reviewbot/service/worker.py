@@ -149,6 +149,9 @@ class Worker:
             except (GitHubFailed, CheckoutError) as exc:
                 state, error = "failed", str(exc)
                 logger.error("job %d failed: %s", job.id, exc)
+            except jobs.LeaseLost as exc:
+                logger.error("job %d abandoned: %s", job.id, exc)
+                return True
         try:
             jobs.finish(self.sessions, job.id, self.id, state, error)
         except jobs.LeaseLost as exc:
