@@ -2,10 +2,10 @@
 
 Sends signed `pull_request` `synchronize` deliveries (distinct delivery ids, 50 PRs, ~20 KB
 bodies like GitHub's) at a fixed open-loop rate to `POST /webhook` on 127.0.0.1, and prints
-p50/p90/p99/max latency. Each delivery is persisted, supersedes the PR's older job and queues a
-new one: the full acceptance path. Latency is measured from each request's scheduled send time,
+p50/p90/p99/max latency. Each answer covers the full acceptance path: size, signature, JSON and
+field checks, and the committed INSERT of the delivery. Latency is measured from each request's scheduled send time,
 so a stalled server cannot hide queueing delay. Without `--url` it starts `reviewbot serve`
-(embedded worker off, temporary SQLite database) and stops it afterwards.
+(temporary SQLite database; embedded worker off unless `--embedded-worker`) and stops it afterwards.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def _percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=1000, method="inclusive")[int(q * 10) - 1]
 
 
-def _start_server(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _start_server(workdir: Path, embedded_worker: bool) -> tuple[subprocess.Popen[bytes], str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -149,12 +149,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--url", help="a running server (its webhook secret must be 'loadtest-secret'); default: start one"
     )
+    parser.add_argument(
+        "--embedded-worker",
+        action="store_true",
+        help="run the started server with its embedded worker ingesting the deliveries meanwhile",
+    )
     parser.add_argument("--connections", type=int, default=16, help="concurrent client connections (default 16)")
     args = parser.parse_args(argv)
     if not 0 < args.seconds <= 120 or not 0 < args.rate <= 2000:
         parser.error("--seconds must be in (0, 120] and --rate in (0, 2000]")
     with tempfile.TemporaryDirectory(prefix="reviewbot-load-") as tmp:
-        proc, url = (None, args.url) if args.url else _start_server(Path(tmp))
+        proc, url = (None, args.url) if args.url else _start_server(Path(tmp), args.embedded_worker)
         try:
             latencies, codes = _burst(url, args.rate, args.seconds, args.connections)
         finally:
@@ -162,8 +167,11 @@ def main(argv: list[str] | None = None) -> int:
                 proc.terminate()
                 proc.wait(timeout=30)
     ms = [v * 1000 for v in latencies]
+    mode = "external server" if args.url else ("embedded worker on" if args.embedded_worker else "embedded worker off")
+    load = os.getloadavg()[0]
     print(
-        f"deliveries: {len(ms)} at {args.rate:g}/s for {args.seconds:g}s; status codes: {dict(sorted(codes.items()))}"
+        f"deliveries: {len(ms)} at {args.rate:g}/s for {args.seconds:g}s ({mode}); "
+        f"status codes: {dict(sorted(codes.items()))}; load average {load:.1f} on {os.cpu_count()} cores"
     )
     print(
         f"latency ms: p50 {_percentile(ms, 50):.1f}  p90 {_percentile(ms, 90):.1f}  "
