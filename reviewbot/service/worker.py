@@ -1,8 +1,8 @@
 """The worker: claims jobs, keeps their lease alive, runs them, and never posts for a stopped job.
 
-A job runs under a lease renewed by a heartbeat thread; the heartbeat also reads the job's
-`stop_reason` (set when a newer head arrives or the PR closes). Handlers call `ctx.checkpoint()`
-before every write to GitHub, so a superseded or cancelled job stops and posts nothing.
+A job runs under a lease renewed by a heartbeat thread. Its `stop_reason` is set when a newer
+head arrives or the PR closes; handlers call `ctx.checkpoint()` (which reads it) before every
+write to GitHub, so a superseded or cancelled job stops and posts nothing.
 A worker killed mid-job leaves the job `running` with a lease that runs out; the next claim
 re-runs it, and the marker-keyed upserts in `posting.py` make that rerun post once.
 
@@ -44,7 +44,6 @@ class JobContext:
         self.job = job
         self.settings = worker.settings
         self.sessions = worker.sessions
-        self.stop_reason = ""
         self._done = threading.Event()
         self._lost = False
         self._heartbeat = threading.Thread(target=self._beat, name=f"lease-{job.id}", daemon=True)
@@ -53,9 +52,7 @@ class JobContext:
         interval = self.settings.job_lease_seconds / 3
         while not self._done.wait(interval):
             try:
-                self.stop_reason = jobs.renew(
-                    self.sessions, self.job.id, self.worker.id, self.settings.job_lease_seconds
-                )
+                jobs.renew(self.sessions, self.job.id, self.worker.id, self.settings.job_lease_seconds)
             except jobs.LeaseLost as exc:
                 logger.error("%s", exc)
                 self._lost = True
