@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
@@ -106,7 +107,7 @@ def create_app(
             events.validate(event, payload)
         except events.BadPayload as exc:
             return _answer(event, "bad-request", 400, reason=str(exc))
-        return _store(event, delivery_id, payload, body)
+        return await run_in_threadpool(_store, event, delivery_id, payload, body)
 
     insert_delivery = Delivery.__table__.insert()  # built once: SQLAlchemy reuses its compiled form
 
