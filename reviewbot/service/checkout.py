@@ -57,7 +57,7 @@ def checkout(
             if token and clone_url.startswith("https://"):
                 basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
                 auth = (f"http.extraHeader=Authorization: Basic {basic}",)
-            refspecs = [f"+refs/pull/{pr}/head:refs/remotes/pull/{pr}/head"]
+            refspecs = [f"+refs/pull/{pr}/head:refs/heads/pull/{pr}"]  # a branch: the review names it
             if base_ref:
                 refspecs.insert(0, f"+refs/heads/{base_ref}:refs/remotes/origin/{base_ref}")
             fetched = _git(path, "fetch", "--no-tags", "-q", clone_url, *refspecs, extra_config=auth)

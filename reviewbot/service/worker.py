@@ -25,6 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import sessionmaker
 
 from reviewbot import logger
+from reviewbot.repo_config import ConfigError
 from reviewbot.service import commands, ingest, jobs, metrics, posting
 from reviewbot.service.checkout import CheckoutError, checkout
 from reviewbot.service.db import Authorisation, Delivery, Job, ReviewRecord, SuiteRun
@@ -143,7 +144,7 @@ class Worker:
             except Stopped as exc:
                 state = "superseded" if str(exc) == "superseded" else "cancelled"
                 logger.info("job %d stopped (%s): nothing posted", job.id, exc)
-            except (GitHubFailed, CheckoutError) as exc:
+            except (GitHubFailed, CheckoutError, ConfigError) as exc:
                 state, error = "failed", str(exc)
                 logger.error("job %d failed: %s", job.id, exc)
             except jobs.LeaseLost as exc:
@@ -288,15 +289,22 @@ def run_review_job(ctx: JobContext) -> str:
     posting.set_status(gh, repo, job.head_sha, posting.STATIC_CONTEXT, "pending", "review running")
     run_pr_code = not job.args.get("fork") or _authorised(ctx, job.head_sha)
     with _checkout(ctx, gh, pull) as path:
-        outcome = review(
-            path,
-            pull.base.sha,
-            job.head_sha,
-            pull.body or "",
-            run_pr_code=run_pr_code,
-            pr_title=pull.title or "",
-            log_dir=Path(ctx.settings.work_dir) / "review-logs" / f"{job.repo.replace('/', '__')}-{job.pr}-{job.id}",
-        )
+        try:
+            outcome = review(
+                path,
+                pull.base.sha,
+                job.head_sha,
+                pull.body or "",
+                run_pr_code=run_pr_code,
+                pr_title=pull.title or "",
+                log_dir=Path(ctx.settings.work_dir)
+                / "review-logs"
+                / f"{job.repo.replace('/', '__')}-{job.pr}-{job.id}",
+            )
+        except ConfigError as exc:
+            ctx.checkpoint()
+            posting.set_status(gh, repo, job.head_sha, posting.STATIC_CONTEXT, "error", f".reviewbot.yml: {exc}")
+            raise
         lines = posting.diff_lines(path, pull.base.sha, job.head_sha)
     ctx.checkpoint()
     record = _record(ctx)
