@@ -11,6 +11,7 @@ re-runs it, and the marker-keyed upserts in `posting.py` make that rerun post on
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import socket
@@ -344,18 +345,22 @@ def run_gpu_job(ctx: JobContext) -> str:
     ctx.checkpoint()
     posting.set_status(gh, repo, job.head_sha, posting.GPU_CONTEXT, "pending", "GPU suites running")
     dispatcher = make_dispatcher(ctx.settings)
+    request = GpuRequest(
+        job.repo,
+        job.pr,
+        job.head_sha,
+        pull.base.sha,
+        tuple(job.args.get("suites") or ctx.settings.gpu_suites),
+        Path(),
+        str(job.id),
+    )
     with _checkout(ctx, gh, pull) as path:
-        outcome = dispatcher.dispatch(
-            GpuRequest(
-                job.repo,
-                job.pr,
-                job.head_sha,
-                pull.base.sha,
-                tuple(job.args.get("suites") or ctx.settings.gpu_suites),
-                path,
-                str(job.id),
-            )
-        )
+        try:
+            outcome = dispatcher.dispatch(dataclasses.replace(request, checkout=path))
+        except ConfigError as exc:
+            ctx.checkpoint()
+            posting.set_status(gh, repo, job.head_sha, posting.GPU_CONTEXT, "error", f".reviewbot.yml: {exc}")
+            raise
     if outcome is None:
         logger.info("job %d: GPU suites dispatched; the outcome arrives later", job.id)
         return "done"
