@@ -44,8 +44,11 @@ def checkout(
     base_ref: str,
     shas: tuple[str, ...],
     token: str | None = None,
+    purpose: str = "review",
 ) -> Iterator[Path]:
-    path = work_dir / "repos" / full_name.replace("/", "__")
+    """`purpose` picks the clone: GPU runs hold theirs for long, so they get their own."""
+    suffix = "" if purpose == "review" else f"--{purpose}"
+    path = work_dir / "repos" / f"{full_name.replace('/', '__')}{suffix}"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.parent / f"{path.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -172,13 +172,16 @@ class Worker:
         thread.start()
 
     def start_thread(self) -> None:
-        """Embedded mode: both loops in background threads."""
+        """Embedded mode: all loops in background threads."""
         self._start(self.ingest_forever, "ingest")
-        self._start(self.run_jobs_forever, "jobs")
+        for index in range(self.settings.worker_threads):
+            self._start(self.run_jobs_forever, f"jobs{index}")
 
     def run_forever(self) -> None:
-        """`reviewbot worker`: ingest in a background thread, jobs in the calling thread."""
+        """`reviewbot worker`: ingest and extra job loops in background threads, one in the calling thread."""
         self._start(self.ingest_forever, "ingest")
+        for index in range(1, self.settings.worker_threads):
+            self._start(self.run_jobs_forever, f"jobs{index}")
         self.run_jobs_forever()
 
     @property
@@ -225,12 +228,19 @@ def _authorised(ctx: JobContext, sha: str) -> bool:
         )
 
 
-def _checkout(ctx: JobContext, gh: GitHub, pull: Any) -> Any:
+def _checkout(ctx: JobContext, gh: GitHub, pull: Any, purpose: str = "review") -> Any:
     job = ctx.job
     clone_url = job.args.get("clone_url") or pull.base.repo.clone_url
     token = gh.token if clone_url.startswith("https://") else None
     return checkout(
-        Path(ctx.settings.work_dir), job.repo, clone_url, job.pr, pull.base.ref, (pull.base.sha, job.head_sha), token
+        Path(ctx.settings.work_dir),
+        job.repo,
+        clone_url,
+        job.pr,
+        pull.base.ref,
+        (pull.base.sha, job.head_sha),
+        token,
+        purpose,
     )
 
 
@@ -354,7 +364,7 @@ def run_gpu_job(ctx: JobContext) -> str:
         Path(),
         str(job.id),
     )
-    with _checkout(ctx, gh, pull) as path:
+    with _checkout(ctx, gh, pull, "gpu") as path:
         try:
             outcome = dispatcher.dispatch(dataclasses.replace(request, checkout=path))
         except ConfigError as exc:
