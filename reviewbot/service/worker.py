@@ -92,9 +92,14 @@ Handler = Callable[[JobContext], str]
 JOB_HANDLERS: dict[str, Handler] = {}
 
 
-def register_job(kind: str) -> Callable[[Handler], Handler]:
+def register_job(kind: str, *, pr_exclusive: bool = False) -> Callable[[Handler], Handler]:
+    """`pr_exclusive`: the kind writes the PR's summary, so it waits while another such job of the
+    PR runs (a job parked as running, such as a deadline, must not be exclusive)."""
+
     def add(handler: Handler) -> Handler:
         JOB_HANDLERS[kind] = handler
+        if pr_exclusive:
+            jobs.PR_EXCLUSIVE_KINDS.add(kind)
         return handler
 
     return add
