@@ -1,0 +1,58 @@
+"""The one place the service calls the review engine: `review(checkout, base, head, pr_body, ...)`.
+
+`run_pr_code=False` (a fork PR without a maintainer's authorisation of this head) reviews with
+`suites="none"`: static rules and the static cache-key closure diff only; the key probe, the
+test-plan verification and the CPU suites execute the PR's code and wait for `/rerun-gpu`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+from reviewbot import logger
+from reviewbot.engine import run_review
+from reviewbot.findings import Finding
+
+
+@dataclasses.dataclass
+class ReviewOutcome:
+    findings: Sequence[Finding]
+    markdown: str
+    blocking: bool
+    invalidates_cache: bool
+
+
+def review(
+    checkout: Path,
+    base: str,
+    head: str,
+    pr_body: str,
+    *,
+    run_pr_code: bool,
+    pr_title: str = "",
+    log_dir: Path | None = None,
+) -> ReviewOutcome:
+    """`log_dir` keeps the logs of suites the review runs (default: inside the checkout)."""
+    if not run_pr_code:
+        logger.info("review of %s without running PR code (fork, not authorised)", head[:12])
+    result = run_review(
+        checkout,
+        base,
+        head,
+        pr_body=pr_body,
+        pr_title=pr_title or None,
+        log_dir=log_dir,
+        suites="static" if run_pr_code else "none",
+        progress=lambda line: logger.info("review %s: %s", head[:12], line),
+    )
+    # Stage timings vary run to run; without them an unchanged review renders the same text, so a
+    # rerun of one head leaves the summary comment untouched.
+    markdown = dataclasses.replace(result, timings={}).to_markdown()
+    return ReviewOutcome(
+        findings=list(result.findings),
+        markdown=markdown,
+        blocking=result.blocking,
+        invalidates_cache=result.invalidates_cache,
+    )
