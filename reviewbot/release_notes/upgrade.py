@@ -1,0 +1,95 @@
+"""The upgrade warning: does the compiled-artifact cache key differ between the two refs, and
+which changes made it differ.
+
+The check between `--from` and `--to` is the review engine's key-change detection (static
+closure diff confirmed by the probe). Attribution per change uses the `cache: invalidates`
+label when GitHub data is available (the service sets it on PRs whose review confirmed a key
+change); changes without GitHub labels (commits without a PR number, or no `--github`) are
+checked by running the detection on the commit against its first parent.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from reviewbot.release_notes.history import Change
+
+logger = logging.getLogger("reviewbot")
+
+
+@dataclass(frozen=True)
+class CaseKeys:
+    name: str
+    old_key: str | None
+    new_key: str | None
+
+
+@dataclass(frozen=True)
+class KeyDiff:
+    """What the release notes need from one key-change detection run."""
+
+    confirmed: bool
+    static_changed: bool
+    factors: tuple[str, ...]
+    cases: tuple[CaseKeys, ...]
+    detail: str = ""
+
+
+Detector = Callable[[str, str], KeyDiff]
+"""(base sha, head sha) -> KeyDiff."""
+
+
+@dataclass(frozen=True)
+class Culprit:
+    change: Change
+    source: str  # "label" or "detection"
+    factors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class UpgradeNotes:
+    changed: bool
+    static_changed: bool
+    factors: tuple[str, ...]
+    cases: tuple[CaseKeys, ...]
+    culprits: tuple[Culprit, ...]
+    detail: str
+
+
+def _progress(message: str) -> None:
+    print(f"release-notes: {message}", file=sys.stderr)
+
+
+def attribute(changes: list[Change], detect: Detector, invalidates_label: str, labels_known: bool) -> list[Culprit]:
+    """The changes that changed the key, in history order."""
+    culprits = []
+    for change in changes:
+        if labels_known and change.number is not None:
+            if invalidates_label in change.labels:
+                culprits.append(Culprit(change, "label", ()))
+            continue
+        assert change.parents, f"commit {change.sha} in a FROM..TO range has no parent"
+        _progress(f"checking the cache key at {change.sha[:10]} against its first parent")
+        diff = detect(change.parents[0], change.sha)
+        if diff.confirmed:
+            culprits.append(Culprit(change, "detection", diff.factors))
+    if labels_known and not culprits:
+        logger.warning("no change carries the %r label; running the detection per change instead", invalidates_label)
+        return attribute(changes, detect, invalidates_label, labels_known=False)
+    return culprits
+
+
+def upgrade_notes(
+    changes: list[Change], from_sha: str, to_sha: str, detect: Detector, invalidates_label: str, labels_known: bool
+) -> UpgradeNotes:
+    _progress(f"checking the cache key between {from_sha[:10]} and {to_sha[:10]}")
+    overall = detect(from_sha, to_sha)
+    if not overall.confirmed:
+        if overall.static_changed:
+            logger.info("key closure changed statically but the probe shows the same keys; no upgrade warning")
+        return UpgradeNotes(False, overall.static_changed, (), overall.cases, (), overall.detail)
+    culprits = attribute(changes, detect, invalidates_label, labels_known)
+    return UpgradeNotes(True, True, overall.factors, overall.cases, tuple(culprits), overall.detail)
