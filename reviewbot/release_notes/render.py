@@ -61,8 +61,13 @@ def to_data(notes: ReleaseNotes) -> dict[str, Any]:
             "factors_changed": list(u.factors),
             "cases": [{"name": c.name, "old_key": c.old_key, "new_key": c.new_key} for c in u.cases],
             "changed_by": [
-                {"sha": c.change.sha, "number": c.change.number, "title": c.change.title, "source": c.source,
-                 "factors": list(c.factors)}
+                {
+                    "sha": c.change.sha,
+                    "number": c.change.number,
+                    "title": c.change.title,
+                    "source": c.source,
+                    "factors": list(c.factors),
+                }
                 for c in u.culprits
             ],
             "detail": u.detail,

@@ -161,9 +161,7 @@ def parse_release_notes_settings(section: Any) -> ReleaseNotesSettings:
     labels = dict(DEFAULT_LABELS)
     labels.update(_str_map(section.get("labels", {}), "release_notes.labels"))
     prefixes = dict(DEFAULT_PREFIXES)
-    prefixes.update(
-        {k.lower(): v for k, v in _str_map(section.get("prefixes", {}), "release_notes.prefixes").items()}
-    )
+    prefixes.update({k.lower(): v for k, v in _str_map(section.get("prefixes", {}), "release_notes.prefixes").items()})
     if "categories" in section:
         # Defaults pointing at categories the user removed are dropped; the user's own entries must resolve.
         keep = set(kwargs["categories"])

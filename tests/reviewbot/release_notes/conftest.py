@@ -56,7 +56,9 @@ class GitRepo:
         for message, files in commits:
             self.commit(message, files)
         self.git("checkout", "-q", "main")
-        self.git("merge", "-q", "--no-ff", branch, "-m", f"Merge pull request #{number} from octo/{branch}", "-m", title)
+        self.git(
+            "merge", "-q", "--no-ff", branch, "-m", f"Merge pull request #{number} from octo/{branch}", "-m", title
+        )
         return self.head()
 
     def squash_pr(self, number: int, title: str, files: dict[str, str]) -> str:
