@@ -21,7 +21,7 @@ DEFAULT_API_URL = "https://api.github.com"
 
 
 def connect(full_name: str) -> Repository:
-    """The repository `OWNER/REPO`, lazily (no request until one is needed)."""
+    """The repository `OWNER/REPO` (one GET, which also checks the token can see it)."""
     if full_name.count("/") != 1 or not all(full_name.split("/")):
         raise ValueError(f"--github: expected OWNER/REPO, got {full_name!r}")
     token = os.environ.get("GITHUB_TOKEN")
@@ -29,7 +29,7 @@ def connect(full_name: str) -> Repository:
         base_url=os.environ.get("GITHUB_API_URL", DEFAULT_API_URL).rstrip("/"),
         auth=Auth.Token(token) if token else None,
     )
-    return client.get_repo(full_name, lazy=True)
+    return client.get_repo(full_name)
 
 
 def enrich(changes: list[Change], repo: Repository) -> list[Change]:
