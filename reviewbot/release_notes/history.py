@@ -36,6 +36,11 @@ class Change:
     def is_merge(self) -> bool:
         return len(self.parents) > 1
 
+    @property
+    def from_github(self) -> bool:
+        """Whether title, labels and author were read from the GitHub API (else from git)."""
+        return self.url is not None
+
     def with_github(self, title: str, author: str, labels: tuple[str, ...], url: str) -> Change:
         return replace(self, title=title, author=author, labels=labels, url=url)
 

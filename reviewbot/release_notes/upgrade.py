@@ -4,8 +4,9 @@ which changes made it differ.
 The check between `--from` and `--to` is the review engine's key-change detection (static
 closure diff confirmed by the probe). Attribution per change uses the `cache: invalidates`
 label when GitHub data is available (the service sets it on PRs whose review confirmed a key
-change); changes without GitHub labels (commits without a PR number, or no `--github`) are
-checked by running the detection on the commit against its first parent.
+change); changes without GitHub data (commits without a PR number, numbers GitHub does not know
+as PRs, or no `--github`) are checked by running the detection on the commit against its first
+parent. When no change carries the label, every change is checked that way.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def attribute(changes: list[Change], detect: Detector, invalidates_label: str, l
     """The changes that changed the key, in history order."""
     culprits = []
     for change in changes:
-        if labels_known and change.number is not None:
+        if labels_known and change.from_github:
             if invalidates_label in change.labels:
                 culprits.append(Culprit(change, "label", ()))
             continue
