@@ -65,8 +65,8 @@ def _find_release(repo: Repository, tag: str) -> GitRelease | None:
 def upsert_draft_release(repo: Repository, tag: str, name: str, body: str, target: str) -> tuple[GitRelease, bool]:
     """Create the draft release `tag`, or update its name, body and target if the draft exists.
 
-    Returns the release and whether it was created. A published release with that tag is never
-    touched: that is a ValueError.
+    Returns the release and whether it was created. A prerelease flag set by hand on the draft is
+    kept. A published release with that tag is never touched: that is a ValueError.
     """
     existing = _find_release(repo, tag)
     if existing is None:
@@ -74,5 +74,7 @@ def upsert_draft_release(repo: Repository, tag: str, name: str, body: str, targe
         return release, True
     if not existing.draft:
         raise ValueError(f"release {tag!r} is already published; refusing to overwrite it")
-    release = existing.update_release(name=name, message=body, draft=True, target_commitish=target)
+    release = existing.update_release(
+        name=name, message=body, draft=True, prerelease=existing.prerelease, target_commitish=target
+    )
     return release, False

@@ -67,13 +67,16 @@ def test_draft_release_created_once_then_updated(repo, github, capsys, tmp_path)
     assert "- AOT load (#31" in release["body"]
     assert "created draft release v0.2.0" in capsys.readouterr().err
 
-    # More history under the same tag: the same draft is updated, not duplicated.
+    # More history under the same tag: the same draft is updated, not duplicated; a prerelease
+    # flag a maintainer set on the draft stays.
+    release["prerelease"] = True
     repo.git("tag", "-d", "v0.2.0")
     repo.squash_pr(32, "fix: AOT fallback", {"aot.py": "A = 2\n"})
     repo.tag("v0.2.0")
     assert main(argv) == 0
     (updated,) = releases_of(github.state, FULL_NAME)
     assert updated["id"] == release["id"] and updated["_edits"] == 1 and updated["draft"] is True
+    assert updated["prerelease"] is True
     assert "- AOT fallback (#32" in updated["body"]
     assert updated["target_commitish"] == repo.git("rev-parse", "v0.2.0")
     assert github.state.count_requests("POST", r"/releases$") == 1
