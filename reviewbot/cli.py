@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 
-COMMAND_MODULES: tuple[str, ...] = ("reviewbot.release_notes.command",)
+COMMAND_MODULES: tuple[str, ...] = ("reviewbot.review_command", "reviewbot.release_notes.command")
 
 
 def build_parser() -> argparse.ArgumentParser:
