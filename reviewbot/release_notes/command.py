@@ -45,8 +45,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def build_notes(args: argparse.Namespace) -> ReleaseNotes:
     repo = args.repo.resolve()
-    config = load_release_config(repo)
     from_sha, to_sha = resolve(repo, args.from_ref), resolve(repo, args.to_ref)
+    config = load_release_config(repo, to_sha)
     _progress(f"collecting changes {args.from_ref}..{args.to_ref}")
     changes = collect_changes(repo, from_sha, to_sha)
     if args.github:

@@ -1,26 +1,49 @@
-"""What the release notes take from the repository's `.reviewbot.yml`: the grouping settings
-and, when cache-key roots are configured, the key-change detector."""
+"""What the release notes take from the repository's `.reviewbot.yml` at the `--to` revision:
+the grouping settings and, when cache-key roots are configured, the key-change detector."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from reviewbot.release_notes.settings import ReleaseNotesSettings, parse_release_notes_settings
-from reviewbot.release_notes.upgrade import Detector
+from reviewbot.keychange import KeyChange, detect_key_change
+from reviewbot.release_notes.settings import ReleaseNotesSettings
+from reviewbot.release_notes.upgrade import CaseKeys, Detector, KeyDiff
+from reviewbot.repo_config import RepoConfig, load_config
 
 
 @dataclass(frozen=True)
 class ReleaseConfig:
     settings: ReleaseNotesSettings
-    detect: Detector | None
+    detect: Detector | None  # None: no cache-key roots configured
 
 
-def load_release_config(repo: Path) -> ReleaseConfig:
-    path = repo / ".reviewbot.yml"
-    if not path.is_file():
-        return ReleaseConfig(ReleaseNotesSettings(), None)
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return ReleaseConfig(parse_release_notes_settings(data.get("release_notes")), None)
+def _progress(message: str) -> None:
+    print(f"release-notes: {message}", file=sys.stderr)
+
+
+def key_diff(change: KeyChange) -> KeyDiff:
+    detail = ""
+    if change.static_changed and not change.confirmed:
+        if change.probe_status == "ok":
+            detail = "the key's code changed, but the probe computes the same key for every reference case"
+        elif change.probe_status == "not-configured":
+            detail = "the key's code changed and no probe is configured to confirm it"
+        else:
+            detail = f"the key's code changed, but the probe {change.probe_status}: {change.probe_error.strip()}"
+    cases = tuple(CaseKeys(c.case, c.old_key, c.new_key) for c in change.cases)
+    return KeyDiff(change.confirmed, change.static_changed, tuple(change.factors_changed), cases, detail)
+
+
+def make_detector(repo: Path, config: RepoConfig) -> Detector:
+    def detect(base: str, head: str) -> KeyDiff:
+        return key_diff(detect_key_change(repo, base, head, config, progress=_progress))
+
+    return detect
+
+
+def load_release_config(repo: Path, revision: str) -> ReleaseConfig:
+    config = load_config(repo, revision)
+    detect = make_detector(repo, config) if config.key_roots else None
+    return ReleaseConfig(config.release_notes, detect)

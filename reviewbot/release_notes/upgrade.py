@@ -66,9 +66,12 @@ def _progress(message: str) -> None:
 
 def attribute(changes: list[Change], detect: Detector, invalidates_label: str, labels_known: bool) -> list[Culprit]:
     """The changes that changed the key, in history order."""
+    use_labels = labels_known and any(invalidates_label in change.labels for change in changes)
+    if labels_known and not use_labels:
+        logger.warning("no change carries the %r label; running the detection per change instead", invalidates_label)
     culprits = []
     for change in changes:
-        if labels_known and change.from_github:
+        if use_labels and change.from_github:
             if invalidates_label in change.labels:
                 culprits.append(Culprit(change, "label", ()))
             continue
@@ -77,9 +80,6 @@ def attribute(changes: list[Change], detect: Detector, invalidates_label: str, l
         diff = detect(change.parents[0], change.sha)
         if diff.confirmed:
             culprits.append(Culprit(change, "detection", diff.factors))
-    if labels_known and not culprits:
-        logger.warning("no change carries the %r label; running the detection per change instead", invalidates_label)
-        return attribute(changes, detect, invalidates_label, labels_known=False)
     return culprits
 
 
@@ -90,7 +90,7 @@ def upgrade_notes(
     overall = detect(from_sha, to_sha)
     if not overall.confirmed:
         if overall.static_changed:
-            logger.info("key closure changed statically but the probe shows the same keys; no upgrade warning")
+            logger.info("cache key not confirmed as changed, no upgrade warning: %s", overall.detail)
         return UpgradeNotes(False, overall.static_changed, (), overall.cases, (), overall.detail)
     culprits = attribute(changes, detect, invalidates_label, labels_known)
     return UpgradeNotes(True, True, overall.factors, overall.cases, tuple(culprits), overall.detail)

@@ -3,6 +3,7 @@ import pytest
 from reviewbot.release_notes.categorize import categorize, group
 from reviewbot.release_notes.history import Change
 from reviewbot.release_notes.settings import ReleaseNotesSettings, parse_release_notes_settings
+from reviewbot.repo_config import ConfigError, parse_config
 
 DEFAULTS = ReleaseNotesSettings()
 
@@ -96,3 +97,11 @@ def test_configured_labels_prefixes_and_patterns():
 def test_invalid_settings_name_the_key(section, error, message):
     with pytest.raises(error, match=message):
         parse_release_notes_settings(section)
+
+
+def test_reviewbot_yml_release_notes_section_through_repo_config():
+    config = parse_config("release_notes:\n  prefixes: {hotfix: Fixes}\n")
+    assert categorize(change("hotfix: now"), config.release_notes).category == "Fixes"
+    assert parse_config("language: en\n").release_notes == ReleaseNotesSettings()
+    with pytest.raises(ConfigError, match="release_notes.labels.bug"):
+        parse_config("release_notes:\n  labels: {bug: Bugs}\n")
