@@ -25,15 +25,19 @@ def _progress(message: str) -> None:
 
 def key_diff(change: KeyChange) -> KeyDiff:
     detail = ""
+    verified = change.confirmed or not change.static_changed or change.probe_status == "ok"
     if change.static_changed and not change.confirmed:
         if change.probe_status == "ok":
             detail = "the key's code changed, but the probe computes the same key for every reference case"
         elif change.probe_status == "not-configured":
             detail = "the key's code changed and no probe is configured to confirm it"
         else:
-            detail = f"the key's code changed, but the probe {change.probe_status}: {change.probe_error.strip()}"
+            lines = [line for line in change.probe_error.splitlines() if line.strip()]
+            detail = f"the key's code changed, but the probe {change.probe_status}" + (
+                f" ({lines[-1].strip()})" if lines else ""
+            )
     cases = tuple(CaseKeys(c.case, c.old_key, c.new_key) for c in change.cases)
-    return KeyDiff(change.confirmed, change.static_changed, tuple(change.factors_changed), cases, detail)
+    return KeyDiff(change.confirmed, change.static_changed, verified, tuple(change.factors_changed), cases, detail)
 
 
 def make_detector(repo: Path, config: RepoConfig) -> Detector:

@@ -34,6 +34,9 @@ class KeyDiff:
 
     confirmed: bool
     static_changed: bool
+    verified: (
+        bool  # False: the static diff saw a change the probe could not settle (failed, timed out, none configured)
+    )
     factors: tuple[str, ...]
     cases: tuple[CaseKeys, ...]
     detail: str = ""
@@ -54,6 +57,7 @@ class Culprit:
 class UpgradeNotes:
     changed: bool
     static_changed: bool
+    verified: bool
     factors: tuple[str, ...]
     cases: tuple[CaseKeys, ...]
     culprits: tuple[Culprit, ...]
@@ -90,7 +94,7 @@ def upgrade_notes(
     overall = detect(from_sha, to_sha)
     if not overall.confirmed:
         if overall.static_changed:
-            logger.info("cache key not confirmed as changed, no upgrade warning: %s", overall.detail)
-        return UpgradeNotes(False, overall.static_changed, (), overall.cases, (), overall.detail)
+            logger.warning("cache key not confirmed as changed, no upgrade warning: %s", overall.detail)
+        return UpgradeNotes(False, overall.static_changed, overall.verified, (), overall.cases, (), overall.detail)
     culprits = attribute(changes, detect, invalidates_label, labels_known)
-    return UpgradeNotes(True, True, overall.factors, overall.cases, tuple(culprits), overall.detail)
+    return UpgradeNotes(True, True, True, overall.factors, overall.cases, tuple(culprits), overall.detail)

@@ -101,9 +101,37 @@ def test_key_code_changed_but_probe_sees_the_same_keys_is_not_a_warning(toy, cap
     out = capsys.readouterr().out
     assert WARNING not in out
     assert (
-        "Cache key unchanged between `v1.0` and `v1.1`: existing compiled caches stay valid. (Not confirmed as a "
-        "change: the key's code changed, but the probe computes the same key for every reference case.)"
+        "Cache key unchanged between `v1.0` and `v1.1`: existing compiled caches stay valid. (Not a change: the "
+        "key's code changed, but the probe computes the same key for every reference case.)"
     ) in out
+
+
+def test_probe_failing_at_the_new_revision_is_said_plainly(toy, capsys):
+    source = read(toy, "toyc/cache_key.py")
+    # The new factor refers to a constant nobody defined: the probe crashes with a NameError at v1.1.
+    broken = source.replace(
+        '        "compiler_version": _hash(COMPILER_VERSION),\n',
+        '        "compiler_version": _hash(COMPILER_VERSION),\n        "input_placements": _hash(PLACEMENTS),\n',
+    )
+    toy.squash_pr(91, "feat: placements (broken)", {"toyc/cache_key.py": broken})
+    toy.tag("v1.1")
+
+    notes(toy, "--format", "json")
+    upgrade = json.loads(capsys.readouterr().out)["upgrade"]
+    assert (upgrade["cache_key_changed"], upgrade["static_closure_changed"], upgrade["verified"]) == (
+        False,
+        True,
+        False,
+    )
+    assert "NameError" in upgrade["detail"]
+
+    notes(toy)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Cache key")]
+    assert len(lines) == 1 and WARNING not in lines[0]
+    assert lines[0].startswith(
+        "Cache key change not verified between `v1.0` and `v1.1`: the key's code changed, but the probe failed ("
+    )
+    assert "NameError: name 'PLACEMENTS' is not defined" in lines[0]
 
 
 @pytest.mark.parametrize("labelled", [True, False], ids=["labelled", "label-missing"])
