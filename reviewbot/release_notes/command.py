@@ -2,7 +2,8 @@
 [--format markdown|json] [--out FILE] [--draft-release TAG]`.
 
 Progress lines go to stderr; the notes go to stdout, or to `--out`. `--draft-release` always
-posts the markdown body, whatever `--format` prints.
+posts the markdown body, whatever `--format` prints. Exit code 2 for bad input (unknown ref,
+malformed `--github`, invalid `.reviewbot.yml`, a published release with the draft's tag).
 """
 
 from __future__ import annotations
@@ -72,7 +73,11 @@ def build_notes(args: argparse.Namespace) -> ReleaseNotes:
 def run(args: argparse.Namespace) -> int:
     if args.draft_release and not args.github:
         raise SystemExit("reviewbot release-notes: --draft-release needs --github OWNER/REPO")
-    notes = build_notes(args)
+    try:
+        notes = build_notes(args)
+    except ValueError as exc:  # unknown ref, bad --github, invalid .reviewbot.yml (ConfigError)
+        print(f"reviewbot release-notes: {exc}", file=sys.stderr)
+        return 2
     text = to_json(notes) if args.format == "json" else to_markdown(notes)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -82,8 +87,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     if args.draft_release:
         repo = github_lookup.connect(args.github)
-        release, created = github_lookup.upsert_draft_release(
-            repo, args.draft_release, args.draft_release, to_markdown(notes), notes.to_sha
-        )
+        try:
+            release, created = github_lookup.upsert_draft_release(
+                repo, args.draft_release, args.draft_release, to_markdown(notes), notes.to_sha
+            )
+        except ValueError as exc:  # a published release already has the tag
+            print(f"reviewbot release-notes: {exc}", file=sys.stderr)
+            return 2
         _progress(f"{'created' if created else 'updated'} draft release {args.draft_release}: {release.html_url}")
     return 0

@@ -83,15 +83,15 @@ def test_draft_release_created_once_then_updated(repo, github, capsys, tmp_path)
     assert "updated draft release v0.2.0" in capsys.readouterr().err
 
 
-def test_published_release_is_never_overwritten(repo, github):
+def test_published_release_is_never_overwritten(repo, github, capsys):
     repo.squash_pr(41, "feat: x", {"x.py": "X = 1\n"})
     argv = ["release-notes", "--repo", str(repo.path), "--from", "v0.1.0", "--to", "HEAD", "--github", FULL_NAME]
     argv += ["--draft-release", "v0.3.0", "--format", "json"]
     assert main(argv) == 0
     (release,) = releases_of(github.state, FULL_NAME)
     release["draft"] = False
-    with pytest.raises(ValueError, match="already published"):
-        main(argv)
+    assert main(argv) == 2
+    assert "release 'v0.3.0' is already published; refusing to overwrite it" in capsys.readouterr().err
     assert release["_edits"] == 0
 
 

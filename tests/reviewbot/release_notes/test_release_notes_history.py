@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from reviewbot.cli import main
 from reviewbot.release_notes.history import collect_changes, parse_commit
 
 
@@ -46,3 +47,14 @@ def test_unknown_ref_names_it(repo):
 
 def test_empty_range(repo):
     assert collect_changes(Path(repo.path), "v0.1.0", "v0.1.0") == []
+
+
+def test_cli_reports_bad_input_with_exit_code_2(repo, capsys):
+    assert main(["release-notes", "--repo", str(repo.path), "--from", "v9.9", "--to", "HEAD"]) == 2
+    assert "unknown git ref 'v9.9'" in capsys.readouterr().err
+    repo.commit("Bad config", {".reviewbot.yml": "release_notes:\n  colours: {}\n"})
+    assert main(["release-notes", "--repo", str(repo.path), "--from", "v0.1.0", "--to", "HEAD"]) == 2
+    assert "release_notes: unknown key(s) colours" in capsys.readouterr().err
+    argv = ["release-notes", "--repo", str(repo.path), "--from", "v0.1.0", "--to", "v0.1.0", "--github", "nope"]
+    assert main(argv) == 2
+    assert "--github: expected OWNER/REPO, got 'nope'" in capsys.readouterr().err
