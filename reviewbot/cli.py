@@ -10,7 +10,12 @@ import argparse
 import importlib
 import sys
 
-COMMAND_MODULES: tuple[str, ...] = ("reviewbot.review_command", "reviewbot.release_notes.command")
+COMMAND_MODULES: tuple[str, ...] = (
+    "reviewbot.review_command",
+    "reviewbot.service.serve_command",
+    "reviewbot.service.worker_command",
+    "reviewbot.release_notes.command",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
