@@ -25,8 +25,10 @@ def _progress(message: str) -> None:
 
 def key_diff(change: KeyChange) -> KeyDiff:
     detail = ""
-    verified = change.confirmed or not change.static_changed or change.probe_status == "ok"
-    if change.static_changed and not change.confirmed:
+    verified = change.roots_found and (change.confirmed or not change.static_changed or change.probe_status == "ok")
+    if not change.roots_found:
+        detail = f"none of the configured cache-key roots ({', '.join(change.roots)}) exists at either revision"
+    elif change.static_changed and not change.confirmed:
         if change.probe_status == "ok":
             detail = "the key's code changed, but the probe computes the same key for every reference case"
         elif change.probe_status == "not-configured":

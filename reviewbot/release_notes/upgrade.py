@@ -34,9 +34,8 @@ class KeyDiff:
 
     confirmed: bool
     static_changed: bool
-    verified: (
-        bool  # False: the static diff saw a change the probe could not settle (failed, timed out, none configured)
-    )
+    # False: no key root exists, or the static diff saw a change the probe could not settle.
+    verified: bool
     factors: tuple[str, ...]
     cases: tuple[CaseKeys, ...]
     detail: str = ""

@@ -163,3 +163,20 @@ def test_github_label_or_per_commit_detection_names_the_pr(toy, capsys, monkeypa
     assert upgrade["factors_changed"] == ["input_placements"]
     assert [c["name"] for c in upgrade["cases"]] == ["default", "fast"]
     assert all(c["old_key"] != c["new_key"] for c in upgrade["cases"])
+
+
+def test_key_roots_missing_at_both_revisions_is_not_called_unchanged(toy, capsys):
+    config = read(toy, ".reviewbot.yml").replace(
+        "[toyc.cache_key.cache_key_factors, toyc.config", "[toyk.key, toyk.config"
+    )
+    toy.commit("Point the key roots at a package that does not exist yet", {".reviewbot.yml": config})
+    toy.tag("v1.1")
+
+    notes(toy)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Cache key")]
+    expected = (
+        "Cache key change not verified between `v1.0` and `v1.1`: none of the configured cache-key roots "
+        "(toyk.key, toyk.config.ToyConfig) exists at either revision; treat existing compiled "
+        "caches as possibly stale until this is settled."
+    )
+    assert lines == [expected]
