@@ -72,7 +72,8 @@ def build_notes(args: argparse.Namespace) -> ReleaseNotes:
 
 def run(args: argparse.Namespace) -> int:
     if args.draft_release and not args.github:
-        raise SystemExit("reviewbot release-notes: --draft-release needs --github OWNER/REPO")
+        print("reviewbot release-notes: --draft-release needs --github OWNER/REPO", file=sys.stderr)
+        return 2
     try:
         notes = build_notes(args)
     except ValueError as exc:  # unknown ref, bad --github, invalid .reviewbot.yml (ConfigError)

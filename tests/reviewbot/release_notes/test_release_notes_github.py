@@ -95,6 +95,7 @@ def test_published_release_is_never_overwritten(repo, github, capsys):
     assert release["_edits"] == 0
 
 
-def test_draft_release_needs_github(repo):
-    with pytest.raises(SystemExit, match="--draft-release needs --github"):
-        main(["release-notes", "--repo", str(repo.path), "--from", "v0.1.0", "--to", "HEAD", "--draft-release", "v1"])
+def test_draft_release_needs_github(repo, capsys):
+    argv = ["release-notes", "--repo", str(repo.path), "--from", "v0.1.0", "--to", "HEAD", "--draft-release", "v1"]
+    assert main(argv) == 2
+    assert "--draft-release needs --github OWNER/REPO" in capsys.readouterr().err
