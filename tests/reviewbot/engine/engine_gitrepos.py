@@ -16,6 +16,12 @@ GIT_ENV = {
 }
 
 
+def sub(text: str, old: str, new: str) -> str:
+    """`text` with `old` replaced by `new`; fails when `old` is absent (a crafted branch must change)."""
+    assert old in text, f"fixture text lacks {old!r}"
+    return text.replace(old, new)
+
+
 class Repo:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -83,7 +89,7 @@ from pkg.config import CompileConfig
 VERSION = "1"
 
 
-def _h(value):
+def _h(value, legacy=None):
     return hashlib.sha256(repr(value).encode()).hexdigest()[:12]
 
 
@@ -110,7 +116,7 @@ if __name__ == "__main__":
     print(json.dumps(out))
 '''
 
-KEYED_REVIEWBOT_YML = '''
+KEYED_REVIEWBOT_YML = """
 cache_key:
   roots:
     - pkg.cache_key.cache_key_factors
@@ -124,7 +130,7 @@ cache_key:
     placements: input_placements
     graph.code: graph_code
     dtype: input_dtypes
-'''
+"""
 
 
 def keyed_repo(path: Path, extra: dict[str, str] | None = None) -> Repo:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from engine_gitrepos import Repo, sub
 
 from reviewbot.engine import run_review
 from reviewbot.findings import Severity
-from engine_gitrepos import Repo
 
-BASE_MODULE = '''
+BASE_MODULE = """
 import logging
 
 logger = logging.getLogger(__name__)
@@ -25,16 +23,37 @@ def old_fallback(fn):
 
 def untouched(fn):
     return fn()
-'''
+"""
+
+
+LEGACY_EXTRA = """
+
+def legacy_runtime(fn):
+    try:
+        return fn()
+    except RuntimeError:
+        return None
+
+
+def legacy_wide(fn, gn):
+    try:
+        fn()
+        return gn()
+    except KeyError:
+        return None
+"""
 
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo = Repo(tmp_path_factory.mktemp("broad") / "r")
-    repo.commit({"pkg/__init__.py": "", "pkg/mod.py": BASE_MODULE, "pkg/legacy.py": BASE_MODULE}, "base")
+    repo.commit({"pkg/__init__.py": "", "pkg/mod.py": BASE_MODULE, "pkg/legacy.py": BASE_MODULE + LEGACY_EXTRA}, "base")
 
     repo.branch("blind")
-    repo.commit({"pkg/mod.py": BASE_MODULE + '''
+    repo.commit(
+        {
+            "pkg/mod.py": BASE_MODULE
+            + """
 
 def new_fallback(fn):
     try:
@@ -49,10 +68,16 @@ def silent(fn):
         fn()
     except:
         pass
-'''}, "add fallbacks")
+"""
+        },
+        "add fallbacks",
+    )
 
     repo.branch("near-miss", "main")
-    repo.commit({"pkg/mod.py": BASE_MODULE + '''
+    repo.commit(
+        {
+            "pkg/mod.py": BASE_MODULE
+            + """
 
 def reraising(fn):
     try:
@@ -67,25 +92,42 @@ def narrow(fn):
         return fn()
     except KeyError:
         return None
-'''}, "narrow handlers")
+"""
+        },
+        "narrow handlers",
+    )
 
     repo.branch("untouched-line", "main")
-    repo.commit({"pkg/mod.py": BASE_MODULE.replace("    return fn()\n", "    value = fn()\n    return value\n")}, "touch another function")
+    legacy = BASE_MODULE + LEGACY_EXTRA
+    touched = sub(
+        legacy, "def untouched(fn):\n    return fn()", "def untouched(fn):\n    value = fn()\n    return value"
+    )
+    assert touched != legacy
+    repo.commit({"pkg/legacy.py": touched}, "touch another function")
 
     repo.branch("rename", "main")
     repo.mv("pkg/legacy.py", "pkg/renamed.py")
     repo.commit({}, "rename only")
-    repo.commit({"pkg/renamed.py": (repo.path / "pkg/renamed.py").read_text() + '''
+    repo.commit(
+        {
+            "pkg/renamed.py": (repo.path / "pkg/renamed.py").read_text()
+            + """
 
 def added_after_rename(fn):
     try:
         return fn()
     except BaseException:
         return None
-'''}, "add handler in renamed file")
+"""
+        },
+        "add handler in renamed file",
+    )
 
     repo.branch("runtime", "main")
-    repo.commit({"pkg/mod.py": BASE_MODULE + '''
+    repo.commit(
+        {
+            "pkg/mod.py": BASE_MODULE
+            + """
 
 import torch
 
@@ -116,13 +158,25 @@ def with_oom_wide(fn, gn):
         return None
 
 
+def cleanup(fn, gn):
+    try:
+        fn()
+        return gn()
+    except KeyError:
+        logger.error("lookup failed")
+        raise
+
+
 def wide(fn, gn):
     try:
         a = fn()
         return gn(a)
     except KeyError:
         return None
-'''}, "runtime handlers")
+"""
+        },
+        "runtime handlers",
+    )
     repo.checkout("main")
     return repo
 
@@ -152,8 +206,8 @@ def test_narrow_and_reraising_handlers_do_not_fire(repo: Repo) -> None:
 
 def test_finding_on_untouched_line_is_not_reported(repo: Repo) -> None:
     review = _review(repo, "untouched-line")
-    assert review.summary.files[0].path == "pkg/mod.py"
-    assert review.findings == []
+    assert review.summary.files[0].path == "pkg/legacy.py"
+    assert review.findings == []  # broad-except, runtime-error-fallback and wide-try all stand untouched
 
 
 def test_rename_keeps_old_findings_out_and_reports_new_ones_at_new_path(repo: Repo) -> None:
@@ -161,7 +215,9 @@ def test_rename_keeps_old_findings_out_and_reports_new_ones_at_new_path(repo: Re
     assert pure.summary.files[0].status == "renamed"
     assert pure.findings == []
     review = _review(repo, "rename")
-    assert [(f.rule, f.path, f.qualname) for f in review.findings] == [("broad-except", "pkg/renamed.py", "added_after_rename")]
+    assert [(f.rule, f.path, f.qualname) for f in review.findings] == [
+        ("broad-except", "pkg/renamed.py", "added_after_rename")
+    ]
 
 
 def test_runtime_error_fallback_needs_oom_reraise(repo: Repo) -> None:
@@ -173,4 +229,5 @@ def test_runtime_error_fallback_needs_oom_reraise(repo: Repo) -> None:
     assert by_name[("with_oom_wide", "runtime-error-fallback")].severity is Severity.P2
     assert by_name[("wide", "wide-try")].severity is Severity.P2
     assert ("with_oom_wide", "wide-try") not in by_name
+    assert not any(q == "cleanup" for q, _ in by_name)  # always re-raises: not a fallback
     assert ("no_oom", "wide-try") not in by_name

@@ -19,10 +19,10 @@ from reviewbot.repo_config import ConfigError, parse_config
 
 ROOT = Path(__file__).resolve().parents[3]
 
-BASE = '''
+BASE = """
 def run(fn):
     return fn()
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,13 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo.commit({"pkg/mod.py": BASE}, "base")
     repo.commit({"pkg/mod.py": BASE + "\n\ndef second(fn):\n    return fn()\n"}, "second commit on main")
     repo.branch("feature/p0")
-    repo.commit({"pkg/mod.py": BASE + "\n\ndef fallback(fn):\n    try:\n        return fn()\n    except Exception:\n        return None\n"}, "add fallback")
+    repo.commit(
+        {
+            "pkg/mod.py": BASE
+            + "\n\ndef fallback(fn):\n    try:\n        return fn()\n    except Exception:\n        return None\n"
+        },
+        "add fallback",
+    )
     repo.branch("clean", "main")
     repo.commit({"pkg/mod.py": BASE + "\n\ndef twice(fn):\n    return fn(), fn()\n"}, "add twice")
     repo.checkout("main")
@@ -40,8 +46,13 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
 
 def _cli(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "reviewbot", "review", "--repo", str(repo.path), *args],
-                          capture_output=True, text=True, env=env, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "reviewbot", "review", "--repo", str(repo.path), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
 
 
 def test_cli_exit_codes_saving_and_progress(repo: Repo) -> None:
@@ -74,6 +85,14 @@ def test_cli_on_the_base_itself_reviews_the_last_commit(repo: Repo) -> None:
     assert "Reviewing the last commit" in proc.stdout
 
 
+def test_cli_on_a_single_commit_repository_has_nothing_to_review(tmp_path: Path) -> None:
+    single = Repo(tmp_path / "single")
+    single.commit({"a.py": "x = 1\n"}, "only commit")
+    proc = _cli(single)
+    assert proc.returncode == 0
+    assert "has no parent; nothing to review" in proc.stderr and proc.stdout == ""
+
+
 def test_cli_rejects_bad_config_naming_the_key(repo: Repo, tmp_path: Path) -> None:
     repo.branch("bad-config")
     repo.commit({".reviewbot.yml": "suites:\n  unit:\n    command: pytest\n    gpus: two\n"}, "bad config")
@@ -89,8 +108,11 @@ def test_zh_rendering_keeps_identifiers_paths_and_severities_in_english(repo: Re
     assert "结论：阻塞合并" in text and "1. 改动概述" in text and "4. 未经审阅的生成代码迹象" in text
     assert "`P0-BLOCKER`" in text and "`pkg/mod.py:8-9`" in text and "`broad-except`" in text
     assert "`except Exception` 把所有错误变成了回退路径或静默" in text
+    assert "| 过宽的异常处理 | 1 | `pkg/mod.py:8-9` |" in text
     en = render_markdown(review, "en")
-    assert en.index("Verdict") < en.index("1. Summary of the change") < en.index("2. Code quality") < en.index("3. Goal")
+    assert (
+        en.index("Verdict") < en.index("1. Summary of the change") < en.index("2. Code quality") < en.index("3. Goal")
+    )
 
 
 def test_no_findings_says_what_was_checked(repo: Repo) -> None:
@@ -116,11 +138,28 @@ def test_this_repositorys_own_config_is_valid() -> None:
     config = parse_config((ROOT / ".reviewbot.yml").read_text())
     assert "magi_compiler.cache_key.cache_key_factors" in config.key_roots
     assert config.probe is not None and config.probe.command == "python -m magi_compiler.cache_key --explain --json"
-    assert set(config.suites) == {"placement_cache_key", "aot_fallback", "fsdp_skip_split", "graph_hash", "timing_bench"}
+    assert set(config.suites) == {
+        "placement_cache_key",
+        "aot_fallback",
+        "fsdp_skip_split",
+        "graph_hash",
+        "timing_bench",
+    }
 
 
 def test_fingerprint_survives_line_moves_and_ignores_language() -> None:
     a = Finding("wide-try", Severity.P2, "a.py", 10, 12, "try body holds 2 statements", "w", "f", qualname="f")
-    b = Finding("wide-try", Severity.P2, "a.py", 40, 42, "try body holds  3 statements", "w2", "f2", qualname="f", message_zh="x")
+    b = Finding(
+        "wide-try",
+        Severity.P2,
+        "a.py",
+        40,
+        42,
+        "try body holds  3 statements",
+        "w2",
+        "f2",
+        qualname="f",
+        message_zh="x",
+    )
     c = Finding("wide-try", Severity.P2, "b.py", 10, 12, "try body holds 2 statements", "w", "f", qualname="f")
     assert a.fingerprint == b.fingerprint != c.fingerprint

@@ -14,16 +14,16 @@ from reviewbot.repo_config import SuiteConfig, parse_config
 from reviewbot.suites import run_suites
 from reviewbot.testplan import parse_test_plan
 
-CALC = '''
+CALC = """
 def add(a, b):
     return a - b
 
 
 def mul(a, b):
     return a * b
-'''
+"""
 
-TESTS = '''
+TESTS = """
 from calc import mul
 
 
@@ -33,9 +33,9 @@ def test_mul():
 
 def test_mul_fails():
     assert mul(2, 2) == 5
-'''
+"""
 
-YML = '''
+YML = """
 suites:
   unit:
     command: python -m pytest -q tests/test_calc.py
@@ -47,7 +47,7 @@ suites:
   gpu:
     command: python -m pytest -q tests/test_calc.py
     gpus: 1
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +55,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo = Repo(tmp_path_factory.mktemp("suites") / "r")
     repo.commit({"calc.py": CALC, "tests/test_calc.py": TESTS, ".reviewbot.yml": YML}, "base")
     repo.branch("fix-add")
-    repo.commit({
-        "calc.py": CALC.replace("return a - b", "return a + b"),
-        "tests/test_add.py": '''
+    repo.commit(
+        {
+            "calc.py": CALC.replace("return a - b", "return a + b"),
+            "tests/test_add.py": """
         from calc import add, mul
 
 
@@ -71,8 +72,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
 
         def test_add_broken():
             assert add(1, 1) == 3
-        ''',
-    }, "fix add")
+        """,
+        },
+        "fix add",
+    )
     repo.checkout("main")
     return repo
 
@@ -102,7 +105,9 @@ def test_runner_runs_in_a_worktree_with_junit_logs_timeouts_and_gpu_checks(repo:
     (repo.path / "calc.py").write_text("raise SystemExit('dirty checkout must not be used')\n")
     try:
         config = parse_config((repo.path / ".reviewbot.yml").read_text())
-        results = run_suites(repo.path, "main", ["unit", "slow", "gpu"], config=config, log_dir=tmp_path, gpus_available=0)
+        results = run_suites(
+            repo.path, "main", ["unit", "slow", "gpu"], config=config, log_dir=tmp_path, gpus_available=0
+        )
     finally:
         repo.git("checkout", "--", "calc.py")
     unit, slow, gpu = results
@@ -117,7 +122,9 @@ def test_runner_runs_in_a_worktree_with_junit_logs_timeouts_and_gpu_checks(repo:
 
 
 def test_runner_reports_a_command_that_runs_no_tests_plainly(repo: Repo, tmp_path: Path) -> None:
-    (result,) = run_suites(repo.path, "main", [SuiteConfig("empty", "python -m pytest -q tests/nothing_here.py")], log_dir=tmp_path)
+    (result,) = run_suites(
+        repo.path, "main", [SuiteConfig("empty", "python -m pytest -q tests/nothing_here.py")], log_dir=tmp_path
+    )
     assert result.status == "error" and not result.passed
     assert "exited with code 4" in result.reason
 
@@ -132,7 +139,11 @@ def test_test_plan_verification_and_suite_findings(repo: Repo, tmp_path: Path) -
     assert rows["test_does_not_exist"].status == "not-found"
     assert rows["test_mul"].status == "passes" and not rows["test_mul"].changed_by_pr
     plan = {(f.qualname, f.severity) for f in review.findings if f.rule == "test-plan"}
-    assert plan == {("test_mul_again", Severity.P4), ("test_add_broken", Severity.P0), ("test_does_not_exist", Severity.P4)}
+    assert plan == {
+        ("test_mul_again", Severity.P4),
+        ("test_add_broken", Severity.P0),
+        ("test_does_not_exist", Severity.P4),
+    }
     (suite_fail,) = [f for f in review.findings if f.rule == "suite-failure"]
     assert suite_fail.severity is Severity.P0 and "tests/test_calc.py::test_mul_fails" in suite_fail.message
     assert "The calculator is wrong." in suite_fail.why and "test_mul_fails" in suite_fail.details
@@ -142,7 +153,9 @@ def test_test_plan_verification_and_suite_findings(repo: Repo, tmp_path: Path) -
     assert "| `unit` | failed |" in text
 
 
-def test_gpu_suite_that_could_not_run_is_never_counted_as_passed(repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gpu_suite_that_could_not_run_is_never_counted_as_passed(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("REVIEWBOT_GPUS", "0")
     review = run_review(repo.path, "main", "fix-add", suites="gpu", log_dir=tmp_path)
     (result,) = review.suite_results
