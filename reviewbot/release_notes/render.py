@@ -59,6 +59,7 @@ def to_data(notes: ReleaseNotes) -> dict[str, Any]:
             "cache_key_changed": u.changed,
             "static_closure_changed": u.static_changed,
             "verified": u.verified,
+            "introduced": u.introduced,
             "factors_changed": list(u.factors),
             "cases": [{"name": c.name, "old_key": c.old_key, "new_key": c.new_key} for c in u.cases],
             "changed_by": [

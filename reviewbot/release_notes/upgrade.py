@@ -39,6 +39,7 @@ class KeyDiff:
     factors: tuple[str, ...]
     cases: tuple[CaseKeys, ...]
     detail: str = ""
+    introduced: bool = False  # the key roots exist at head only: there was no earlier key or cache
 
 
 Detector = Callable[[str, str], KeyDiff]
@@ -61,6 +62,7 @@ class UpgradeNotes:
     cases: tuple[CaseKeys, ...]
     culprits: tuple[Culprit, ...]
     detail: str
+    introduced: bool = False
 
 
 def _progress(message: str) -> None:
@@ -94,6 +96,8 @@ def upgrade_notes(
     if not overall.confirmed:
         if overall.static_changed:
             logger.warning("cache key not confirmed as changed, no upgrade warning: %s", overall.detail)
-        return UpgradeNotes(False, overall.static_changed, overall.verified, (), overall.cases, (), overall.detail)
+        return UpgradeNotes(
+            False, overall.static_changed, overall.verified, (), overall.cases, (), overall.detail, overall.introduced
+        )
     culprits = attribute(changes, detect, invalidates_label, labels_known)
     return UpgradeNotes(True, True, True, overall.factors, overall.cases, tuple(culprits), overall.detail)

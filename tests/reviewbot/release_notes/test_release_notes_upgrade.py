@@ -165,11 +165,12 @@ def test_github_label_or_per_commit_detection_names_the_pr(toy, capsys, monkeypa
     assert all(c["old_key"] != c["new_key"] for c in upgrade["cases"])
 
 
-def test_key_roots_missing_at_both_revisions_is_not_called_unchanged(toy, capsys):
-    config = read(toy, ".reviewbot.yml").replace(
-        "[toyc.cache_key.cache_key_factors, toyc.config", "[toyk.key, toyk.config"
-    )
-    toy.commit("Point the key roots at a package that does not exist yet", {".reviewbot.yml": config})
+def test_key_roots_missing_at_both_revisions_is_not_called_unchanged(tmp_path, capsys):
+    toy = GitRepo(tmp_path / "toy")
+    config = FILES[".reviewbot.yml"].replace("[toyc.cache_key.cache_key_factors, toyc.config", "[toyk.key, toyk.config")
+    toy.commit("Toy compiler, key roots misnamed", {**FILES, ".reviewbot.yml": config})
+    toy.tag("v1.0")
+    toy.squash_pr(95, "feat: x", {"toyc/util.py": "X = 1\n"})
     toy.tag("v1.1")
 
     notes(toy)
@@ -180,3 +181,37 @@ def test_key_roots_missing_at_both_revisions_is_not_called_unchanged(toy, capsys
         "caches as possibly stale until this is settled."
     )
     assert lines == [expected]
+
+
+def test_key_introduced_in_the_range_needs_no_rebake(tmp_path, capsys):
+    toy = GitRepo(tmp_path / "toy")
+    toy.commit("Empty project", {"README.md": "toy\n"})
+    toy.tag("v1.0")
+    toy.squash_pr(96, "[Feat] toy compiler with a cache", FILES)
+    toy.tag("v1.1")
+
+    notes(toy)
+    out = capsys.readouterr().out
+    assert WARNING not in out
+    expected = (
+        "Cache key introduced between `v1.0` and `v1.1`: no compiled cache from an earlier version exists, so there "
+        "is nothing to rebake."
+    )
+    assert [line for line in out.splitlines() if line.startswith("Cache key")] == [expected]
+
+
+def test_key_module_moved_with_its_config_compares_each_revision_with_its_own_roots(toy, capsys):
+    source = read(toy, "toyc/cache_key.py")
+    config = read(toy, ".reviewbot.yml").replace("toyc.cache_key", "toyc.keys")
+    toy.git("mv", "toyc/cache_key.py", "toyc/keys.py")
+    toy.squash_pr(97, "[Refactor] move the key module", {"toyc/keys.py": source, ".reviewbot.yml": config})
+    toy.tag("v1.1")
+
+    notes(toy, "--format", "json")
+    captured = capsys.readouterr()
+    upgrade = json.loads(captured.out)["upgrade"]
+    # v1.0 is probed with `python -m toyc.cache_key`, v1.1 with `python -m toyc.keys`: same keys.
+    assert (upgrade["cache_key_changed"], upgrade["verified"]) == (False, True)
+    assert upgrade["detail"] == "the key's code changed, but the probe computes the same key for every reference case"
+    assert [c["name"] for c in upgrade["cases"]] == ["default", "fast"]
+    assert all(c["old_key"] == c["new_key"] for c in upgrade["cases"])
