@@ -26,15 +26,15 @@ def replies(github, project, number):
 def test_help_unknown_edited_own_and_plain_issue_comments(service, github, project):
     project.open_pull(1, good_core())
     help_response = service.comment_event(project.full_name, 1, "Thanks!\n/help", "alice")
-    assert help_response.json()["outcome"] == "queued"
+    assert service.outcome(help_response) == "queued"
     unknown = service.comment_event(project.full_name, 1, "/frobnicate now", "alice")
-    assert unknown.json()["outcome"] == "queued"
+    assert service.outcome(unknown) == "queued"
     edited = service.comment_event(project.full_name, 1, "/help", "alice", action="edited")
-    assert edited.json()["outcome"] == "ignored-edited"
+    assert service.outcome(edited) == "ignored-edited"
     quoted = service.comment_event(project.full_name, 1, "```\n/rerun-gpu\n```\n> /review", "alice")
-    assert quoted.json()["outcome"] == "ignored-no-command"
+    assert service.outcome(quoted) == "ignored-no-command"
     plain = service.deliver("issue_comment", load_payload("issue_comment", "created.payload", github.origin))
-    assert plain.json()["outcome"] == "ignored-not-pr"
+    assert service.outcome(plain) == "ignored-not-pr"
     own = service.comment_event(project.full_name, 1, "/help", BOT, author_type="Bot")
     assert own.status_code == 202
     service.wait_jobs_settled(project.full_name, 1)
