@@ -14,7 +14,8 @@ FULL_NAME = "magi/compiler"
 
 @pytest.fixture
 def github(monkeypatch):
-    with FakeGitHub(extra_route_modules=[RELEASES]) as gh:
+    # Served under /api/v3, as GitHub Enterprise serves its API: GITHUB_API_URL carries the prefix.
+    with FakeGitHub(extra_route_modules=[RELEASES], path_prefix="/api/v3") as gh:
         gh.state.add_repo(FULL_NAME)
         monkeypatch.setenv("GITHUB_API_URL", gh.base_url)
         monkeypatch.setenv("GITHUB_TOKEN", "test-token")
