@@ -17,12 +17,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from reviewbot.service import events, metrics
+from reviewbot.service import events, gpu_dispatch, metrics
 from reviewbot.service.db import Delivery, Job, make_sessionmaker
 from reviewbot.service.settings import Settings
 
@@ -65,6 +66,7 @@ def create_app(
         raise ValueError(
             "webhook_secret (or webhook_secret_file) is required: deliveries cannot be verified without it"
         )
+    gpu_dispatch.load_plugins()
     sessions = sessions or make_sessionmaker(settings.database_url)
     engine = sessions.kw["bind"]
     run_worker = settings.embedded_worker if embedded_worker is None else embedded_worker
@@ -106,7 +108,7 @@ def create_app(
             events.validate(event, payload)
         except events.BadPayload as exc:
             return _answer(event, "bad-request", 400, reason=str(exc))
-        return _store(event, delivery_id, payload, body)
+        return await run_in_threadpool(_store, event, delivery_id, payload, body)
 
     insert_delivery = Delivery.__table__.insert()  # built once: SQLAlchemy reuses its compiled form
 

@@ -96,6 +96,13 @@ SETTINGS: tuple[Setting, ...] = (
         "run a worker inside `serve` (one machine); false when separate "
         "`reviewbot worker` processes share the database",
     ),
+    Setting(
+        "worker_threads",
+        1,
+        int,
+        "jobs one worker runs at once; 2 or more keep a long GPU run from holding up reviews (jobs that write "
+        "one PR's summary still run one at a time; local GPU runs take turns on the machine)",
+    ),
     Setting("worker_poll_interval", 0.5, float, "seconds between queue polls when idle"),
     Setting(
         "job_lease_seconds",

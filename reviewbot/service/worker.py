@@ -1,8 +1,8 @@
 """The worker: claims jobs, keeps their lease alive, runs them, and never posts for a stopped job.
 
-A job runs under a lease renewed by a heartbeat thread; the heartbeat also reads the job's
-`stop_reason` (set when a newer head arrives or the PR closes). Handlers call `ctx.checkpoint()`
-before every write to GitHub, so a superseded or cancelled job stops and posts nothing.
+A job runs under a lease renewed by a heartbeat thread. Its `stop_reason` is set when a newer
+head arrives or the PR closes; handlers call `ctx.checkpoint()` (which reads it) before every
+write to GitHub, so a superseded or cancelled job stops and posts nothing.
 A worker killed mid-job leaves the job `running` with a lease that runs out; the next claim
 re-runs it, and the marker-keyed upserts in `posting.py` make that rerun post once.
 
@@ -11,6 +11,7 @@ re-runs it, and the marker-keyed upserts in `posting.py` make that rerun post on
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import socket
@@ -25,11 +26,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import sessionmaker
 
 from reviewbot import logger
+from reviewbot.repo_config import ConfigError
 from reviewbot.service import commands, ingest, jobs, metrics, posting
 from reviewbot.service.checkout import CheckoutError, checkout
 from reviewbot.service.db import Authorisation, Delivery, Job, ReviewRecord, SuiteRun
 from reviewbot.service.github_api import GitHub, GitHubFailed
-from reviewbot.service.gpu_dispatch import GpuOutcome, GpuRequest, make_dispatcher
+from reviewbot.service.gpu_dispatch import GpuOutcome, GpuRequest, load_plugins, make_dispatcher
 from reviewbot.service.review_call import review
 from reviewbot.service.settings import Settings
 
@@ -44,7 +46,6 @@ class JobContext:
         self.job = job
         self.settings = worker.settings
         self.sessions = worker.sessions
-        self.stop_reason = ""
         self._done = threading.Event()
         self._lost = False
         self._heartbeat = threading.Thread(target=self._beat, name=f"lease-{job.id}", daemon=True)
@@ -53,9 +54,7 @@ class JobContext:
         interval = self.settings.job_lease_seconds / 3
         while not self._done.wait(interval):
             try:
-                self.stop_reason = jobs.renew(
-                    self.sessions, self.job.id, self.worker.id, self.settings.job_lease_seconds
-                )
+                jobs.renew(self.sessions, self.job.id, self.worker.id, self.settings.job_lease_seconds)
             except jobs.LeaseLost as exc:
                 logger.error("%s", exc)
                 self._lost = True
@@ -93,9 +92,14 @@ Handler = Callable[[JobContext], str]
 JOB_HANDLERS: dict[str, Handler] = {}
 
 
-def register_job(kind: str) -> Callable[[Handler], Handler]:
+def register_job(kind: str, *, pr_exclusive: bool = False) -> Callable[[Handler], Handler]:
+    """`pr_exclusive`: the kind writes the PR's summary, so it waits while another such job of the
+    PR runs (a job parked as running, such as a deadline, must not be exclusive)."""
+
     def add(handler: Handler) -> Handler:
         JOB_HANDLERS[kind] = handler
+        if pr_exclusive:
+            jobs.PR_EXCLUSIVE_KINDS.add(kind)
         return handler
 
     return add
@@ -106,6 +110,7 @@ class Worker:
     while that job runs) and running jobs one at a time."""
 
     def __init__(self, settings: Settings, sessions: sessionmaker, name: str = "worker") -> None:
+        load_plugins()
         self.settings = settings
         self.sessions = sessions
         self.id = f"{name}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -146,7 +151,7 @@ class Worker:
             except Stopped as exc:
                 state = "superseded" if str(exc) == "superseded" else "cancelled"
                 logger.info("job %d stopped (%s): nothing posted", job.id, exc)
-            except (GitHubFailed, CheckoutError) as exc:
+            except (GitHubFailed, CheckoutError, ConfigError) as exc:
                 state, error = "failed", str(exc)
                 logger.error("job %d failed: %s", job.id, exc)
             except jobs.LeaseLost as exc:
@@ -173,13 +178,16 @@ class Worker:
         thread.start()
 
     def start_thread(self) -> None:
-        """Embedded mode: both loops in background threads."""
+        """Embedded mode: all loops in background threads."""
         self._start(self.ingest_forever, "ingest")
-        self._start(self.run_jobs_forever, "jobs")
+        for index in range(self.settings.worker_threads):
+            self._start(self.run_jobs_forever, f"jobs{index}")
 
     def run_forever(self) -> None:
-        """`reviewbot worker`: ingest in a background thread, jobs in the calling thread."""
+        """`reviewbot worker`: ingest and extra job loops in background threads, one in the calling thread."""
         self._start(self.ingest_forever, "ingest")
+        for index in range(1, self.settings.worker_threads):
+            self._start(self.run_jobs_forever, f"jobs{index}")
         self.run_jobs_forever()
 
     @property
@@ -226,12 +234,19 @@ def _authorised(ctx: JobContext, sha: str) -> bool:
         )
 
 
-def _checkout(ctx: JobContext, gh: GitHub, pull: Any) -> Any:
+def _checkout(ctx: JobContext, gh: GitHub, pull: Any, purpose: str = "review") -> Any:
     job = ctx.job
     clone_url = job.args.get("clone_url") or pull.base.repo.clone_url
     token = gh.token if clone_url.startswith("https://") else None
     return checkout(
-        Path(ctx.settings.work_dir), job.repo, clone_url, job.pr, pull.base.ref, (pull.base.sha, job.head_sha), token
+        Path(ctx.settings.work_dir),
+        job.repo,
+        clone_url,
+        job.pr,
+        pull.base.ref,
+        (pull.base.sha, job.head_sha),
+        token,
+        purpose,
     )
 
 
@@ -291,15 +306,22 @@ def run_review_job(ctx: JobContext) -> str:
     posting.set_status(gh, repo, job.head_sha, posting.STATIC_CONTEXT, "pending", "review running")
     run_pr_code = not job.args.get("fork") or _authorised(ctx, job.head_sha)
     with _checkout(ctx, gh, pull) as path:
-        outcome = review(
-            path,
-            pull.base.sha,
-            job.head_sha,
-            pull.body or "",
-            run_pr_code=run_pr_code,
-            pr_title=pull.title or "",
-            log_dir=Path(ctx.settings.work_dir) / "review-logs" / f"{job.repo.replace('/', '__')}-{job.pr}-{job.id}",
-        )
+        try:
+            outcome = review(
+                path,
+                pull.base.sha,
+                job.head_sha,
+                pull.body or "",
+                run_pr_code=run_pr_code,
+                pr_title=pull.title or "",
+                log_dir=Path(ctx.settings.work_dir)
+                / "review-logs"
+                / f"{job.repo.replace('/', '__')}-{job.pr}-{job.id}",
+            )
+        except ConfigError as exc:
+            ctx.checkpoint()
+            posting.set_status(gh, repo, job.head_sha, posting.STATIC_CONTEXT, "error", f".reviewbot.yml: {exc}")
+            raise
         lines = posting.diff_lines(path, pull.base.sha, job.head_sha)
     ctx.checkpoint()
     record = _record(ctx)
@@ -339,18 +361,22 @@ def run_gpu_job(ctx: JobContext) -> str:
     ctx.checkpoint()
     posting.set_status(gh, repo, job.head_sha, posting.GPU_CONTEXT, "pending", "GPU suites running")
     dispatcher = make_dispatcher(ctx.settings)
-    with _checkout(ctx, gh, pull) as path:
-        outcome = dispatcher.dispatch(
-            GpuRequest(
-                job.repo,
-                job.pr,
-                job.head_sha,
-                pull.base.sha,
-                tuple(job.args.get("suites") or ctx.settings.gpu_suites),
-                path,
-                str(job.id),
-            )
-        )
+    request = GpuRequest(
+        job.repo,
+        job.pr,
+        job.head_sha,
+        pull.base.sha,
+        tuple(job.args.get("suites") or ctx.settings.gpu_suites),
+        Path(),
+        str(job.id),
+    )
+    with _checkout(ctx, gh, pull, "gpu") as path:
+        try:
+            outcome = dispatcher.dispatch(dataclasses.replace(request, checkout=path))
+        except ConfigError as exc:
+            ctx.checkpoint()
+            posting.set_status(gh, repo, job.head_sha, posting.GPU_CONTEXT, "error", f".reviewbot.yml: {exc}")
+            raise
     if outcome is None:
         logger.info("job %d: GPU suites dispatched; the outcome arrives later", job.id)
         return "done"

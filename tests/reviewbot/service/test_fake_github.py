@@ -55,3 +55,36 @@ def test_shared_examples_are_rewritten_to_the_fake_origin(gh):
     event = pull_request_event("opened", gh.state.pulls[("octo/proj", 7)], gh.origin)
     assert event["pull_request"]["url"] == f"{gh.origin}/repos/octo/proj/pulls/7"
     assert "api.github.com" not in str(event)
+
+
+def test_enterprise_style_base_url_prefix():
+    """PyGithub with a GitHub Enterprise base URL (`/api/v3`): the prefix is stripped before routing
+    and the URLs in answers carry it."""
+    with FakeGitHub(path_prefix="/api/v3") as fake:
+        fake.state.add_repo("octo/ghe")
+        fake.state.add_pull("octo/ghe", 1, "c" * 40, "d" * 40)
+        pull = _client(fake).get_repo("octo/ghe").get_pull(1)
+        assert pull.url == f"{fake.origin}/api/v3/repos/octo/ghe/pulls/1"
+        pull.as_issue().create_comment("via the prefix")
+        assert [c["body"] for c in fake.state.comments_on("octo/ghe", 1)] == ["via the prefix"]
+
+
+def test_vendored_payloads_match_the_shared_examples():
+    """The copy in fake_github/payloads/ must stay identical to shared/fixtures/github-webhooks/."""
+    from pathlib import Path
+
+    from tests.reviewbot.fake_github.webhooks import FIXTURES_DIR
+
+    shared = next(
+        (
+            p / "shared" / "fixtures" / "github-webhooks"
+            for p in Path(__file__).resolve().parents
+            if (p / "shared" / "fixtures" / "github-webhooks").is_dir()
+        ),
+        None,
+    )
+    if shared is None:
+        pytest.skip("shared/fixtures/github-webhooks is not checked out here: nothing to compare the copy with")
+    shared_files = {p.relative_to(shared): p.read_bytes() for p in shared.rglob("*") if p.is_file()}
+    copied = {p.relative_to(FIXTURES_DIR): p.read_bytes() for p in FIXTURES_DIR.rglob("*") if p.is_file()}
+    assert copied == shared_files

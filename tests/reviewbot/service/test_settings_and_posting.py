@@ -85,3 +85,11 @@ def dataclass_replace(finding: Finding, **changes) -> Finding:
     import dataclasses
 
     return dataclasses.replace(finding, **changes)
+
+
+def test_serve_refuses_to_start_without_a_webhook_secret(tmp_path):
+    from reviewbot.service.app import create_app
+
+    loaded = settings.load(env={"REVIEWBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"})
+    with pytest.raises(ValueError, match="webhook_secret"):
+        create_app(loaded)
