@@ -14,6 +14,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "reviewbot.review_command",
     "reviewbot.service.serve_command",
     "reviewbot.service.worker_command",
+    "reviewbot.release_notes.command",
 )
 
 

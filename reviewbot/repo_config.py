@@ -14,6 +14,7 @@ Keys (all optional; unknown keys and wrong types raise `ConfigError` naming the 
   JUnit XML path; a pytest command without it gets `--junitxml=PATH` appended; a leading `python`
   or `torchrun` means the reviewing interpreter (`python -m torch.distributed.run` for torchrun).
 - `severity_overrides`: rule id -> severity label (`P0-BLOCKER` ... `P4-PROCESS`, or `P0` ... `P4`).
+- `release_notes`: how `reviewbot release-notes` groups changes (see `reviewbot/release_notes/settings.py`).
 - `config_attribute_names`: names that mark an attribute chain as a configuration flag for the
   silent-gate rule (default: config, cfg, conf, settings, options, opts, flags).
 """
@@ -28,6 +29,7 @@ import yaml
 
 from reviewbot.findings import Severity
 from reviewbot.gitrepo import GitRepo
+from reviewbot.release_notes.settings import ReleaseNotesSettings, parse_release_notes_settings
 
 CONFIG_FILE = ".reviewbot.yml"
 LANGUAGES = ("en", "zh")
@@ -80,6 +82,7 @@ class RepoConfig:
     suites: dict[str, SuiteConfig] = dataclasses.field(default_factory=dict)
     severity_overrides: dict[str, Severity] = dataclasses.field(default_factory=dict)
     config_attribute_names: tuple[str, ...] = DEFAULT_CONFIG_NAMES
+    release_notes: ReleaseNotesSettings = dataclasses.field(default_factory=ReleaseNotesSettings)
 
     def suite(self, name: str) -> SuiteConfig:
         if name not in self.suites:
@@ -112,7 +115,9 @@ def parse_config(text: str) -> RepoConfig:
     if data is None:
         return RepoConfig()
     _expect(data, dict, "<top level>")
-    _check_keys(data, {"language", "cache_key", "suites", "severity_overrides", "config_attribute_names"}, "")
+    _check_keys(
+        data, {"language", "cache_key", "suites", "severity_overrides", "config_attribute_names", "release_notes"}, ""
+    )
     language = _expect(data.get("language", "en"), str, "language")
     if language not in LANGUAGES:
         raise ConfigError(f"language: expected one of {LANGUAGES}, got {language!r}")
@@ -175,6 +180,11 @@ def parse_config(text: str) -> RepoConfig:
         raw = _expect(data["config_attribute_names"], list, "config_attribute_names")
         names = tuple(_expect(n, str, "config_attribute_names[]") for n in raw)
 
+    try:
+        release_notes = parse_release_notes_settings(data.get("release_notes"))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from exc
+
     return RepoConfig(
         language=language,
         key_roots=roots,
@@ -183,6 +193,7 @@ def parse_config(text: str) -> RepoConfig:
         suites=suites,
         severity_overrides=overrides,
         config_attribute_names=names,
+        release_notes=release_notes,
     )
 
 

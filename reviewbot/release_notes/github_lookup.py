@@ -1,0 +1,80 @@
+"""GitHub through PyGithub: PR titles, labels and authors, and the draft release.
+
+The API base URL comes from `GITHUB_API_URL` (GitHub Actions and Enterprise set it; tests point
+it at a local server), the token from `GITHUB_TOKEN`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from github import Auth, Github, UnknownObjectException
+from github.GitRelease import GitRelease
+from github.Repository import Repository
+
+from reviewbot.release_notes.history import Change
+
+logger = logging.getLogger("reviewbot")
+
+DEFAULT_API_URL = "https://api.github.com"
+
+
+def connect(full_name: str) -> Repository:
+    """The repository `OWNER/REPO` (one GET, which also checks the token can see it)."""
+    if full_name.count("/") != 1 or not all(full_name.split("/")):
+        raise ValueError(f"--github: expected OWNER/REPO, got {full_name!r}")
+    token = os.environ.get("GITHUB_TOKEN")
+    client = Github(
+        base_url=os.environ.get("GITHUB_API_URL", DEFAULT_API_URL).rstrip("/"),
+        auth=Auth.Token(token) if token else None,
+    )
+    return client.get_repo(full_name)
+
+
+def enrich(changes: list[Change], repo: Repository) -> list[Change]:
+    """Each change with a PR number gets the PR's title, labels, author and URL from the API.
+
+    A number GitHub does not know as a pull request (an issue reference in a subject, a PR
+    from another fork's history) keeps the git data; that is logged.
+    """
+    enriched = []
+    for change in changes:
+        if change.number is None:
+            enriched.append(change)
+            continue
+        try:
+            pull = repo.get_pull(change.number)
+        except UnknownObjectException:
+            logger.warning("#%d is not a pull request on GitHub; keeping the commit subject", change.number)
+            enriched.append(change)
+            continue
+        labels = tuple(label.name for label in pull.labels)
+        enriched.append(change.with_github(pull.title, pull.user.login, labels, pull.html_url))
+    return enriched
+
+
+def _find_release(repo: Repository, tag: str) -> GitRelease | None:
+    # Listing, not GET /releases/tags/{tag}: drafts are only visible in the list.
+    for release in repo.get_releases():
+        if release.tag_name == tag:
+            return release
+    return None
+
+
+def upsert_draft_release(repo: Repository, tag: str, name: str, body: str, target: str) -> tuple[GitRelease, bool]:
+    """Create the draft release `tag`, or update its name, body and target if the draft exists.
+
+    Returns the release and whether it was created. A prerelease flag set by hand on the draft is
+    kept. A published release with that tag is never touched: that is a ValueError.
+    """
+    existing = _find_release(repo, tag)
+    if existing is None:
+        release = repo.create_git_release(tag, name=name, message=body, draft=True, target_commitish=target)
+        return release, True
+    if not existing.draft:
+        raise ValueError(f"release {tag!r} is already published; refusing to overwrite it")
+    release = existing.update_release(
+        name=name, message=body, draft=True, prerelease=existing.prerelease, target_commitish=target
+    )
+    return release, False
