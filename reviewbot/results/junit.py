@@ -16,7 +16,7 @@ BENCH_PREFIX = "bench."
 _NUMBER_AND_UNIT = re.compile(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(\S.*)?")
 
 
-def test_id(classname: str, name: str) -> str:
+def node_id(classname: str, name: str) -> str:
     """Rebuild pytest's node id from JUnit's dotted classname: ``tests.x.test_a.TestC`` + ``t`` ->
     ``tests/x/test_a.py::TestC::t``. Parts after the first ``test_*`` module part are classes."""
     parts = classname.split(".") if classname else []
@@ -44,7 +44,7 @@ def _bench_properties(element: ET.Element, where: str, test: str | None) -> list
 
 
 def _testcase(case: ET.Element) -> TestResult:
-    tid = test_id(case.get("classname", ""), case.get("name", ""))
+    tid = node_id(case.get("classname", ""), case.get("name", ""))
     duration = float(case.get("time") or 0.0)
     for tag, status in (("failure", "failed"), ("error", "error")):
         node = case.find(tag)
