@@ -10,7 +10,11 @@ import argparse
 import importlib
 import sys
 
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "reviewbot.review_command",
+    "reviewbot.service.serve_command",
+    "reviewbot.service.worker_command",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

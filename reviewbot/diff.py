@@ -1,0 +1,67 @@
+"""The change under review: the three-dot diff `merge-base(base, head)..head`, file by file.
+
+Commits on base that the branch lacks never appear (the diff starts at the merge base). Renames
+are followed (`-M`), so a file's findings at head are compared with its old path at the base.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from unidiff import PatchSet
+
+from reviewbot.gitrepo import GitRepo
+
+
+@dataclasses.dataclass
+class FileChange:
+    """One changed file. `added_lines` are head line numbers the change adds or modifies."""
+
+    path: str
+    old_path: str | None
+    status: str
+    added_lines: set[int]
+    lines_added: int
+    lines_removed: int
+
+    @property
+    def is_python(self) -> bool:
+        return self.path.endswith(".py")
+
+    def touches(self, start: int, end: int) -> bool:
+        return any(start <= line <= end for line in self.added_lines)
+
+
+def diff_files(repo: GitRepo, merge_base: str, head: str) -> list[FileChange]:
+    text = repo.git("diff", "-M", "--no-color", "--unified=0", "--no-ext-diff", merge_base, head)
+    changes: list[FileChange] = []
+    for patched in PatchSet(text):
+        if patched.is_removed_file:
+            status, path, old_path = "removed", _strip(patched.source_file), None
+        elif patched.is_added_file:
+            status, path, old_path = "added", _strip(patched.target_file), None
+        else:
+            path = _strip(patched.target_file) if patched.target_file != "/dev/null" else patched.path
+            source = _strip(patched.source_file)
+            status = "renamed" if patched.is_rename else "modified"
+            old_path = source if patched.is_rename else path
+        if patched.is_rename and not patched.target_file.startswith("b/"):
+            path = patched.path
+        added = {line.target_line_no for hunk in patched for line in hunk if line.is_added and line.target_line_no}
+        changes.append(
+            FileChange(
+                path=path,
+                old_path=old_path,
+                status=status,
+                added_lines=added,
+                lines_added=patched.added,
+                lines_removed=patched.removed,
+            )
+        )
+    return changes
+
+
+def _strip(name: str) -> str:
+    if name.startswith(("a/", "b/")):
+        return name[2:]
+    return name

@@ -1,0 +1,406 @@
+"""The review of one base/head pair: `run_review(...) -> Review`.
+
+Public API (used by `reviewbot review`, the service and the release notes):
+
+    run_review(repo, base, head, *, pr_body=None, pr_title=None, suites="static", config=None,
+               progress=None, log_dir=None) -> Review
+
+- Reviews exactly what the branch proposes to merge: the diff `merge-base(base, head)..head`.
+- `suites`: `none` runs no code of the revision (static rules and the static cache-key closure diff
+  only; safe for untrusted forks); `static` (default) adds the cache-key probe (when the static
+  diff found a change), test-plan verification (when `pr_body` has a test plan) and the configured
+  suites that need no GPU; `all` adds every configured suite (GPU suites report `not-run` where
+  the machine lacks GPUs). Any other value is a comma-separated list of configured suite names.
+- `config`: defaults to `.reviewbot.yml` at `head` (defaults when absent).
+- `progress`: called with one line per stage (the CLI prints them on stderr).
+
+`Review` carries the verdict, the findings (each with severity, rule, path, line range,
+message/why/fix and fingerprint), the change summary, the `KeyChange` (`review.invalidates_cache`
+is True when the probe confirmed a key change: label the PR `cache: invalidates`), suite results,
+the test-plan table and the generated-code signals. `review.to_json()` is the data;
+`reviewbot.render.render_markdown(review, language)` (or `review.to_markdown()`) the text.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from reviewbot import logger
+from reviewbot.diff import FileChange, diff_files
+from reviewbot.findings import Finding, Severity
+from reviewbot.gitrepo import GitRepo
+from reviewbot.keychange import KeyChange, detect_key_change
+from reviewbot.repo_config import RepoConfig, load_config
+from reviewbot.ruff import run_ruff
+from reviewbot.rules import FILE_RULES, FileContext
+from reviewbot.rules import cache_key as cache_key_rule
+from reviewbot.rules import key_docs, suite_results
+from reviewbot.rules.common import QualnameIndex
+from reviewbot.suites import SuiteResult, run_suites
+from reviewbot.testplan import TestPlanRow, verify_test_plan
+
+SUITE_MODES = ("none", "static", "all")
+ProgressFn = Callable[[str], None]
+
+
+def _no_progress(_: str) -> None:
+    """Progress sink that drops messages."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FileStat:
+    path: str
+    old_path: str | None
+    status: str
+    lines_added: int
+    lines_removed: int
+
+
+@dataclasses.dataclass
+class ChangeSummary:
+    title: str
+    body: str
+    branch: str
+    base: str
+    head: str
+    merge_base: str
+    commits: list[tuple[str, str]]
+    areas: list[str]
+    files: list[FileStat]
+
+    @property
+    def lines_added(self) -> int:
+        return sum(f.lines_added for f in self.files)
+
+    @property
+    def lines_removed(self) -> int:
+        return sum(f.lines_removed for f in self.files)
+
+
+@dataclasses.dataclass(frozen=True)
+class Signal:
+    """Deterministic evidence of unreviewed generated code: `kind` with locations."""
+
+    kind: str
+    count: int
+    locations: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    blocking: bool
+    counts: dict[str, int]
+    suites_not_run: int
+
+
+@dataclasses.dataclass
+class Review:
+    summary: ChangeSummary
+    findings: list[Finding]
+    key_change: KeyChange | None
+    suite_results: list[SuiteResult]
+    test_plan: list[TestPlanRow]
+    signals: list[Signal]
+    language: str
+    suites_mode: str
+    timings: dict[str, float]
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def verdict(self) -> Verdict:
+        counts = Counter(f.severity.value for f in self.findings)
+        return Verdict(
+            blocking=counts[Severity.P0.value] > 0,
+            counts={sev.value: counts[sev.value] for sev in Severity},
+            suites_not_run=sum(1 for r in self.suite_results if not r.ran),
+        )
+
+    @property
+    def blocking(self) -> bool:
+        return self.verdict.blocking
+
+    @property
+    def invalidates_cache(self) -> bool:
+        return self.key_change is not None and self.key_change.confirmed
+
+    def to_json(self) -> dict[str, Any]:
+        verdict = self.verdict
+        return {
+            "verdict": {"blocking": verdict.blocking, "counts": verdict.counts, "suites_not_run": verdict.suites_not_run},
+            "summary": {
+                **{k: v for k, v in dataclasses.asdict(self.summary).items() if k != "files"},
+                "files": [dataclasses.asdict(f) for f in self.summary.files],
+                "lines_added": self.summary.lines_added,
+                "lines_removed": self.summary.lines_removed,
+            },
+            "findings": [f.to_json() for f in self.findings],
+            "key_change": self.key_change.to_json() if self.key_change else None,
+            "invalidates_cache": self.invalidates_cache,
+            "suite_results": [r.to_json() for r in self.suite_results],
+            "test_plan": [r.to_json() for r in self.test_plan],
+            "signals": [dataclasses.asdict(s) for s in self.signals],
+            "language": self.language,
+            "suites_mode": self.suites_mode,
+            "timings": self.timings,
+            "notes": self.notes,
+        }
+
+    def to_markdown(self, language: str | None = None) -> str:
+        from reviewbot.render import render_markdown
+
+        return render_markdown(self, language or self.language)
+
+
+def _areas(changes: list[FileChange]) -> list[str]:
+    areas: list[str] = []
+    for change in changes:
+        parts = change.path.split("/")
+        area = "/".join(parts[:2]) if len(parts) > 2 else (parts[0] if len(parts) > 1 else "(root)")
+        if area not in areas:
+            areas.append(area)
+    return areas
+
+
+def _parse(source: str | None) -> ast.Module | None:
+    if source is None:
+        return None
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
+def _keep(finding: Finding, change: FileChange, base_prints: set[str]) -> bool:
+    """Report a head finding when it touches a changed line and starts on one or is new vs base."""
+    if not change.touches(finding.line_start, finding.line_end):
+        return False
+    return finding.line_start in change.added_lines or finding.fingerprint not in base_prints
+
+
+def _boilerplate_guards(tree: ast.Module, change: FileChange) -> list[int]:
+    lines: list[int] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or node.lineno not in change.added_lines:
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "hasattr":
+            lines.append(node.lineno)
+        elif isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) == 3:
+            default = node.args[2]
+            if isinstance(default, ast.Constant) and default.value is None:
+                lines.append(node.lineno)
+    return lines
+
+
+def _signals(findings: list[Finding], guards: list[str]) -> list[Signal]:
+    groups = {
+        "over-broad handlers": {"broad-except", "runtime-error-fallback"},
+        "unused parameters": {"unused-key-param"},
+        "docs that contradict code": {"stale-key-doc"},
+        "silent gates": {"silent-gate"},
+    }
+    out: list[Signal] = []
+    for kind, rules in groups.items():
+        locs = tuple(f.location for f in findings if f.rule in rules)
+        if locs:
+            out.append(Signal(kind, len(locs), locs[:8]))
+    if guards:
+        out.append(Signal("boilerplate guards (hasattr / getattr(..., None))", len(guards), tuple(guards[:8])))
+    return out
+
+
+def _suites_to_run(mode: str, config: RepoConfig) -> list[str]:
+    if mode == "none":
+        return []
+    if mode == "static":
+        return [name for name, s in config.suites.items() if s.gpus == 0]
+    if mode == "all":
+        return list(config.suites)
+    names = [n.strip() for n in mode.split(",") if n.strip()]
+    for name in names:
+        config.suite(name)
+    return names
+
+
+def run_review(
+    repo: Path | str,
+    base: str,
+    head: str,
+    *,
+    pr_body: str | None = None,
+    pr_title: str | None = None,
+    suites: str = "static",
+    config: RepoConfig | None = None,
+    progress: ProgressFn | None = None,
+    log_dir: Path | None = None,
+) -> Review:
+    """Review `merge-base(base, head)..head` of the git repository at `repo` (see module docstring)."""
+    say = progress or _no_progress
+    timings: dict[str, float] = {}
+    t0 = time.monotonic()
+    with GitRepo(repo) as git:
+        head_sha = git.rev_parse(head)
+        merge_base = git.merge_base(base, head_sha)
+        if config is None:
+            config = load_config(git.path, head_sha)
+        suite_names = _suites_to_run(suites, config)
+        changes = diff_files(git, merge_base, head_sha)
+        commits = [
+            tuple(line.split("\x1f", 1))
+            for line in git.git("log", "--format=%h\x1f%s", f"{merge_base}..{head_sha}").splitlines()
+            if line
+        ]
+        branch = git.git("name-rev", "--name-only", "--refs=refs/heads/*", head_sha, check=False).strip() or head
+        summary = ChangeSummary(
+            title=pr_title or (commits[0][1] if len(commits) == 1 else branch.split("~")[0]),
+            body=pr_body or "",
+            branch=branch,
+            base=base,
+            head=head_sha,
+            merge_base=merge_base,
+            commits=[(c[0], c[1] if len(c) > 1 else "") for c in commits],
+            areas=_areas(changes),
+            files=[FileStat(c.path, c.old_path, c.status, c.lines_added, c.lines_removed) for c in changes],
+        )
+        say(f"diff {merge_base[:12]}..{head_sha[:12]}: {len(changes)} file(s), +{summary.lines_added} -{summary.lines_removed}")
+        timings["diff"] = time.monotonic() - t0
+
+        t = time.monotonic()
+        key_change: KeyChange | None = None
+        if config.key_roots:
+            key_change = detect_key_change(
+                git, merge_base, head_sha, config, probe=False if suites == "none" else None, progress=say
+            )
+            say(f"cache key: {key_change.status}")
+        timings["cache_key"] = time.monotonic() - t
+
+        t = time.monotonic()
+        findings, guards = _file_findings(git, merge_base, head_sha, changes, config, key_change, say)
+        if key_change is not None:
+            findings += cache_key_rule.check(key_change)
+            if pr_body:
+                findings += key_docs.check_pr_body(
+                    pr_body, config.vocabulary, key_change.factors_head, key_change.factors_added
+                )
+        timings["static_rules"] = time.monotonic() - t
+
+        test_plan: list[TestPlanRow] = []
+        if pr_body and suites != "none":
+            t = time.monotonic()
+            test_plan = verify_test_plan(git, merge_base, head_sha, pr_body, changes, log_dir=log_dir, progress=say)
+            findings += suite_results.from_test_plan(test_plan)
+            timings["test_plan"] = time.monotonic() - t
+        elif pr_body:
+            logger.info("test plan not verified: --suites none runs no code of the revision")
+
+        results: list[SuiteResult] = []
+        if suite_names:
+            t = time.monotonic()
+            results = run_suites(git.path, head_sha, suite_names, config=config, log_dir=log_dir, progress=say)
+            findings += suite_results.from_suites(results, config)
+            timings["suites"] = time.monotonic() - t
+
+    findings = [
+        f.with_severity(config.severity_overrides[f.rule]) if f.rule in config.severity_overrides else f for f in findings
+    ]
+    findings.sort(key=lambda f: (f.severity.rank, f.path, f.line_start, f.rule))
+    timings["total"] = time.monotonic() - t0
+    say(f"review done in {timings['total']:.2f}s: {len(findings)} finding(s)")
+    return Review(
+        summary=summary,
+        findings=findings,
+        key_change=key_change,
+        suite_results=results,
+        test_plan=test_plan,
+        signals=_signals(findings, guards),
+        language=config.language,
+        suites_mode=suites,
+        timings=timings,
+    )
+
+
+def _file_findings(
+    git: GitRepo,
+    merge_base: str,
+    head: str,
+    changes: list[FileChange],
+    config: RepoConfig,
+    key_change: KeyChange | None,
+    say: ProgressFn,
+) -> tuple[list[Finding], list[str]]:
+    """Per-file rules on head and base versions of the changed Python files, filtered to the change."""
+    versions: dict[str, tuple[FileChange, str | None, str | None]] = {}
+    for change in changes:
+        if not change.is_python or change.status == "removed":
+            continue
+        head_src = git.read(head, change.path)
+        base_src = git.read(merge_base, change.old_path) if change.old_path else None
+        versions[change.path] = (change, head_src, base_src)
+    ruff_input: dict[str, str] = {}
+    for path, (_, head_src, base_src) in versions.items():
+        if head_src is not None:
+            ruff_input[f"head/{path}"] = head_src
+        if base_src is not None:
+            ruff_input[f"base/{path}"] = base_src
+    say(f"static rules: {len(versions)} Python file(s); ruff {','.join(('E722', 'BLE001'))}")
+    ruff_hits = run_ruff(ruff_input)
+
+    kc = key_change
+    findings: list[Finding] = []
+    guards: list[str] = []
+    for path, (change, head_src, base_src) in versions.items():
+        head_tree, base_tree = _parse(head_src), _parse(base_src)
+        if head_tree is None or head_src is None:
+            logger.warning("%s does not parse at head; static rules skipped for it", path)
+            continue
+        base_prints: set[str] = set()
+        if base_tree is not None and base_src is not None:
+            base_ctx = _context(path, "base", base_src, base_tree, config, ruff_hits.get(f"base/{path}", []), kc)
+            base_prints = {f.fingerprint for rule in FILE_RULES for f in rule(base_ctx)}
+        head_ctx = _context(path, "head", head_src, head_tree, config, ruff_hits.get(f"head/{path}", []), kc)
+        for rule in FILE_RULES:
+            for finding in rule(head_ctx):
+                if finding.rule == "stale-key-doc" and not key_docs.is_test_or_helper(path):
+                    if finding.fingerprint not in base_prints:
+                        findings.append(dataclasses.replace(finding, in_diff=change.touches(finding.line_start, finding.line_end)))
+                elif _keep(finding, change, base_prints):
+                    findings.append(finding)
+        guards += [f"{path}:{line}" for line in _boilerplate_guards(head_tree, change)]
+    return findings, guards
+
+
+def _context(
+    path: str,
+    revision: str,
+    source: str,
+    tree: ast.Module,
+    config: RepoConfig,
+    ruff: list,
+    kc: KeyChange | None,
+) -> FileContext:
+    if kc is None:
+        closure, factors, gained = {}, [], []
+    elif revision == "head":
+        closure, factors, gained = kc.head_items, kc.factors_head, kc.factors_added
+    else:
+        closure, factors, gained = kc.base_items, kc.factors_base, []
+    return FileContext(
+        path=path,
+        revision=revision,
+        source=source,
+        tree=tree,
+        lines=source.splitlines(),
+        qualnames=QualnameIndex(tree),
+        config=config,
+        ruff=ruff,
+        key_change=kc,
+        closure=closure,
+        factors=factors,
+        factors_gained=gained,
+    )

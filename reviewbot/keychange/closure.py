@@ -1,0 +1,240 @@
+"""Static closure of the cache-key roots at one revision, read from git blobs (no code runs).
+
+From each configured root (`pkg.mod.func` or `pkg.mod.Class`) the closure follows the module-level
+names a definition references: functions it calls, classes, module constants, and names imported
+from modules of the same repository (relative imports included). Classes are taken whole (fields,
+methods, decorators). Each item's digest is the `ast.dump` of its definition with docstrings
+removed and positions ignored, so comments, docstrings and formatting never count as a change.
+Names from outside the repository (torch, the standard library) end the walk.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+import hashlib
+
+from reviewbot.gitrepo import GitRepo
+
+
+@dataclasses.dataclass(frozen=True)
+class ClosureItem:
+    name: str
+    kind: str  # function | class | constant
+    path: str
+    line: int
+    end_line: int
+    digest: str
+    fields: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass
+class ModuleInfo:
+    name: str
+    path: str
+    tree: ast.Module
+    defs: dict[str, ast.stmt]
+    imports: dict[str, tuple[str, str | None]]  # local name -> (module, attribute or None)
+
+
+def strip_docstrings(node: ast.AST) -> ast.AST:
+    """A copy of `node` without docstrings in it or any nested def/class."""
+    node = copy.deepcopy(node)
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+            body = sub.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                if isinstance(body[0].value.value, str):
+                    sub.body = body[1:] or [ast.Pass()]
+    return node
+
+
+def digest(node: ast.AST) -> str:
+    return hashlib.sha256(ast.dump(strip_docstrings(node), include_attributes=False).encode()).hexdigest()[:16]
+
+
+def class_fields(node: ast.ClassDef) -> tuple[str, ...]:
+    return tuple(
+        stmt.target.id
+        for stmt in node.body
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+        and not (isinstance(stmt.annotation, ast.Name) and stmt.annotation.id == "ClassVar")
+        and not (isinstance(stmt.annotation, ast.Subscript) and "ClassVar" in ast.unparse(stmt.annotation.value))
+    )
+
+
+class ModuleIndex:
+    """Modules of one revision, parsed on demand."""
+
+    def __init__(self, git: GitRepo, rev: str) -> None:
+        self.git = git
+        self.rev = rev
+        self.files = set(git.list_files(rev))
+        self._modules: dict[str, ModuleInfo | None] = {}
+
+    def module_path(self, module: str) -> str | None:
+        base = module.replace(".", "/")
+        for cand in (f"{base}.py", f"{base}/__init__.py"):
+            if cand in self.files:
+                return cand
+        return None
+
+    def module(self, name: str) -> ModuleInfo | None:
+        if name not in self._modules:
+            self._modules[name] = self._load(name)
+        return self._modules[name]
+
+    def _load(self, name: str) -> ModuleInfo | None:
+        path = self.module_path(name)
+        if path is None:
+            return None
+        text = self.git.read(self.rev, path)
+        if text is None:
+            return None
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            return None
+        package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+        defs: dict[str, ast.stmt] = {}
+        imports: dict[str, tuple[str, str | None]] = {}
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defs[stmt.name] = stmt
+            elif isinstance(stmt, ast.Assign):
+                for target in stmt.targets:
+                    if isinstance(target, ast.Name):
+                        defs[target.id] = stmt
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                defs[stmt.target.id] = stmt
+            elif isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if alias.asname:
+                        imports[alias.asname] = (alias.name, None)
+                    else:
+                        top = alias.name.split(".")[0]
+                        imports[top] = (top, None)
+            elif isinstance(stmt, ast.ImportFrom):
+                mod = stmt.module or ""
+                if stmt.level:
+                    parts = package.split(".")
+                    parts = parts[: len(parts) - (stmt.level - 1)] if stmt.level > 1 else parts
+                    mod = ".".join(p for p in [*parts, mod] if p)
+                for alias in stmt.names:
+                    imports[alias.asname or alias.name] = (mod, alias.name)
+        return ModuleInfo(name, path, tree, defs, imports)
+
+    def resolve(self, dotted: str) -> tuple[ModuleInfo, list[str]] | None:
+        """Split `dotted` into the longest module prefix that exists and the attribute path."""
+        parts = dotted.split(".")
+        for i in range(len(parts), 0, -1):
+            mod = self.module(".".join(parts[:i]))
+            if mod is not None:
+                return mod, parts[i:]
+        return None
+
+
+def _referenced_names(node: ast.AST) -> list[list[str]]:
+    """Attribute chains (`a.b.c` -> ['a','b','c']) and bare names read inside `node`."""
+    chains: list[list[str]] = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+            chains.append([sub.id])
+        elif isinstance(sub, ast.Attribute):
+            chain: list[str] = []
+            cur: ast.AST = sub
+            while isinstance(cur, ast.Attribute):
+                chain.append(cur.attr)
+                cur = cur.value
+            if isinstance(cur, ast.Name):
+                chain.append(cur.id)
+                chains.append(list(reversed(chain)))
+    return chains
+
+
+def compute_closure(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> dict[str, ClosureItem]:
+    """Qualified name -> item for everything the roots reach at `rev`. Missing roots are skipped."""
+    index = ModuleIndex(git, rev)
+    items: dict[str, ClosureItem] = {}
+    todo: list[tuple[ModuleInfo, str]] = []
+    for root in roots:
+        found = index.resolve(root)
+        if found is None or not found[1]:
+            continue
+        mod, attrs = found
+        todo.append((mod, attrs[0]))
+    while todo:
+        mod, name = todo.pop()
+        qual = f"{mod.name}.{name}"
+        if qual in items:
+            continue
+        if name not in mod.defs:
+            if name in mod.imports:
+                target = _follow_import(index, mod.imports[name], [])
+                if target is not None:
+                    todo.append(target)
+            continue
+        node = mod.defs[name]
+        if isinstance(node, ast.ClassDef):
+            kind, fields = "class", class_fields(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            kind, fields = "function", ()
+        else:
+            kind, fields = "constant", ()
+        start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        items[qual] = ClosureItem(qual, kind, mod.path, start, node.end_lineno or node.lineno, digest(node), fields)
+        for chain in _referenced_names(node):
+            head = chain[0]
+            if head in mod.defs and head != name:
+                todo.append((mod, head))
+            elif head in mod.imports:
+                target = _follow_import(index, mod.imports[head], chain[1:])
+                if target is not None:
+                    todo.append(target)
+    return items
+
+
+def _follow_import(index: ModuleIndex, imp: tuple[str, str | None], rest: list[str]) -> tuple[ModuleInfo, str] | None:
+    module, attr = imp
+    if attr is not None:
+        sub = index.module(f"{module}.{attr}")
+        if sub is not None:
+            return (sub, rest[0]) if rest else None
+        mod = index.module(module)
+        return (mod, attr) if mod is not None else None
+    # `import a.b` then `a.b.func`: find the longest module along the chain.
+    chain = [module, *rest]
+    for i in range(len(chain), 0, -1):
+        mod = index.module(".".join(chain[:i]))
+        if mod is not None:
+            return (mod, chain[i]) if i < len(chain) else None
+    return None
+
+
+def factor_names(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> list[str]:
+    """Factor names the first function root builds, read statically: string keys of dict literals
+    it returns or assigns, and `x["name"] = ...` assignments. Empty when no function root exists."""
+    index = ModuleIndex(git, rev)
+    for root in roots:
+        found = index.resolve(root)
+        if found is None or len(found[1]) != 1:
+            continue
+        mod, (name,) = found
+        node = mod.defs.get(name)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        names: list[str] = []
+        for sub in ast.walk(node):
+            keys: list[ast.expr | None] = []
+            if isinstance(sub, ast.Dict):
+                keys = list(sub.keys)
+            elif isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Store):
+                keys = [sub.slice]
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "dict":
+                names.extend(kw.arg for kw in sub.keywords if kw.arg)
+            for key in keys:
+                if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value not in names:
+                    names.append(key.value)
+        return names
+    return []

@@ -1,0 +1,197 @@
+"""`.reviewbot.yml`: the reviewed repository's own configuration, loaded and validated.
+
+Keys (all optional; unknown keys and wrong types raise `ConfigError` naming the key):
+
+- `language`: `en` or `zh`, the language of the review text.
+- `cache_key.roots`: dotted names of the functions and config classes whose values make the key
+  (`pkg.mod.func`, `pkg.mod.Class`). Their static closure is diffed between base and head.
+- `cache_key.probe.command`: command printing `{"cases": {NAME: {"factors": {...}, "key": "..."}}}`,
+  run in worktrees of both revisions; a leading `python` means the reviewing interpreter.
+- `cache_key.probe.timeout_s`: time limit for one probe run (default 120).
+- `cache_key.vocabulary`: phrase -> factor name, used to read claims about the key in prose.
+- `suites`: mapping name -> {`command`, `gpus` (default 0), `timeout_s` (default 600),
+  `failure_means` (text shown when the suite fails)}. In `command`, `{junit}` is replaced by the
+  JUnit XML path; a pytest command without it gets `--junitxml=PATH` appended; a leading `python`
+  or `torchrun` means the reviewing interpreter (`python -m torch.distributed.run` for torchrun).
+- `severity_overrides`: rule id -> severity label (`P0-BLOCKER` ... `P4-PROCESS`, or `P0` ... `P4`).
+- `config_attribute_names`: names that mark an attribute chain as a configuration flag for the
+  silent-gate rule (default: config, cfg, conf, settings, options, opts, flags).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from reviewbot.findings import Severity
+from reviewbot.gitrepo import GitRepo
+
+CONFIG_FILE = ".reviewbot.yml"
+LANGUAGES = ("en", "zh")
+
+DEFAULT_VOCABULARY: dict[str, str] = {
+    "compile config": "compile_config",
+    "compile_config": "compile_config",
+    "inductor config": "inductor_config",
+    "inductor_config": "inductor_config",
+    "compiler version": "compiler_version",
+    "torch version": "compiler_version",
+    "traced sources": "traced_sources",
+    "source files": "traced_sources",
+    "placements": "input_placements",
+    "input placements": "input_placements",
+    "graph.code": "graph_code",
+    "graph code": "graph_code",
+    "graph signature": "graph_signature",
+    "dtype": "input_dtypes",
+}
+
+DEFAULT_CONFIG_NAMES = ("config", "cfg", "conf", "settings", "options", "opts", "flags")
+
+
+class ConfigError(ValueError):
+    """`.reviewbot.yml` is malformed; the message names the offending key."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SuiteConfig:
+    name: str
+    command: str
+    gpus: int = 0
+    timeout_s: float = 600.0
+    failure_means: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeConfig:
+    command: str
+    timeout_s: float = 120.0
+
+
+@dataclasses.dataclass(frozen=True)
+class RepoConfig:
+    language: str = "en"
+    key_roots: tuple[str, ...] = ()
+    probe: ProbeConfig | None = None
+    vocabulary: dict[str, str] = dataclasses.field(default_factory=lambda: dict(DEFAULT_VOCABULARY))
+    suites: dict[str, SuiteConfig] = dataclasses.field(default_factory=dict)
+    severity_overrides: dict[str, Severity] = dataclasses.field(default_factory=dict)
+    config_attribute_names: tuple[str, ...] = DEFAULT_CONFIG_NAMES
+
+    def suite(self, name: str) -> SuiteConfig:
+        if name not in self.suites:
+            raise ValueError(f"unknown suite {name!r}; configured: {sorted(self.suites)}")
+        return self.suites[name]
+
+
+def _expect(value: Any, kind: type | tuple[type, ...], key: str) -> Any:
+    if isinstance(value, bool) and kind in (int, float, (int, float)):
+        raise ConfigError(f"{key}: expected a number, got a boolean")
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise ConfigError(f"{key}: expected {names}, got {type(value).__name__}")
+    return value
+
+
+def _check_keys(data: dict[str, Any], allowed: set[str], where: str) -> None:
+    for key in data:
+        if key not in allowed:
+            prefix = f"{where}." if where else ""
+            raise ConfigError(f"{prefix}{key}: unknown key (allowed: {', '.join(sorted(allowed))})")
+
+
+def parse_config(text: str) -> RepoConfig:
+    """Validate YAML text; an empty document gives the defaults."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{CONFIG_FILE}: not valid YAML: {exc}") from exc
+    if data is None:
+        return RepoConfig()
+    _expect(data, dict, "<top level>")
+    _check_keys(data, {"language", "cache_key", "suites", "severity_overrides", "config_attribute_names"}, "")
+    language = _expect(data.get("language", "en"), str, "language")
+    if language not in LANGUAGES:
+        raise ConfigError(f"language: expected one of {LANGUAGES}, got {language!r}")
+
+    roots: tuple[str, ...] = ()
+    probe = None
+    vocabulary = dict(DEFAULT_VOCABULARY)
+    if "cache_key" in data:
+        ck = _expect(data["cache_key"], dict, "cache_key")
+        _check_keys(ck, {"roots", "probe", "vocabulary"}, "cache_key")
+        roots = tuple(_expect(r, str, "cache_key.roots[]") for r in _expect(ck.get("roots", []), list, "cache_key.roots"))
+        if "probe" in ck:
+            pr = _expect(ck["probe"], dict, "cache_key.probe")
+            _check_keys(pr, {"command", "timeout_s"}, "cache_key.probe")
+            if "command" not in pr:
+                raise ConfigError("cache_key.probe.command: required")
+            probe = ProbeConfig(
+                command=_expect(pr["command"], str, "cache_key.probe.command"),
+                timeout_s=float(_expect(pr.get("timeout_s", 120), (int, float), "cache_key.probe.timeout_s")),
+            )
+        if "vocabulary" in ck:
+            voc = _expect(ck["vocabulary"], dict, "cache_key.vocabulary")
+            vocabulary = {}
+            for phrase, factor in voc.items():
+                _expect(phrase, str, "cache_key.vocabulary key")
+                vocabulary[phrase.lower()] = _expect(factor, str, f"cache_key.vocabulary.{phrase}")
+
+    suites: dict[str, SuiteConfig] = {}
+    for name, spec in _expect(data.get("suites", {}), dict, "suites").items():
+        where = f"suites.{name}"
+        _expect(spec, dict, where)
+        _check_keys(spec, {"command", "gpus", "timeout_s", "failure_means"}, where)
+        if "command" not in spec:
+            raise ConfigError(f"{where}.command: required")
+        gpus = _expect(spec.get("gpus", 0), int, f"{where}.gpus")
+        if gpus < 0:
+            raise ConfigError(f"{where}.gpus: must be >= 0")
+        timeout = float(_expect(spec.get("timeout_s", 600), (int, float), f"{where}.timeout_s"))
+        if timeout <= 0:
+            raise ConfigError(f"{where}.timeout_s: must be > 0")
+        suites[str(name)] = SuiteConfig(
+            name=str(name),
+            command=_expect(spec["command"], str, f"{where}.command"),
+            gpus=gpus,
+            timeout_s=timeout,
+            failure_means=_expect(spec.get("failure_means", ""), str, f"{where}.failure_means"),
+        )
+
+    overrides: dict[str, Severity] = {}
+    for rule, label in _expect(data.get("severity_overrides", {}), dict, "severity_overrides").items():
+        try:
+            overrides[str(rule)] = Severity.parse(_expect(label, str, f"severity_overrides.{rule}"))
+        except ValueError as exc:
+            raise ConfigError(f"severity_overrides.{rule}: {exc}") from exc
+
+    names = DEFAULT_CONFIG_NAMES
+    if "config_attribute_names" in data:
+        raw = _expect(data["config_attribute_names"], list, "config_attribute_names")
+        names = tuple(_expect(n, str, "config_attribute_names[]") for n in raw)
+
+    return RepoConfig(
+        language=language,
+        key_roots=roots,
+        probe=probe,
+        vocabulary=vocabulary,
+        suites=suites,
+        severity_overrides=overrides,
+        config_attribute_names=names,
+    )
+
+
+def load_config(repo: Path | str, revision: str | None = None) -> RepoConfig:
+    """Read `.reviewbot.yml` from the working tree (revision None) or from a git revision.
+
+    A missing file gives the defaults.
+    """
+    if revision is None:
+        path = Path(repo) / CONFIG_FILE
+        return parse_config(path.read_text()) if path.is_file() else RepoConfig()
+    with GitRepo(repo) as git:
+        text = git.read(revision, CONFIG_FILE)
+    return parse_config(text) if text is not None else RepoConfig()

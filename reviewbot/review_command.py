@@ -1,0 +1,129 @@
+"""`reviewbot review`: review what a branch proposes to merge, print it, save it, exit 1 on a P0.
+
+With no arguments it reviews `main..HEAD` (three-dot: from the merge base) of the repository
+around the current directory. When HEAD is the base itself (nothing to merge, e.g. right after
+cloning main) it says so on stderr and reviews the last commit, `HEAD~1..HEAD`, instead; a
+repository with a single commit has nothing to review and exits 0 with that message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from reviewbot.engine import SUITE_MODES, run_review
+from reviewbot.gitrepo import GitError, GitRepo
+from reviewbot.render import render_markdown
+from reviewbot.repo_config import LANGUAGES, ConfigError, load_config
+
+REVIEWS_DIR = Path(".reviewbot") / "reviews"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "review",
+        help="review a branch against its base (static rules, cache-key change, suites)",
+        description="Review exactly what HEAD (or --head) proposes to merge into --base: the diff from "
+        "merge-base(base, head) to head. Prints the review, saves it under .reviewbot/reviews/, and exits 1 "
+        "when a P0-BLOCKER stands (0 otherwise), so it works as a pre-push hook. When head equals the base "
+        "(nothing to merge, e.g. on main right after install) it says so and reviews the last commit "
+        "(HEAD~1..HEAD) instead. Progress lines go to stderr.",
+    )
+    parser.add_argument("--repo", type=Path, default=Path("."), help="repository to review (default: current directory)")
+    parser.add_argument("--base", default=None, help="base branch (default: main, else master, else origin/main)")
+    parser.add_argument("--head", default="HEAD", help="revision to review (default: HEAD)")
+    parser.add_argument("--pr-body", type=Path, default=None, help="file with the PR description (its test plan is verified)")
+    parser.add_argument("--pr-title", default=None, help="PR title shown in the summary")
+    parser.add_argument(
+        "--suites",
+        default="static",
+        help="none: run no code of the revision; static (default): key probe, test plan and CPU suites; "
+        "all: every configured suite; or a comma-separated list of suite names",
+    )
+    parser.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    parser.add_argument("--lang", choices=LANGUAGES, default=None, help="review language (default: .reviewbot.yml)")
+    parser.add_argument("--out", type=Path, default=None, help="also write the review to this file")
+    parser.set_defaults(func=run)
+
+
+def _progress(line: str) -> None:
+    print(f"reviewbot: {line}", file=sys.stderr, flush=True)
+
+
+def _default_base(git: GitRepo) -> str:
+    for cand in ("main", "master", "origin/main", "origin/master"):
+        if git.has_revision(cand):
+            return cand
+    raise ValueError("no base branch found (main, master, origin/main); pass --base")
+
+
+def _save(repo: Path, branch: str, sha: str, text: str, suffix: str) -> Path:
+    directory = repo / REVIEWS_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    ignore = repo / ".reviewbot" / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", branch).strip("-") or "detached"
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for attempt in range(1000):
+        extra = f"-{attempt}" if attempt else ""
+        path = directory / f"branch-{safe}-{sha[:12]}-{stamp}{extra}{suffix}"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        return path
+    raise FileExistsError(f"could not find a free review file name in {directory}")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.suites not in SUITE_MODES and not re.fullmatch(r"[\w.-]+(,[\w.-]+)*", args.suites):
+        raise SystemExit(f"reviewbot review: --suites must be one of {SUITE_MODES} or suite names")
+    with GitRepo(args.repo) as git:
+        try:
+            head = git.rev_parse(args.head)
+        except GitError:
+            print(f"reviewbot review: {args.repo} is not a git repository or {args.head!r} is not a revision", file=sys.stderr)
+            return 2
+        base = args.base or _default_base(git)
+        branch = git.current_branch() if args.head == "HEAD" else args.head
+        notes: list[str] = []
+        if git.merge_base(base, head) == head:
+            if not git.has_revision(f"{head}~1"):
+                print(f"reviewbot review: {args.head} is the base ({base}) and has no parent; nothing to review",
+                      file=sys.stderr)
+                return 0
+            note = (f"{args.head} is already contained in {base}: nothing is proposed to merge. "
+                    f"Reviewing the last commit ({args.head}~1..{args.head}) instead.")
+            _progress(note)
+            notes.append(note)
+            base = f"{head}~1"
+        root = git.path
+    try:
+        config = load_config(root, head)
+    except ConfigError as exc:
+        print(f"reviewbot review: .reviewbot.yml: {exc}", file=sys.stderr)
+        return 2
+    pr_body = args.pr_body.read_text() if args.pr_body else None
+    review = run_review(root, base, head, pr_body=pr_body, pr_title=args.pr_title, suites=args.suites,
+                        config=config, progress=_progress)
+    review.notes.extend(notes)
+    if args.format == "json":
+        text = json.dumps(review.to_json(), indent=2, ensure_ascii=False) + "\n"
+        suffix = ".json"
+    else:
+        text = render_markdown(review, args.lang or review.language)
+        suffix = ".md"
+    sys.stdout.write(text)
+    saved = _save(root, branch, head, text, suffix)
+    _progress(f"saved {saved}")
+    if args.out:
+        args.out.write_text(text)
+    return 1 if review.blocking else 0

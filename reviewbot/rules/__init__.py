@@ -1,0 +1,22 @@
+"""Static rules, one module each, and what they share.
+
+Per-file rules (`FILE_RULES`) are functions `check(ctx: FileContext) -> list[Finding]` run on both
+the head and the merge-base version of every changed Python file (the base version under its head
+path, so renames keep fingerprints). The engine keeps a head finding when its line range touches a
+line the change adds or modifies, and its first line was changed or its fingerprint is new
+compared with the base: a function-wide finding is reported only when the function was touched
+and the problem is new. Change-wide rules (`cache_key`, `key_docs.check_pr_body`,
+`suite_results`) are called by the engine with the whole context.
+
+Rule ids: `broad-except`, `runtime-error-fallback`, `wide-try` (broad_except.py);
+`cache-key-change`, `key-ignores-field` (cache_key.py); `stale-key-doc`, `unused-key-param`
+(key_docs.py); `silent-gate` (silent_gate.py); `suite-failure`, `suite-not-run`, `test-plan`
+(suite_results.py).
+"""
+
+from reviewbot.rules import broad_except, key_docs, silent_gate
+from reviewbot.rules.common import FileContext, FileRule
+
+FILE_RULES: tuple[FileRule, ...] = (broad_except.check, silent_gate.check, key_docs.check_file)
+
+__all__ = ["FILE_RULES", "FileContext", "FileRule"]

@@ -1,0 +1,92 @@
+"""What the rules share: the per-file context, qualified names, logging detection."""
+
+
+from __future__ import annotations
+
+import ast
+import bisect
+import dataclasses
+from collections.abc import Callable
+
+from reviewbot.findings import Finding
+from reviewbot.keychange import KeyChange
+from reviewbot.keychange.closure import ClosureItem
+from reviewbot.repo_config import RepoConfig
+
+
+@dataclasses.dataclass
+class RuffHit:
+    code: str
+    line: int
+    end_line: int
+    message: str
+
+
+class QualnameIndex:
+    """Innermost enclosing `Class.method` / `func.<locals>` name for a line."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        spans: list[tuple[int, int, str]] = []
+
+        def visit(node: ast.AST, prefix: str) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    name = f"{prefix}{child.name}"
+                    spans.append((child.lineno, child.end_lineno or child.lineno, name))
+                    visit(child, name + ".")
+                else:
+                    visit(child, prefix)
+
+        visit(tree, "")
+        self._spans = sorted(spans)
+        self._starts = [s[0] for s in self._spans]
+
+    def at(self, line: int) -> str:
+        best = ""
+        best_len = None
+        for start, end, name in self._spans[: bisect.bisect_right(self._starts, line)]:
+            if start <= line <= end and (best_len is None or end - start <= best_len):
+                best, best_len = name, end - start
+        return best
+
+
+@dataclasses.dataclass
+class FileContext:
+    """One version (head or base) of one changed Python file, as the rules see it."""
+
+    path: str
+    revision: str  # "head" | "base"
+    source: str
+    tree: ast.Module
+    lines: list[str]
+    qualnames: QualnameIndex
+    config: RepoConfig
+    ruff: list[RuffHit]
+    key_change: KeyChange | None
+    closure: dict[str, ClosureItem]
+    factors: list[str]
+    factors_gained: list[str]
+
+    def qualname(self, line: int) -> str:
+        return self.qualnames.at(line)
+
+
+LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
+
+
+def is_logging_call(node: ast.AST) -> bool:
+    """`logger.info(...)`, `logging.warning(...)`, `log.debug(...)`, `warnings.warn(...)`, `print(...)`."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in LOG_METHODS:
+        return True
+    return isinstance(func, ast.Name) and func.id in ("print", "warn")
+
+
+def contains_logging(nodes: list[ast.stmt]) -> bool:
+    return any(is_logging_call(sub) for node in nodes for sub in ast.walk(node))
+
+
+FileRule = Callable[[FileContext], list[Finding]]
+

@@ -1,0 +1,145 @@
+"""The webhook endpoint (FastAPI): verify, persist, enqueue, answer.
+
+Order of checks: body size (413), signature over the raw bytes (401, nothing stored), JSON and
+the fields the event needs (400 with the reason), redelivery (200, not processed again). A
+delivery is stored together with the jobs it causes in one transaction before the 2xx answer,
+so nothing acknowledged is lost if the process dies right after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import sessionmaker
+
+from reviewbot import logger
+from reviewbot.service import events, metrics
+from reviewbot.service.db import Delivery, Job, make_sessionmaker
+from reviewbot.service.settings import Settings
+
+
+def signature_ok(secret: str, body: bytes, header: str | None) -> bool:
+    if not header or not header.startswith("sha256="):
+        return False
+    expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected.encode(), header.encode())
+
+
+def _answer(event: str, outcome: str, status: int, **body: Any) -> JSONResponse:
+    metrics.inc("reviewbot_webhook_deliveries_total", event=event or "none", outcome=outcome)
+    return JSONResponse({"outcome": outcome, **body}, status_code=status)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _TooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def create_app(
+    settings: Settings, sessions: sessionmaker | None = None, *, embedded_worker: bool | None = None
+) -> FastAPI:
+    secret = settings.secret("webhook_secret")
+    if not secret:
+        raise ValueError(
+            "webhook_secret (or webhook_secret_file) is required: deliveries cannot be verified without it"
+        )
+    sessions = sessions or make_sessionmaker(settings.database_url)
+    run_worker = settings.embedded_worker if embedded_worker is None else embedded_worker
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        worker = None
+        if run_worker:
+            from reviewbot.service.worker import Worker
+
+            worker = Worker(settings, sessions, name="embedded")
+            worker.start_thread()
+        yield
+        if worker is not None:
+            worker.stop()
+
+    app = FastAPI(title="reviewbot", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.post("/webhook")
+    async def webhook(request: Request) -> JSONResponse:
+        event = request.headers.get("x-github-event", "")
+        try:
+            body = await _read_body(request, settings.max_body_bytes)
+        except _TooLarge:
+            return _answer(event, "too-large", 413, reason=f"body over {settings.max_body_bytes} bytes")
+        if not signature_ok(secret, body, request.headers.get("x-hub-signature-256")):
+            return _answer(event, "bad-signature", 401, reason="missing or wrong X-Hub-Signature-256")
+        delivery_id = request.headers.get("x-github-delivery", "")
+        if not event or not delivery_id:
+            return _answer(event, "bad-request", 400, reason="missing X-GitHub-Event or X-GitHub-Delivery header")
+        try:
+            payload = json.loads(body)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return _answer(event, "bad-request", 400, reason=f"malformed JSON: {exc}")
+        if not isinstance(payload, dict):
+            return _answer(event, "bad-request", 400, reason="payload is not a JSON object")
+        try:
+            events.validate(event, payload)
+        except events.BadPayload as exc:
+            return _answer(event, "bad-request", 400, reason=str(exc))
+        return _store(event, delivery_id, payload)
+
+    def _store(event: str, delivery_id: str, payload: dict[str, Any]) -> JSONResponse:
+        handler = events.EVENT_HANDLERS.get(event)
+        try:
+            with sessions.begin() as session:
+                if session.get(Delivery, delivery_id) is not None:
+                    return _answer(event, "duplicate", 200, delivery=delivery_id)
+                repo = (payload.get("repository") or {}).get("full_name", "")
+                delivery = Delivery(
+                    id=delivery_id, event=event, action=str(payload.get("action", "")), repo=repo, payload=payload
+                )
+                session.add(delivery)
+                session.flush()
+                if event == "ping":
+                    delivery.outcome = "pong"
+                elif handler is None:
+                    delivery.outcome = "ignored-event"
+                else:
+                    delivery.outcome = handler(session, delivery_id, payload, settings)
+                outcome = delivery.outcome
+        except IntegrityError:
+            return _answer(event, "duplicate", 200, delivery=delivery_id)
+        logger.info("delivery %s %s/%s: %s", delivery_id, event, payload.get("action", ""), outcome)
+        status = 200 if event == "ping" else 202
+        return _answer(event, outcome, status, delivery=delivery_id)
+
+    @app.get("/healthz")
+    def healthz() -> JSONResponse:
+        with sessions() as session:
+            session.execute(text("SELECT 1"))
+            pending = session.scalar(select(func.count()).select_from(Job).where(Job.state.in_(("pending", "running"))))
+        return JSONResponse({"ok": True, "active_jobs": pending, "embedded_worker": run_worker})
+
+    @app.get("/metrics")
+    def prometheus() -> PlainTextResponse:
+        return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
+
+    return app

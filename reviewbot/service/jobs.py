@@ -1,0 +1,116 @@
+"""The job queue, kept in the service database.
+
+Why not huey: a newer push must stop a job that is already *running* (it must post nothing),
+a closed PR cancels, and a job whose worker was killed must be picked up again exactly where
+the lease says. huey's storage knows nothing of which PR a task belongs to, revoking a running
+task is advisory, and a second store (huey's SQLite or Redis) beside the database would let
+"delivery persisted" and "job enqueued" disagree after a crash. One table, written in the same
+transaction as the delivery, keeps those guarantees; several workers (other processes or hosts,
+on PostgreSQL) share it through the conditional UPDATE in `claim`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from reviewbot.service.db import Job
+
+ACTIVE = ("pending", "running")
+PR_WORK_KINDS = ("review", "gpu")
+
+
+class LeaseLost(RuntimeError):
+    """Another worker holds the job now (this one's lease expired)."""
+
+
+def enqueue(
+    session: Session,
+    kind: str,
+    repo: str,
+    pr: int,
+    head_sha: str = "",
+    *,
+    args: dict[str, Any] | None = None,
+    delivery_id: str | None = None,
+) -> Job | None:
+    """Add a pending job unless an identical one (kind, PR, head, args) is already pending."""
+    args = args or {}
+    for existing in session.scalars(
+        select(Job).where(
+            Job.kind == kind, Job.repo == repo, Job.pr == pr, Job.head_sha == head_sha, Job.state == "pending"
+        )
+    ):
+        if existing.args == args:
+            return None
+    job = Job(kind=kind, repo=repo, pr=pr, head_sha=head_sha, args=args, delivery_id=delivery_id, state="pending")
+    session.add(job)
+    return job
+
+
+def stop_pr_jobs(session: Session, repo: str, pr: int, reason: str, *, keep_head: str | None = None) -> int:
+    """Stop the PR's review and GPU jobs (those of `keep_head` excepted): pending ones at once,
+    running ones through `stop_reason`, which their worker reads at its next checkpoint."""
+    final = "superseded" if reason == "superseded" else "cancelled"
+    base = [Job.repo == repo, Job.pr == pr, Job.kind.in_(PR_WORK_KINDS)]
+    if keep_head is not None:
+        base.append(Job.head_sha != keep_head)
+    pending = session.execute(
+        update(Job)
+        .where(*base, Job.state == "pending")
+        .values(state=final, stop_reason=reason, finished_at=time.time())
+    )
+    running = session.execute(update(Job).where(*base, Job.state == "running").values(stop_reason=reason))
+    return pending.rowcount + running.rowcount
+
+
+def claim(sessions: sessionmaker, worker_id: str, lease_s: float, max_attempts: int) -> Job | None:
+    """Take the oldest pending job, or a running one whose lease expired (its worker died)."""
+    now = time.time()
+    claimable = or_(Job.state == "pending", (Job.state == "running") & (Job.lease_until < now))
+    with sessions.begin() as session:
+        for job in session.scalars(select(Job).where(claimable).order_by(Job.id).limit(5)):
+            if job.attempts >= max_attempts:
+                job.state, job.finished_at = "failed", now
+                job.error = (job.error + f"\ngave up after {job.attempts} attempts").strip()
+                continue
+            claimed = session.execute(
+                update(Job)
+                .where(Job.id == job.id, claimable)
+                .values(
+                    state="running",
+                    worker_id=worker_id,
+                    lease_until=now + lease_s,
+                    attempts=Job.attempts + 1,
+                    started_at=now,
+                )
+            )
+            if claimed.rowcount == 1:
+                session.flush()
+                session.refresh(job)
+                session.expunge(job)
+                return job
+    return None
+
+
+def renew(sessions: sessionmaker, job_id: int, worker_id: str, lease_s: float) -> str:
+    """Extend the lease; returns the job's stop reason ('' while it should go on)."""
+    with sessions.begin() as session:
+        job = session.get(Job, job_id)
+        assert job is not None, job_id
+        if job.worker_id != worker_id or job.state != "running":
+            raise LeaseLost(f"job {job_id} is now {job.state} under {job.worker_id!r}")
+        job.lease_until = time.time() + lease_s
+        return job.stop_reason
+
+
+def finish(sessions: sessionmaker, job_id: int, worker_id: str, state: str, error: str = "") -> None:
+    with sessions.begin() as session:
+        job = session.get(Job, job_id)
+        assert job is not None, job_id
+        if job.worker_id != worker_id:
+            raise LeaseLost(f"job {job_id} was taken over by {job.worker_id!r}")
+        job.state, job.error, job.finished_at, job.lease_until = state, error, time.time(), 0.0

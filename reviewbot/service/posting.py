@@ -1,0 +1,212 @@
+"""What the bot writes on a PR: the summary comment, inline review comments, statuses/check runs.
+
+Every write is an upsert keyed by a hidden marker, so a retried or restarted job finds what an
+earlier attempt already wrote instead of writing it twice:
+- the summary comment carries `SUMMARY_MARKER` and is edited in place; identical content is not sent;
+- each inline comment carries its finding's fingerprint; fingerprints already on the PR are skipped;
+- a status (or check run, as an App) is only created when the latest one of its context differs.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from unidiff import PatchSet
+
+from reviewbot import logger
+from reviewbot.service.github_api import GitHub
+
+SUMMARY_MARKER = "<!-- reviewbot:summary -->"
+_FP_MARKER = "<!-- reviewbot:fp:{} -->"
+_FP_RE = re.compile(r"<!-- reviewbot:fp:([0-9a-f]+) -->")
+STATIC_CONTEXT = "reviewbot/static"
+GPU_CONTEXT = "reviewbot/gpu-regression"
+
+
+class FindingLike(Protocol):
+    rule: str
+    path: str
+    line_start: int
+    line_end: int
+    message: str
+    why: str
+    fix: str
+    in_diff: bool
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    @property
+    def severity(self) -> Any: ...
+
+
+def diff_lines(repo: Path, base: str, head: str) -> dict[str, set[int]]:
+    """Right-side line numbers GitHub accepts review comments on: added and context lines of the
+    PR's diff (merge base to head, three lines of context, as GitHub shows it)."""
+    out = subprocess.run(
+        ["git", "-C", str(repo), "diff", "--no-color", "--no-ext-diff", "-U3", f"{base}...{head}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    lines: dict[str, set[int]] = {}
+    for patched in PatchSet(out):
+        if patched.is_removed_file:
+            continue
+        target = lines.setdefault(patched.path, set())
+        for hunk in patched:
+            target.update(line.target_line_no for line in hunk if line.target_line_no is not None)
+    return lines
+
+
+def _severity_label(finding: FindingLike) -> str:
+    return getattr(finding.severity, "value", str(finding.severity))
+
+
+def _anchor(finding: FindingLike, lines: dict[str, set[int]]) -> int | None:
+    available = lines.get(finding.path, set())
+    for line in range(max(finding.line_end, finding.line_start), finding.line_start - 1, -1):
+        if line in available:
+            return line
+    return None
+
+
+def split_findings(
+    findings: Iterable[FindingLike], lines: dict[str, set[int]], posted: set[str], limit: int
+) -> tuple[list[tuple[FindingLike, int]], int, list[FindingLike]]:
+    """(new inline comments with their line, count already commented inline, findings for the summary only).
+
+    A finding goes inline when it is anchored to a line of the diff; those whose fingerprint is
+    already on the PR are not posted again; beyond `limit` new ones, the rest stay in the summary.
+    """
+    new: list[tuple[FindingLike, int]] = []
+    old = 0
+    rest: list[FindingLike] = []
+    seen = set(posted)
+    for finding in sorted(findings, key=lambda f: (_severity_label(f), f.path, f.line_start)):
+        line = _anchor(finding, lines) if finding.in_diff and finding.line_start > 0 else None
+        if line is None:
+            rest.append(finding)
+        elif finding.fingerprint in seen:
+            old += 1
+        elif len(new) < limit:
+            seen.add(finding.fingerprint)
+            new.append((finding, line))
+        else:
+            rest.append(finding)
+    return new, old, rest
+
+
+def inline_body(finding: FindingLike) -> str:
+    parts = [f"**{_severity_label(finding)}** `{finding.rule}`: {finding.message}"]
+    if finding.why:
+        parts.append(f"*Why:* {finding.why}")
+    if finding.fix:
+        parts.append(f"*Fix:* {finding.fix}")
+    parts.append(_FP_MARKER.format(finding.fingerprint))
+    return "\n\n".join(parts)
+
+
+def posted_fingerprints(gh: GitHub, pull: Any) -> set[str]:
+    comments = gh.call("list_review_comments", lambda: list(pull.get_review_comments()))
+    return {m for c in comments if c.user.login == gh.login for m in _FP_RE.findall(c.body or "")}
+
+
+def post_inline(gh: GitHub, pull: Any, head_sha: str, batch: Sequence[tuple[FindingLike, int]]) -> None:
+    """One review with the batch's comments; after an uncertain POST, re-read the fingerprints."""
+    if not batch:
+        return
+    wanted = {finding.fingerprint for finding, _ in batch}
+    comments = [{"path": f.path, "line": line, "side": "RIGHT", "body": inline_body(f)} for f, line in batch]
+
+    def find() -> bool | None:
+        return True if wanted <= posted_fingerprints(gh, pull) else None
+
+    commit = gh.call("get_commit", lambda: pull.base.repo.get_commit(head_sha))
+    gh.upsert(
+        "create_review", find, lambda: pull.create_review(commit=commit, body="", event="COMMENT", comments=comments)
+    )
+
+
+def upsert_summary(gh: GitHub, pull: Any, body: str) -> tuple[int, bool]:
+    """Edit the PR's summary comment in place (create it the first time). Returns (id, sent)."""
+    assert SUMMARY_MARKER in body
+    issue = pull.as_issue() if hasattr(pull, "as_issue") else pull
+    sent = False
+
+    def find() -> Any:
+        for comment in issue.get_comments():
+            if SUMMARY_MARKER in (comment.body or "") and comment.user.login == gh.login:
+                return comment
+        return None
+
+    def update(comment: Any) -> Any:
+        nonlocal sent
+        if (comment.body or "").strip() != body.strip():
+            comment.edit(body)
+            sent = True
+        else:
+            logger.info("summary comment %s unchanged: not re-sent", comment.id)
+        return comment
+
+    def create() -> Any:
+        nonlocal sent
+        sent = True
+        return issue.create_comment(body)
+
+    comment = gh.upsert("summary_comment", find, create, update)
+    return comment.id, sent
+
+
+def reply_once(gh: GitHub, issue: Any, key: str, text: str) -> None:
+    """Post `text` on the PR unless a reply with this `key` already exists."""
+    marker = f"<!-- reviewbot:reply:{key} -->"
+
+    def find() -> Any:
+        for comment in issue.get_comments():
+            if marker in (comment.body or "") and comment.user.login == gh.login:
+                return comment
+        return None
+
+    gh.upsert("reply_comment", find, lambda: issue.create_comment(f"{text}\n\n{marker}"))
+
+
+def set_status(gh: GitHub, repo: Any, sha: str, context: str, state: str, description: str, summary: str = "") -> None:
+    """state: pending | success | failure | error. A check run when authenticated as an App."""
+    description = description[:140]
+    if gh.uses_app:
+        _set_check_run(gh, repo, sha, context, state, description, summary)
+        return
+
+    def find() -> Any:
+        for status in repo.get_commit(sha).get_statuses():
+            if status.context == context:
+                return status if (status.state, status.description) == (state, description) else None
+        return None
+
+    gh.upsert(
+        "commit_status",
+        find,
+        lambda: repo.get_commit(sha).create_status(state, context=context, description=description),
+    )
+
+
+def _set_check_run(gh: GitHub, repo: Any, sha: str, name: str, state: str, title: str, summary: str) -> None:
+    fields: dict[str, Any] = {"output": {"title": title, "summary": summary or title}}
+    if state == "pending":
+        fields["status"] = "in_progress"
+    else:
+        fields["status"] = "completed"
+        fields["conclusion"] = {"success": "success", "failure": "failure"}.get(state, "neutral")
+
+    def find() -> Any:
+        runs = list(repo.get_commit(sha).get_check_runs(check_name=name))
+        return runs[0] if runs else None
+
+    gh.upsert(
+        "check_run", find, lambda: repo.create_check_run(name, sha, **fields), lambda run: run.edit(**fields) or run
+    )

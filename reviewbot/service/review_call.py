@@ -1,0 +1,33 @@
+"""The one place the service calls the review engine: `review(checkout, base, head, pr_body, ...)`.
+
+`run_pr_code=False` (a fork PR without a maintainer's authorisation of this head) reviews with
+`suites="none"`: static rules and the static cache-key closure diff only; the key probe, the
+test-plan verification and the CPU suites execute the PR's code and wait for `/rerun-gpu`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+from reviewbot import logger
+from reviewbot.engine import run_review
+from reviewbot.findings import Finding
+
+
+@dataclasses.dataclass
+class ReviewOutcome:
+    findings: Sequence[Finding]
+    markdown: str
+    blocking: bool
+    invalidates_cache: bool
+
+
+def review(checkout: Path, base: str, head: str, pr_body: str, *, run_pr_code: bool) -> ReviewOutcome:
+    if not run_pr_code:
+        logger.info("review of %s without running PR code (fork, not authorised)", head[:12])
+    result = run_review(checkout, base, head, pr_body=pr_body, suites="static" if run_pr_code else "none",
+                        progress=lambda line: logger.info("review %s: %s", head[:12], line))
+    return ReviewOutcome(findings=list(result.findings), markdown=result.to_markdown(), blocking=result.blocking,
+                         invalidates_cache=result.invalidates_cache)

@@ -1,0 +1,208 @@
+"""Service settings: defaults < YAML file < environment (`REVIEWBOT_<NAME>`) < command-line flags.
+
+Every setting is declared once in `SETTINGS` with its help text; `add_arguments` turns the table
+into `--flags` (so `reviewbot serve --help` documents each) and `load` resolves the layers.
+Secrets (webhook secret, token, private key) may come from `*_FILE` paths rather than values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ENV_PREFIX = "REVIEWBOT_"
+GPU_DISPATCH_MODES = ("local", "actions")
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    name: str
+    default: Any
+    parse: Callable[[str], Any]
+    help: str
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+def _list(text: str) -> tuple[str, ...]:
+    return tuple(part for part in text.replace(",", " ").split() if part)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("host", "127.0.0.1", str, "address to listen on"),
+    Setting("port", 8080, int, "port to listen on"),
+    Setting(
+        "webhook_secret",
+        "",
+        str,
+        "GitHub App webhook secret (required; deliveries are verified with "
+        "X-Hub-Signature-256). Or webhook_secret_file",
+    ),
+    Setting("webhook_secret_file", "", str, "file holding the webhook secret"),
+    Setting(
+        "github_api_url",
+        "https://api.github.com",
+        str,
+        "GitHub REST API base URL (GitHub Enterprise: https://HOST/api/v3)",
+    ),
+    Setting(
+        "github_token",
+        "",
+        str,
+        "plain token (PAT or installation token) when not running as an App; "
+        "statuses are commit statuses. Or github_token_file",
+    ),
+    Setting("github_token_file", "", str, "file holding the token"),
+    Setting(
+        "app_id",
+        "",
+        str,
+        "GitHub App id; with app_private_key_file the bot authenticates as the App "
+        "(installation tokens refreshed automatically) and reports check runs",
+    ),
+    Setting("app_private_key_file", "", str, "PEM private key of the GitHub App"),
+    Setting(
+        "bot_login",
+        "",
+        str,
+        "the bot's own login (comments by it are ignored); default: asked from GitHub "
+        "(GET /user, or GET /app -> '<slug>[bot]')",
+    ),
+    Setting(
+        "database_url",
+        "sqlite:///reviewbot-service.sqlite3",
+        str,
+        "SQLAlchemy URL of the state database "
+        "(deliveries, jobs, reviews, suite runs); PostgreSQL: postgresql+psycopg://USER@HOST/DB",
+    ),
+    Setting("work_dir", "reviewbot-work", str, "directory for repository checkouts and suite logs"),
+    Setting(
+        "embedded_worker",
+        True,
+        _bool,
+        "run a worker inside `serve` (one machine); false when separate "
+        "`reviewbot worker` processes share the database",
+    ),
+    Setting("worker_poll_interval", 0.5, float, "seconds between queue polls when idle"),
+    Setting(
+        "job_lease_seconds",
+        60.0,
+        float,
+        "a running job's lease; the worker renews it every third of it. "
+        "A job whose lease expired (worker killed) is claimed again",
+    ),
+    Setting("job_max_attempts", 5, int, "claims of one job before it is marked failed"),
+    Setting("max_body_bytes", 25 * 1024 * 1024, int, "largest accepted delivery body (413 above)"),
+    Setting(
+        "gpu_dispatch",
+        "local",
+        str,
+        "how GPU suites run: 'local' (this worker runs them through the suite "
+        "runner) or 'actions' (dispatch the gpu-regression workflow)",
+    ),
+    Setting(
+        "gpu_suites",
+        (),
+        _list,
+        "suites `/rerun-gpu` runs when none are named (default: every suite in .reviewbot.yml that needs a GPU)",
+    ),
+    Setting(
+        "auto_gpu",
+        False,
+        _bool,
+        "also queue the GPU suites on every push of a same-repository PR "
+        "(never on forks: those need a maintainer's /rerun-gpu for that exact head SHA)",
+    ),
+    Setting("gpu_timeout_seconds", 3600.0, float, "time limit of one GPU suite run"),
+    Setting("max_inline_comments", 30, int, "inline review comments per review at most"),
+    Setting("retry_backoff_seconds", 2.0, float, "first backoff after a GitHub 5xx (doubles per attempt)"),
+    Setting("retry_max_attempts", 6, int, "attempts of one GitHub API operation"),
+    Setting("retry_max_wait_seconds", 900.0, float, "longest wait for a rate-limit reset before retrying"),
+    Setting("github_timeout_seconds", 30.0, float, "timeout of one GitHub API request"),
+    Setting("log_level", "INFO", str, "level of the 'reviewbot' logger"),
+)
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    values: Mapping[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _BY_NAME:
+            return self.values[name]
+        raise AttributeError(name)
+
+    def replace(self, **changes: Any) -> Settings:
+        unknown = set(changes) - set(_BY_NAME)
+        if unknown:
+            raise ValueError(f"unknown settings: {sorted(unknown)}")
+        return Settings({**self.values, **changes})
+
+    def secret(self, name: str) -> str:
+        """`name`'s value, or the stripped content of `<name>_file` when the value is empty."""
+        value = self.values[name]
+        path = self.values.get(f"{name}_file")
+        if not value and path:
+            return Path(path).read_text().strip()
+        return value
+
+    @property
+    def app_auth(self) -> bool:
+        return bool(self.app_id and self.app_private_key_file)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        default=os.environ.get(f"{ENV_PREFIX}CONFIG"),
+        help=f"YAML file of settings (keys as below, e.g. `port: 8080`); env {ENV_PREFIX}CONFIG",
+    )
+    for s in SETTINGS:
+        flag = "--" + s.name.replace("_", "-")
+        shown = ",".join(s.default) if isinstance(s.default, tuple) else s.default
+        parser.add_argument(
+            flag,
+            dest=s.name,
+            default=None,
+            metavar="BOOL" if s.parse is _bool else s.name.split("_")[-1].upper(),
+            help=f"{s.help} [env {ENV_PREFIX}{s.name.upper()}; default: {shown!s}]",
+        )
+
+
+def load(args: argparse.Namespace | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {s.name: s.default for s in SETTINGS}
+    config_path = getattr(args, "config", None) if args is not None else env.get(f"{ENV_PREFIX}CONFIG")
+    if config_path:
+        data = yaml.safe_load(Path(config_path).read_text()) or {}
+        if not isinstance(data, dict):
+            raise ValueError(f"{config_path}: expected a mapping of settings")
+        for key, value in data.items():
+            if key not in _BY_NAME:
+                raise ValueError(f"{config_path}: unknown setting {key!r}")
+            values[key] = _BY_NAME[key].parse(str(value)) if not isinstance(value, (list, tuple)) else tuple(value)
+    for s in SETTINGS:
+        raw = env.get(f"{ENV_PREFIX}{s.name.upper()}")
+        if raw is not None:
+            values[s.name] = s.parse(raw)
+        cli = getattr(args, s.name, None) if args is not None else None
+        if cli is not None:
+            values[s.name] = s.parse(cli)
+    if values["gpu_dispatch"] not in GPU_DISPATCH_MODES:
+        raise ValueError(f"gpu_dispatch must be one of {GPU_DISPATCH_MODES}, got {values['gpu_dispatch']!r}")
+    return Settings(values)

@@ -1,0 +1,422 @@
+"""The worker: claims jobs, keeps their lease alive, runs them, and never posts for a stopped job.
+
+A job runs under a lease renewed by a heartbeat thread; the heartbeat also reads the job's
+`stop_reason` (set when a newer head arrives or the PR closes). Handlers call `ctx.checkpoint()`
+before every write to GitHub, so a superseded or cancelled job stops and posts nothing.
+A worker killed mid-job leaves the job `running` with a lease that runs out; the next claim
+re-runs it, and the marker-keyed upserts in `posting.py` make that rerun post once.
+
+`JOB_HANDLERS` maps a job kind to its handler; `register_job` adds kinds (the GPU `actions` mode).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Self
+
+from sqlalchemy import select
+from sqlalchemy.orm import sessionmaker
+
+from reviewbot import logger
+from reviewbot.service import commands, jobs, metrics, posting
+from reviewbot.service.checkout import CheckoutError, checkout
+from reviewbot.service.db import Authorisation, Delivery, Job, ReviewRecord, SuiteRun
+from reviewbot.service.github_api import GitHub, GitHubFailed
+from reviewbot.service.gpu_dispatch import GpuOutcome, GpuRequest, make_dispatcher
+from reviewbot.service.review_call import review
+from reviewbot.service.settings import Settings
+
+
+class Stopped(Exception):
+    """The job was superseded or cancelled while it ran."""
+
+
+class JobContext:
+    def __init__(self, worker: Worker, job: Job) -> None:
+        self.worker = worker
+        self.job = job
+        self.settings = worker.settings
+        self.sessions = worker.sessions
+        self.stop_reason = ""
+        self._done = threading.Event()
+        self._lost = False
+        self._heartbeat = threading.Thread(target=self._beat, name=f"lease-{job.id}", daemon=True)
+
+    def _beat(self) -> None:
+        interval = self.settings.job_lease_seconds / 3
+        while not self._done.wait(interval):
+            try:
+                self.stop_reason = jobs.renew(
+                    self.sessions, self.job.id, self.worker.id, self.settings.job_lease_seconds
+                )
+            except jobs.LeaseLost as exc:
+                logger.error("%s", exc)
+                self._lost = True
+                return
+
+    def __enter__(self) -> Self:
+        self._heartbeat.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._heartbeat.join()
+
+    def checkpoint(self) -> None:
+        """Raise `Stopped` if the job must not go on (read fresh from the database)."""
+        if self._lost:
+            raise Stopped("lease lost")
+        reason = jobs.renew(self.sessions, self.job.id, self.worker.id, self.settings.job_lease_seconds)
+        if reason:
+            raise Stopped(reason)
+
+    def github(self) -> GitHub:
+        return GitHub(self.settings, self.installation_id())
+
+    def installation_id(self) -> int | None:
+        if not self.job.delivery_id:
+            return self.job.args.get("installation_id")
+        with self.sessions() as session:
+            delivery = session.get(Delivery, self.job.delivery_id)
+            installation = (delivery.payload.get("installation") or {}) if delivery else {}
+        return installation.get("id") or self.job.args.get("installation_id")
+
+
+Handler = Callable[[JobContext], str]
+JOB_HANDLERS: dict[str, Handler] = {}
+
+
+def register_job(kind: str) -> Callable[[Handler], Handler]:
+    def add(handler: Handler) -> Handler:
+        JOB_HANDLERS[kind] = handler
+        return handler
+
+    return add
+
+
+class Worker:
+    def __init__(self, settings: Settings, sessions: sessionmaker, name: str = "worker") -> None:
+        self.settings = settings
+        self.sessions = sessions
+        self.id = f"{name}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def run_once(self) -> bool:
+        job = jobs.claim(self.sessions, self.id, self.settings.job_lease_seconds, self.settings.job_max_attempts)
+        if job is None:
+            return False
+        started = time.monotonic()
+        handler = JOB_HANDLERS.get(job.kind)
+        assert handler is not None, f"no handler for job kind {job.kind!r}"
+        logger.info(
+            "job %d (%s %s#%d %s) claimed by %s, attempt %d",
+            job.id,
+            job.kind,
+            job.repo,
+            job.pr,
+            job.head_sha[:12],
+            self.id,
+            job.attempts,
+        )
+        error = ""
+        with JobContext(self, job) as ctx:
+            try:
+                state = handler(ctx)
+            except Stopped as exc:
+                state = "superseded" if str(exc) == "superseded" else "cancelled"
+                logger.info("job %d stopped (%s): nothing posted", job.id, exc)
+            except (GitHubFailed, CheckoutError) as exc:
+                state, error = "failed", str(exc)
+                logger.error("job %d failed: %s", job.id, exc)
+        try:
+            jobs.finish(self.sessions, job.id, self.id, state, error)
+        except jobs.LeaseLost as exc:
+            logger.error("job %d: %s", job.id, exc)
+            return True
+        metrics.inc("reviewbot_jobs_total", kind=job.kind, state=state)
+        metrics.observe("reviewbot_job_duration_seconds", time.monotonic() - started, kind=job.kind)
+        return True
+
+    def run_forever(self) -> None:
+        while not self._stop.is_set():
+            if not self.run_once():
+                self._stop.wait(self.settings.worker_poll_interval)
+
+    def start_thread(self) -> None:
+        self._thread = threading.Thread(target=self.run_forever, name=self.id, daemon=True)
+        self._thread.start()
+
+    def stop_soon(self) -> None:
+        """Stop polling once the current job is finished."""
+        self._stop.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+
+# --- shared steps ---------------------------------------------------------------------------------
+
+
+def _open_pull(ctx: JobContext, gh: GitHub) -> tuple[Any, Any]:
+    """The repo and the PR, after checking the job is still about the PR's current head."""
+    job = ctx.job
+    repo = gh.client.get_repo(job.repo, lazy=True)
+    pull = gh.call("get_pull", lambda: repo.get_pull(job.pr))
+    if pull.state != "open":
+        raise Stopped("closed")
+    if job.head_sha and pull.head.sha != job.head_sha:
+        logger.info("job %d: PR head is now %s, not %s", job.id, pull.head.sha[:12], job.head_sha[:12])
+        raise Stopped("superseded")
+    return repo, pull
+
+
+def _authorised(ctx: JobContext, sha: str) -> bool:
+    with ctx.sessions() as session:
+        return (
+            session.scalar(
+                select(Authorisation).where(
+                    Authorisation.repo == ctx.job.repo, Authorisation.pr == ctx.job.pr, Authorisation.head_sha == sha
+                )
+            )
+            is not None
+        )
+
+
+def _checkout(ctx: JobContext, gh: GitHub, pull: Any) -> Any:
+    job = ctx.job
+    clone_url = job.args.get("clone_url") or pull.base.repo.clone_url
+    token = gh.token if clone_url.startswith("https://") else None
+    return checkout(
+        Path(ctx.settings.work_dir), job.repo, clone_url, job.pr, pull.base.ref, (pull.base.sha, job.head_sha), token
+    )
+
+
+def _record(ctx: JobContext) -> ReviewRecord:
+    with ctx.sessions.begin() as session:
+        record = session.scalar(
+            select(ReviewRecord).where(ReviewRecord.repo == ctx.job.repo, ReviewRecord.pr == ctx.job.pr)
+        )
+        if record is None:
+            record = ReviewRecord(repo=ctx.job.repo, pr=ctx.job.pr, fingerprints=[])
+            session.add(record)
+            session.flush()
+        session.expunge(record)
+        return record
+
+
+def _save_record(ctx: JobContext, **fields: Any) -> None:
+    with ctx.sessions.begin() as session:
+        record = session.scalar(
+            select(ReviewRecord).where(ReviewRecord.repo == ctx.job.repo, ReviewRecord.pr == ctx.job.pr)
+        )
+        assert record is not None
+        for key, value in fields.items():
+            setattr(record, key, value)
+        record.updated_at = time.time()
+
+
+def summary_body(head_sha: str, static_section: str, gpu_section: str) -> str:
+    parts = [posting.SUMMARY_MARKER, f"## reviewbot: review of `{head_sha[:12]}`", static_section.strip()]
+    if gpu_section:
+        parts += ["### GPU regression suites", gpu_section.strip()]
+    return "\n\n".join(part for part in parts if part) + "\n"
+
+
+def _publish_summary(ctx: JobContext, gh: GitHub, pull: Any, static_section: str, gpu_section: str) -> None:
+    body = summary_body(ctx.job.head_sha, static_section, gpu_section)
+    ctx.checkpoint()
+    comment_id, sent = posting.upsert_summary(gh, pull, body)
+    _save_record(
+        ctx,
+        summary_comment_id=comment_id,
+        summary_sha256=hashlib.sha256(body.encode()).hexdigest(),
+        head_sha=ctx.job.head_sha,
+    )
+    logger.info("job %d: summary comment %d %s", ctx.job.id, comment_id, "updated" if sent else "unchanged")
+
+
+# --- handlers -------------------------------------------------------------------------------------
+
+
+@register_job("review")
+def run_review_job(ctx: JobContext) -> str:
+    job = ctx.job
+    gh = ctx.github()
+    repo, pull = _open_pull(ctx, gh)
+    ctx.checkpoint()
+    posting.set_status(gh, repo, job.head_sha, posting.STATIC_CONTEXT, "pending", "review running")
+    run_pr_code = not job.args.get("fork") or _authorised(ctx, job.head_sha)
+    with _checkout(ctx, gh, pull) as path:
+        outcome = review(path, pull.base.sha, job.head_sha, pull.body or "", run_pr_code=run_pr_code)
+        lines = posting.diff_lines(path, pull.base.sha, job.head_sha)
+    ctx.checkpoint()
+    record = _record(ctx)
+    already = set(record.fingerprints) | posting.posted_fingerprints(gh, pull)
+    batch, old, rest = posting.split_findings(outcome.findings, lines, already, ctx.settings.max_inline_comments)
+    static = outcome.markdown
+    if not run_pr_code:
+        static += (
+            "\n\n> Fork PR: the cache-key probe, the test plan and the suites run this PR's code, so they wait "
+            "for a maintainer's `/rerun-gpu` on this exact head."
+        )
+    static += f"\n\n<sub>{len(batch) + old} finding(s) commented inline; {len(rest)} in this summary only.</sub>"
+    gpu_section = record.gpu_section if record.head_sha == job.head_sha else ""
+    _save_record(ctx, static_section=static, p0=outcome.blocking)
+    _publish_summary(ctx, gh, pull, static, gpu_section)
+    ctx.checkpoint()
+    posting.post_inline(gh, pull, job.head_sha, batch)
+    _save_record(ctx, fingerprints=sorted(already | {f.fingerprint for f, _ in batch}))
+    ctx.checkpoint()
+    if outcome.blocking:
+        posting.set_status(gh, repo, job.head_sha, posting.STATIC_CONTEXT, "failure", "a P0-BLOCKER finding stands")
+    else:
+        posting.set_status(
+            gh, repo, job.head_sha, posting.STATIC_CONTEXT, "success", f"{len(outcome.findings)} finding(s), no blocker"
+        )
+    return "done"
+
+
+@register_job("gpu")
+def run_gpu_job(ctx: JobContext) -> str:
+    job = ctx.job
+    gh = ctx.github()
+    repo, pull = _open_pull(ctx, gh)
+    if job.args.get("fork") and not _authorised(ctx, job.head_sha):
+        logger.warning("job %d: fork head %s not authorised: GPU suites not run", job.id, job.head_sha[:12])
+        return "cancelled"
+    ctx.checkpoint()
+    posting.set_status(gh, repo, job.head_sha, posting.GPU_CONTEXT, "pending", "GPU suites running")
+    dispatcher = make_dispatcher(ctx.settings)
+    with _checkout(ctx, gh, pull) as path:
+        outcome = dispatcher.dispatch(
+            GpuRequest(
+                job.repo,
+                job.pr,
+                job.head_sha,
+                pull.base.sha,
+                tuple(job.args.get("suites") or ctx.settings.gpu_suites),
+                path,
+                str(job.id),
+            )
+        )
+    if outcome is None:
+        logger.info("job %d: GPU suites dispatched; the outcome arrives later", job.id)
+        return "done"
+    publish_gpu_outcome(ctx, gh, repo, pull, outcome)
+    return "done"
+
+
+def publish_gpu_outcome(ctx: JobContext, gh: GitHub, repo: Any, pull: Any, outcome: GpuOutcome) -> None:
+    """Store the suite runs, put them in the summary, set `reviewbot/gpu-regression`."""
+    job = ctx.job
+    ctx.checkpoint()
+    with ctx.sessions.begin() as session:
+        for suite in outcome.suites:
+            session.add(
+                SuiteRun(
+                    job_id=job.id,
+                    repo=job.repo,
+                    pr=job.pr,
+                    head_sha=job.head_sha,
+                    suite=suite["name"],
+                    status=suite["status"],
+                    result=suite,
+                )
+            )
+    record = _record(ctx)
+    static = record.static_section if record.head_sha == job.head_sha else "_Static review pending._"
+    _save_record(ctx, gpu_section=outcome.markdown)
+    _publish_summary(ctx, gh, pull, static, outcome.markdown)
+    ctx.checkpoint()
+    description = {"success": "GPU suites passed", "failure": "a GPU suite failed"}.get(
+        outcome.state, "GPU suites could not run"
+    )
+    posting.set_status(gh, repo, job.head_sha, posting.GPU_CONTEXT, outcome.state, description)
+
+
+@register_job("command")
+def run_command_job(ctx: JobContext) -> str:
+    job = ctx.job
+    gh = ctx.github()
+    args = job.args
+    if args["author"] == gh.login:
+        logger.info("job %d: comment by the bot itself ignored", job.id)
+        return "done"
+    repo = gh.client.get_repo(job.repo, lazy=True)
+    pull = gh.call("get_pull", lambda: repo.get_pull(job.pr))
+    issue = gh.call("get_issue", lambda: repo.get_issue(job.pr))
+    comment = gh.call("get_comment", lambda: issue.get_comment(args["comment_id"]))
+    gh.upsert(
+        "reaction",
+        lambda: next((r for r in comment.get_reactions() if r.content == "eyes" and r.user.login == gh.login), None),
+        lambda: comment.create_reaction("eyes"),
+    )
+    for index, command in enumerate(commands.parse(args["body"])):
+        key = f"{args['comment_id']}:{index}"
+        if command.name == "review":
+            _enqueue_from_command(ctx, "review", pull)
+        elif command.name == "rerun-gpu":
+            permission = gh.call("get_permission", lambda: repo.get_collaborator_permission(args["author"]))
+            if permission not in ("admin", "write"):
+                logger.info("job %d: /rerun-gpu by %s refused (permission %s)", job.id, args["author"], permission)
+                posting.reply_once(
+                    gh,
+                    issue,
+                    key,
+                    f"@{args['author']} `/rerun-gpu` runs the GPU suites on this "
+                    f"PR's code, so only collaborators with **write** or **admin** permission on "
+                    f"`{job.repo}` can use it (yours: `{permission}`). Ask a maintainer to comment "
+                    f"`/rerun-gpu`.",
+                )
+                continue
+            _enqueue_from_command(ctx, "gpu", pull, suites=list(command.args), granted_by=args["author"])
+        else:
+            posting.reply_once(
+                gh,
+                issue,
+                key,
+                ("" if command.known else f"Unknown command `/{command.name}`.\n\n") + commands.HELP_TEXT,
+            )
+    return "done"
+
+
+def _enqueue_from_command(
+    ctx: JobContext, kind: str, pull: Any, *, suites: list[str] | None = None, granted_by: str = ""
+) -> None:
+    from reviewbot.service.events import is_fork
+
+    head = pull.head.sha
+    fork = is_fork(pull.raw_data)
+    base_args = {
+        "base_sha": pull.base.sha,
+        "fork": fork,
+        "body": pull.body or "",
+        "clone_url": pull.base.repo.clone_url,
+        "base_ref": pull.base.ref,
+        "installation_id": ctx.installation_id(),
+    }
+    with ctx.sessions.begin() as session:
+        if kind == "gpu" and fork:
+            exists = session.scalar(
+                select(Authorisation).where(
+                    Authorisation.repo == ctx.job.repo, Authorisation.pr == ctx.job.pr, Authorisation.head_sha == head
+                )
+            )
+            if exists is None:
+                session.add(Authorisation(repo=ctx.job.repo, pr=ctx.job.pr, head_sha=head, granted_by=granted_by))
+                logger.info("%s#%d: %s authorised fork head %s", ctx.job.repo, ctx.job.pr, granted_by, head[:12])
+            jobs.enqueue(session, "review", ctx.job.repo, ctx.job.pr, head, args=base_args)
+        if kind == "gpu":
+            jobs.enqueue(session, "gpu", ctx.job.repo, ctx.job.pr, head, args={**base_args, "suites": suites or []})
+        else:
+            jobs.enqueue(session, "review", ctx.job.repo, ctx.job.pr, head, args=base_args)

@@ -1,0 +1,196 @@
+"""Test harness: a real git repository, a real `reviewbot serve` (and `reviewbot worker`) process
+on 127.0.0.1, the fake GitHub server, and signed deliveries built from the shared examples."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import create_engine, text
+
+from tests.reviewbot.fake_github import FakeGitHub
+from tests.reviewbot.fake_github.webhooks import delivery_headers, issue_comment_event, pull_request_event
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+SECRET = "s3cret-for-tests"
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
+
+
+class Upstream:
+    """The 'GitHub-side' git repository of a test: `main`, and `refs/pull/<n>/head` per push."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.mkdir(parents=True)
+        git(path, "init", "-q", "-b", "main")
+        git(path, "config", "commit.gpgsign", "false")
+
+    def commit(self, files: dict[str, str], message: str = "change", branch: str = "main") -> str:
+        current = git(self.path, "rev-parse", "--abbrev-ref", "HEAD") if self._has_commits() else "main"
+        if current != branch:
+            if branch in git(self.path, "branch", "--list", branch):
+                git(self.path, "checkout", "-q", branch)
+            else:
+                git(self.path, "checkout", "-q", "-b", branch)
+        for name, content in files.items():
+            target = self.path / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content)
+            git(self.path, "add", name)
+        git(self.path, "commit", "-q", "-m", message)
+        sha = git(self.path, "rev-parse", "HEAD")
+        git(self.path, "checkout", "-q", "main")
+        return sha
+
+    def _has_commits(self) -> bool:
+        return subprocess.run(["git", "-C", str(self.path), "rev-parse", "HEAD"], capture_output=True).returncode == 0
+
+    def publish_pull(self, number: int, sha: str) -> None:
+        git(self.path, "update-ref", f"refs/pull/{number}/head", sha)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.1, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+
+
+class Service:
+    """`reviewbot serve` (optionally without its worker) plus separately started workers."""
+
+    def __init__(self, tmp: Path, github: FakeGitHub, **settings: Any) -> None:
+        self.tmp = tmp
+        self.github = github
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.db_path = tmp / "service.sqlite3"
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO_ROOT),
+            "REVIEWBOT_WEBHOOK_SECRET": SECRET,
+            "REVIEWBOT_GITHUB_TOKEN": "test-token",
+            "REVIEWBOT_GITHUB_API_URL": github.base_url,
+            "REVIEWBOT_DATABASE_URL": f"sqlite:///{self.db_path}",
+            "REVIEWBOT_WORK_DIR": str(tmp / "work"),
+            "REVIEWBOT_PORT": str(self.port),
+            "REVIEWBOT_WORKER_POLL_INTERVAL": "0.1",
+            "REVIEWBOT_JOB_LEASE_SECONDS": "3",
+            "REVIEWBOT_RETRY_BACKOFF_SECONDS": "0.05",
+            "REVIEWBOT_RETRY_MAX_WAIT_SECONDS": "5",
+            "REVIEWBOT_LOG_LEVEL": "INFO",
+            "MAGI_COMPILE_CACHE_ROOT_DIR": str(tmp / "magi-cache"),
+        }
+        for key, value in settings.items():
+            self.env[f"REVIEWBOT_{key.upper()}"] = str(value)
+        self.server: subprocess.Popen[bytes] | None = None
+        self.workers: list[subprocess.Popen[bytes]] = []
+        self.client = httpx.Client(base_url=self.url, timeout=30)
+
+    def _spawn(self, command: str, log_name: str) -> subprocess.Popen[bytes]:
+        log = open(self.tmp / log_name, "ab")  # noqa: SIM115 - closed with the process in stop()
+        return subprocess.Popen([sys.executable, "-m", "reviewbot", command], env=self.env, stdout=log,
+                                stderr=subprocess.STDOUT, cwd=self.tmp)
+
+    def start(self) -> Service:
+        self.server = self._spawn("serve", "serve.log")
+        wait_until(self._healthy, timeout=60, what="reviewbot serve /healthz")
+        return self
+
+    def _healthy(self) -> bool:
+        assert self.server is not None and self.server.poll() is None, self.log("serve.log")
+        try:
+            return self.client.get("/healthz").status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        proc = self._spawn("worker", "worker.log")
+        self.workers.append(proc)
+        return proc
+
+    def kill(self, proc: subprocess.Popen[bytes]) -> None:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        for proc in [*self.workers, self.server]:
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.kill(proc)
+        self.client.close()
+
+    def log(self, name: str = "serve.log") -> str:
+        path = self.tmp / name
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    # deliveries ----------------------------------------------------------------------------------
+    def deliver(self, event: str, payload: dict[str, Any] | bytes, *, secret: str | None = SECRET,
+                delivery: str | None = None, headers: dict[str, str] | None = None) -> httpx.Response:
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        all_headers = delivery_headers(event, body, secret, delivery)
+        all_headers.update(headers or {})
+        return self.client.post("/webhook", content=body, headers=all_headers)
+
+    def pull_event(self, action: str, repo: str, number: int, **kwargs: Any) -> httpx.Response:
+        pull = self.github.state.pulls[(repo, number)]
+        response = self.deliver("pull_request", pull_request_event(action, pull, self.github.origin, **kwargs))
+        assert response.status_code in (200, 202), response.text
+        return response
+
+    def comment_event(self, repo: str, number: int, body: str, author: str, **kwargs: Any) -> httpx.Response:
+        from tests.reviewbot.fake_github.routes.issues import add_comment
+
+        state = self.github.state
+        with state.lock:
+            comment = add_comment(state, repo, number, body, state.user(author))
+        pull = state.pulls[(repo, number)]
+        return self.deliver("issue_comment", issue_comment_event(pull, body, author, self.github.origin,
+                                                                comment_id=comment["id"], **kwargs))
+
+    # database ------------------------------------------------------------------------------------
+    def query(self, sql: str, **params: Any) -> list[Any]:
+        engine = create_engine(f"sqlite:///{self.db_path}")
+        try:
+            with engine.connect() as conn:
+                return list(conn.execute(text(sql), params))
+        finally:
+            engine.dispose()
+
+    def jobs(self, repo: str, pr: int) -> list[Any]:
+        return self.query("SELECT id, kind, head_sha, state, stop_reason, error, attempts FROM jobs "
+                          "WHERE repo = :repo AND pr = :pr ORDER BY id", repo=repo, pr=pr)
+
+    def wait_jobs_settled(self, repo: str, pr: int, timeout: float = 90) -> list[Any]:
+        def settled() -> list[Any] | None:
+            rows = self.jobs(repo, pr)
+            return rows if rows and all(r.state not in ("pending", "running") for r in rows) else None
+
+        return wait_until(settled, timeout=timeout, what=f"jobs of {repo}#{pr} to settle")

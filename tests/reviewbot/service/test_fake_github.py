@@ -1,0 +1,57 @@
+"""The fake GitHub server itself: PyGithub against it, fault injection, URL rewriting of the shared examples."""
+
+from __future__ import annotations
+
+import github
+import pytest
+
+from tests.reviewbot.fake_github import FakeGitHub
+from tests.reviewbot.fake_github.webhooks import load_payload, pull_request_event
+
+
+@pytest.fixture
+def gh():
+    with FakeGitHub() as fake:
+        fake.state.add_repo("octo/proj")
+        fake.state.add_pull("octo/proj", 7, "b" * 40, "a" * 40)
+        yield fake
+
+
+def _client(fake: FakeGitHub) -> github.Github:
+    return github.Github(auth=github.Auth.Token("t"), base_url=fake.base_url, retry=None)
+
+
+def test_pygithub_round_trip_comments_reviews_statuses(gh):
+    repo = _client(gh).get_repo("octo/proj")
+    pull = repo.get_pull(7)
+    comment = pull.as_issue().create_comment("first")
+    comment.edit("second")
+    pull.create_review(body="", event="COMMENT", comments=[{"path": "x.py", "line": 2, "side": "RIGHT", "body": "b"}])
+    repo.get_commit("b" * 40).create_status("failure", context="reviewbot/static")
+    assert [c["body"] for c in gh.state.comments_on("octo/proj", 7)] == ["second"]
+    assert [(c["path"], c["line"]) for c in gh.state.review_comments_on("octo/proj", 7)] == [("x.py", 2)]
+    assert gh.state.statuses_for("octo/proj", "b" * 40)[0]["state"] == "failure"
+
+
+def test_fault_injection_and_diff_line_validation(gh):
+    gh.state.add_fault("GET", r"/pulls/7$", status=502, times=1)
+    repo = _client(gh).get_repo("octo/proj")
+    with pytest.raises(github.GithubException) as info:
+        repo.get_pull(7)
+    assert info.value.status == 502
+    pull = repo.get_pull(7)
+    gh.state.pulls[("octo/proj", 7)]["_diff_lines"] = {"x.py": {1}}
+    with pytest.raises(github.GithubException) as info:
+        pull.create_review(
+            body="", event="COMMENT", comments=[{"path": "x.py", "line": 9, "side": "RIGHT", "body": "b"}]
+        )
+    assert info.value.status == 422
+
+
+def test_shared_examples_are_rewritten_to_the_fake_origin(gh):
+    """Reads the shared webhook examples (shared/fixtures/github-webhooks/pull_request)."""
+    raw = load_payload("pull_request", "opened.payload")
+    assert raw["pull_request"]["url"].startswith("https://api.github.com/")
+    event = pull_request_event("opened", gh.state.pulls[("octo/proj", 7)], gh.origin)
+    assert event["pull_request"]["url"] == f"{gh.origin}/repos/octo/proj/pulls/7"
+    assert "api.github.com" not in str(event)
