@@ -1,0 +1,283 @@
+"""The bot's GPU dispatch modes end to end: a real `reviewbot serve` (embedded worker) on 127.0.0.1,
+the fake GitHub REST server (plus its Actions routes), a real git repository whose PR head carries
+a small real suite, and real runs of `ci/run_regression.py`.
+
+`actions`: `/rerun-gpu` -> workflow_dispatch recorded with the exact inputs -> the test plays the
+self-hosted runner (runs `ci/run_regression.py` on that SHA, zips the output as upload-artifact
+does) -> `workflow_run` `completed` delivered (built from the shared example
+shared/fixtures/github-webhooks/workflow_run/completed.payload.json) -> the bot downloads the
+artifact, reads `results.json` and updates the summary and `reviewbot/gpu-regression` once.
+Also: a run without results, and a dispatched run that never completes (deadline).
+`local`: the worker runs the suite itself.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.reviewbot.fake_github import FakeGitHub
+from tests.reviewbot.fake_github.routes.actions import (
+    actions_state,
+    add_workflow,
+    complete_run,
+    workflow_run_event,
+    zip_directory,
+)
+from tests.reviewbot.service.harness import Service, Upstream, wait_until
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+ACTIONS_ROUTES = "tests.reviewbot.fake_github.routes.actions"
+GPU_CONTEXT = "reviewbot/gpu-regression"
+MAINTAINER = "maint"
+WORKFLOW_INPUTS = {"pr_number": False, "head_sha": True, "suites": False, "request_id": False}
+
+SUITE_TESTS = '''import pytest
+
+
+def test_add(record_testsuite_property):
+    record_testsuite_property("bench.add_us", "3.5 us")
+    assert 1 + 1 == 2
+
+
+def test_stability_bound():
+    pytest.skip("stability bound max/min < 1.2 is GPU-only (needs CUDA)")
+'''
+FAILING_TESTS = SUITE_TESTS + '''
+
+def test_regressed():
+    assert [1, 2] == [1, 3], "placement factor changed"
+'''
+REVIEWBOT_YML = """suites:
+  smoke:
+    command: python -m pytest -q -p no:cacheprovider tests/test_smoke.py
+    timeout_s: 120
+    failure_means: the smoke contract broke
+"""
+
+# The service's `actions` mode registers itself on import of reviewbot.gpu_dispatch.actions;
+# this boot line is `reviewbot <command>` with that module imported first.
+BOOT = "import sys, reviewbot.gpu_dispatch.actions; from reviewbot.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+class ActionsService(Service):
+    def _spawn(self, command: str, log_name: str) -> subprocess.Popen[bytes]:
+        log = open(self.tmp / log_name, "ab")  # noqa: SIM115 - closed with the process
+        return subprocess.Popen(
+            [sys.executable, "-c", BOOT, command], env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp
+        )
+
+
+class Project:
+    """An upstream repo and its fake-GitHub twin; PR heads add the suite."""
+
+    def __init__(self, tmp: Path, github: FakeGitHub, full_name: str) -> None:
+        self.github = github
+        self.full_name = full_name
+        self.upstream = Upstream(tmp / full_name.replace("/", "__"))
+        self.base_sha = self.upstream.commit({"README.md": "base\n"}, "base")
+        github.state.add_repo(full_name, clone_url=str(self.upstream.path))
+        github.state.set_permission(full_name, MAINTAINER, "write")
+        add_workflow(github.state, full_name, "gpu-regression.yml", WORKFLOW_INPUTS)
+
+    def open_pull(self, number: int, tests: str) -> str:
+        files = {".reviewbot.yml": REVIEWBOT_YML, "tests/test_smoke.py": tests}
+        sha = self.upstream.commit(files, f"PR {number}", branch=f"pr-{number}")
+        self.upstream.publish_pull(number, sha)
+        self.github.state.add_pull(self.full_name, number, sha, self.base_sha, head_ref=f"pr-{number}")
+        return sha
+
+
+def _gpu_statuses(github: FakeGitHub, project: Project, sha: str) -> list[dict[str, Any]]:
+    return github.state.statuses_for(project.full_name, sha, GPU_CONTEXT)
+
+
+def _final_status(github: FakeGitHub, project: Project, sha: str, timeout: float = 90) -> dict[str, Any]:
+    def final() -> dict[str, Any] | None:
+        statuses = _gpu_statuses(github, project, sha)
+        return statuses[-1] if statuses and statuses[-1]["state"] != "pending" else None
+
+    return wait_until(final, timeout=timeout, what=f"a final {GPU_CONTEXT} status")
+
+
+def _summary(github: FakeGitHub, project: Project, number: int) -> str:
+    comments = [c for c in github.state.comments_on(project.full_name, number) if "reviewbot:summary" in c["body"]]
+    assert len(comments) == 1, [c["body"][:80] for c in comments]
+    return comments[0]["body"]
+
+
+def _dispatch_for(github: FakeGitHub, project: Project, sha: str) -> dict[str, Any]:
+    def found() -> dict[str, Any] | None:
+        for dispatch in actions_state(github.state).dispatches:
+            if dispatch["repo"] == project.full_name and dispatch["inputs"]["head_sha"] == sha:
+                return dispatch
+        return None
+
+    return wait_until(found, timeout=90, what=f"a workflow_dispatch for {sha[:12]}")
+
+
+def _play_runner(project: Project, dispatch: dict[str, Any], out: Path) -> tuple[int, bytes]:
+    """What gpu-regression.yml does on the runner: run_regression on the SHA, then zip OUT_DIR."""
+    inputs = dispatch["inputs"]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO_ROOT / "ci" / "run_regression.py"),
+            "--repo", str(project.upstream.path),
+            "--revision", inputs["head_sha"],
+            "--suites", inputs["suites"],
+            "--out-dir", str(out),
+            "--pr-number", inputs["pr_number"],
+            "--request-id", inputs["request_id"],
+        ],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), "REVIEWBOT_GPUS": "0"},
+        timeout=180,
+    )  # fmt: skip
+    files = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    return proc.returncode, zip_directory(files)
+
+
+@pytest.fixture(scope="module")
+def github():
+    with FakeGitHub(extra_route_modules=[ACTIONS_ROUTES]) as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def actions_service(github, tmp_path_factory):
+    svc = ActionsService(
+        tmp_path_factory.mktemp("actions-service"), github, gpu_dispatch="actions", gpu_timeout_seconds=120
+    ).start()
+    yield svc
+    svc.stop()
+
+
+def test_actions_mode_dispatch_webhook_artifact_review(github, actions_service, tmp_path):
+    project = Project(tmp_path, github, "octo/actions-e2e")
+    sha = project.open_pull(7, FAILING_TESTS)
+    assert actions_service.comment_event(project.full_name, 7, "/rerun-gpu smoke", MAINTAINER).status_code == 202
+
+    dispatch = _dispatch_for(github, project, sha)
+    request_id = dispatch["inputs"]["request_id"]
+    assert dispatch["workflow"] == "gpu-regression.yml" and dispatch["ref"] == "main"
+    assert dispatch["inputs"] == {"pr_number": "7", "head_sha": sha, "suites": "smoke", "request_id": request_id}
+    pending = wait_until(lambda: _gpu_statuses(github, project, sha), what="the pending status")
+    assert pending[-1]["state"] == "pending" and request_id in pending[-1]["description"]
+
+    rc, artifact = _play_runner(project, dispatch, tmp_path / "runner-out")
+    assert rc == 1  # one test fails
+    run = complete_run(github.state, dispatch, "failure", {"gpu-regression-results": artifact})
+    comment_writes_before = github.state.count_requests("POST|PATCH", r"/issues/(\d+/)?comments")
+    delivery = "wr-" + request_id
+    response = actions_service.deliver("workflow_run", workflow_run_event(github.state, run, github.origin),
+                                       delivery=delivery)
+    assert response.status_code == 202 and response.json()["outcome"] == "queued", response.text
+
+    status = _final_status(github, project, sha)
+    assert status["state"] == "failure" and status["description"] == "a GPU suite failed"
+    body = _summary(github, project, 7)
+    assert f"GitHub Actions run [{run['id']}]" in body
+    assert "| `smoke` | failed | 1/3 passed, 1 failing, 1 GPU-only skipped |" in body
+    assert "`tests/test_smoke.py::test_regressed` failed (the smoke contract broke)" in body
+    assert "placement factor changed" in body
+    assert "GPU-only checks not run here (1): `tests/test_smoke.py::test_stability_bound`" in body
+    assert "| `smoke` | add_us | 3.5 us |" in body
+    assert "no GPU (CPU run: GPU-only assertions skipped)" in body
+    # The artifact came from storage without the API token.
+    storage = actions_state(github.state).storage_requests
+    assert storage and all(r["authorization"] is None for r in storage)
+
+    # A redelivery is acknowledged without processing; the review was updated exactly once.
+    again = actions_service.deliver("workflow_run", workflow_run_event(github.state, run, github.origin),
+                                    delivery=delivery)
+    assert again.json()["outcome"] == "duplicate"
+    actions_service.wait_jobs_settled(project.full_name, 7)
+    time.sleep(0.5)
+    assert github.state.count_requests("POST|PATCH", r"/issues/(\d+/)?comments") - comment_writes_before == 1
+    assert [s["state"] for s in _gpu_statuses(github, project, sha)][-1] == "failure"
+    assert len([s for s in _gpu_statuses(github, project, sha) if s["state"] == "failure"]) == 1
+
+
+def test_actions_run_without_results_is_a_clear_error(github, actions_service, tmp_path):
+    project = Project(tmp_path, github, "octo/actions-noresults")
+    sha = project.open_pull(8, SUITE_TESTS)
+    actions_service.comment_event(project.full_name, 8, "/rerun-gpu", MAINTAINER)
+    dispatch = _dispatch_for(github, project, sha)
+    assert dispatch["inputs"]["suites"] == "all"
+    run = complete_run(github.state, dispatch, "failure")  # died before uploading anything
+    response = actions_service.deliver("workflow_run", workflow_run_event(github.state, run, github.origin))
+    assert response.json()["outcome"] == "queued"
+    status = _final_status(github, project, sha)
+    assert status["state"] == "error"
+    assert "concluded `failure` without usable results: the run uploaded no `gpu-regression-results` artifact" in (
+        _summary(github, project, 8)
+    )
+
+
+def test_workflow_runs_not_dispatched_by_the_bot_are_ignored(github, actions_service, tmp_path):
+    project = Project(tmp_path, github, "octo/actions-push")
+    push_run = complete_run(
+        github.state,
+        {"repo": project.full_name, "workflow": "gpu-regression.yml", "ref": "main", "inputs": {"head_sha": "a" * 40}},
+        "success",
+        display_title="gpu-regression push " + "a" * 40,
+    )
+    response = actions_service.deliver("workflow_run", workflow_run_event(github.state, push_run, github.origin))
+    assert response.json()["outcome"] == "ignored-not-dispatched-by-bot"
+    unknown = complete_run(
+        github.state,
+        {"repo": project.full_name, "workflow": "gpu-regression.yml", "ref": "main",
+         "inputs": {"head_sha": "a" * 40, "pr_number": "1", "request_id": "999-deadbeef"}},
+        "success",
+    )  # fmt: skip
+    response = actions_service.deliver("workflow_run", workflow_run_event(github.state, unknown, github.origin))
+    assert response.json()["outcome"] == "ignored-unknown-request"
+    broken = workflow_run_event(github.state, unknown, github.origin)
+    del broken["workflow_run"]["id"]
+    response = actions_service.deliver("workflow_run", broken)
+    assert response.status_code == 400 and "workflow_run.id" in response.json()["reason"]
+
+
+def test_actions_dispatch_that_never_completes_times_out(tmp_path):
+    with FakeGitHub(extra_route_modules=[ACTIONS_ROUTES]) as fake:
+        service = ActionsService(tmp_path / "svc", fake, gpu_dispatch="actions", gpu_timeout_seconds=2)
+        (tmp_path / "svc").mkdir()
+        service.start()
+        try:
+            project = Project(tmp_path, fake, "octo/actions-timeout")
+            sha = project.open_pull(9, SUITE_TESTS)
+            service.comment_event(project.full_name, 9, "/rerun-gpu smoke", MAINTAINER)
+            dispatch = _dispatch_for(fake, project, sha)
+            status = _final_status(fake, project, sha, timeout=60)
+            assert status["state"] == "error"
+            body = _summary(fake, project, 9)
+            assert f"No result from `gpu-regression.yml`" in body and dispatch["inputs"]["request_id"] in body
+            assert "limit 2s" in body
+        finally:
+            service.stop()
+
+
+def test_local_mode_runs_the_suite_on_the_worker(tmp_path):
+    with FakeGitHub() as fake:
+        (tmp_path / "svc").mkdir()
+        service = Service(tmp_path / "svc", fake, gpu_dispatch="local").start()
+        try:
+            project = Project(tmp_path, fake, "octo/local-e2e")
+            sha = project.open_pull(5, SUITE_TESTS)
+            service.comment_event(project.full_name, 5, "/rerun-gpu smoke", MAINTAINER)
+            status = _final_status(fake, project, sha)
+            assert status["state"] == "success", _summary(fake, project, 5)
+            body = _summary(fake, project, 5)
+            assert "`smoke`" in body and "passed" in body
+            runs = service.query("SELECT suite, status, head_sha FROM suite_runs")
+            assert [(r.suite, r.status, r.head_sha) for r in runs] == [("smoke", "passed", sha)]
+        finally:
+            service.stop()
+
