@@ -27,7 +27,20 @@ class ReviewOutcome:
 def review(checkout: Path, base: str, head: str, pr_body: str, *, run_pr_code: bool) -> ReviewOutcome:
     if not run_pr_code:
         logger.info("review of %s without running PR code (fork, not authorised)", head[:12])
-    result = run_review(checkout, base, head, pr_body=pr_body, suites="static" if run_pr_code else "none",
-                        progress=lambda line: logger.info("review %s: %s", head[:12], line))
-    return ReviewOutcome(findings=list(result.findings), markdown=result.to_markdown(), blocking=result.blocking,
-                         invalidates_cache=result.invalidates_cache)
+    result = run_review(
+        checkout,
+        base,
+        head,
+        pr_body=pr_body,
+        suites="static" if run_pr_code else "none",
+        progress=lambda line: logger.info("review %s: %s", head[:12], line),
+    )
+    # Stage timings vary run to run; without them an unchanged review renders the same text, so a
+    # rerun of one head leaves the summary comment untouched.
+    markdown = dataclasses.replace(result, timings={}).to_markdown()
+    return ReviewOutcome(
+        findings=list(result.findings),
+        markdown=markdown,
+        blocking=result.blocking,
+        invalidates_cache=result.invalidates_cache,
+    )

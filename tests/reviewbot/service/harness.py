@@ -25,10 +25,16 @@ SECRET = "s3cret-for-tests"
 
 
 def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
 
 
 class Upstream:
@@ -41,12 +47,17 @@ class Upstream:
         git(path, "config", "commit.gpgsign", "false")
 
     def commit(self, files: dict[str, str], message: str = "change", branch: str = "main") -> str:
-        current = git(self.path, "rev-parse", "--abbrev-ref", "HEAD") if self._has_commits() else "main"
-        if current != branch:
-            if branch in git(self.path, "branch", "--list", branch):
-                git(self.path, "checkout", "-q", branch)
-            else:
-                git(self.path, "checkout", "-q", "-b", branch)
+        """Commit `files` on `branch` (created from main when new); leaves main checked out."""
+        exists = (
+            subprocess.run(
+                ["git", "-C", str(self.path), "rev-parse", "--verify", "-q", f"refs/heads/{branch}"],
+                check=False,
+                capture_output=True,
+            ).returncode
+            == 0
+        )
+        if branch != "main":
+            git(self.path, "checkout", "-q", *([] if exists else ["-b"]), branch)
         for name, content in files.items():
             target = self.path / name
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -54,11 +65,9 @@ class Upstream:
             git(self.path, "add", name)
         git(self.path, "commit", "-q", "-m", message)
         sha = git(self.path, "rev-parse", "HEAD")
-        git(self.path, "checkout", "-q", "main")
+        if branch != "main":
+            git(self.path, "checkout", "-q", "main")
         return sha
-
-    def _has_commits(self) -> bool:
-        return subprocess.run(["git", "-C", str(self.path), "rev-parse", "HEAD"], capture_output=True).returncode == 0
 
     def publish_pull(self, number: int, sha: str) -> None:
         git(self.path, "update-ref", f"refs/pull/{number}/head", sha)
@@ -113,8 +122,13 @@ class Service:
 
     def _spawn(self, command: str, log_name: str) -> subprocess.Popen[bytes]:
         log = open(self.tmp / log_name, "ab")  # noqa: SIM115 - closed with the process in stop()
-        return subprocess.Popen([sys.executable, "-m", "reviewbot", command], env=self.env, stdout=log,
-                                stderr=subprocess.STDOUT, cwd=self.tmp)
+        return subprocess.Popen(
+            [sys.executable, "-m", "reviewbot", command],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.tmp,
+        )
 
     def start(self) -> Service:
         self.server = self._spawn("serve", "serve.log")
@@ -152,8 +166,15 @@ class Service:
         return path.read_text(errors="replace") if path.exists() else ""
 
     # deliveries ----------------------------------------------------------------------------------
-    def deliver(self, event: str, payload: dict[str, Any] | bytes, *, secret: str | None = SECRET,
-                delivery: str | None = None, headers: dict[str, str] | None = None) -> httpx.Response:
+    def deliver(
+        self,
+        event: str,
+        payload: dict[str, Any] | bytes,
+        *,
+        secret: str | None = SECRET,
+        delivery: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         all_headers = delivery_headers(event, body, secret, delivery)
         all_headers.update(headers or {})
@@ -172,8 +193,10 @@ class Service:
         with state.lock:
             comment = add_comment(state, repo, number, body, state.user(author))
         pull = state.pulls[(repo, number)]
-        return self.deliver("issue_comment", issue_comment_event(pull, body, author, self.github.origin,
-                                                                comment_id=comment["id"], **kwargs))
+        return self.deliver(
+            "issue_comment",
+            issue_comment_event(pull, body, author, self.github.origin, comment_id=comment["id"], **kwargs),
+        )
 
     # database ------------------------------------------------------------------------------------
     def query(self, sql: str, **params: Any) -> list[Any]:
@@ -185,8 +208,12 @@ class Service:
             engine.dispose()
 
     def jobs(self, repo: str, pr: int) -> list[Any]:
-        return self.query("SELECT id, kind, head_sha, state, stop_reason, error, attempts FROM jobs "
-                          "WHERE repo = :repo AND pr = :pr ORDER BY id", repo=repo, pr=pr)
+        return self.query(
+            "SELECT id, kind, head_sha, state, stop_reason, error, attempts FROM jobs "
+            "WHERE repo = :repo AND pr = :pr ORDER BY id",
+            repo=repo,
+            pr=pr,
+        )
 
     def wait_jobs_settled(self, repo: str, pr: int, timeout: float = 90) -> list[Any]:
         def settled() -> list[Any] | None:

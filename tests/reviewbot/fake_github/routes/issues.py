@@ -115,3 +115,11 @@ def create_reaction(request: Request) -> Response:
     }
     request.state.reactions.append(reaction)
     return Response(201, reaction)
+
+
+@route("GET", "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions")
+def list_reactions(request: Request) -> Response | list[dict[str, Any]]:
+    comment = _comment(request)
+    if comment is None:
+        return not_found()
+    return [r for r in request.state.reactions if r["_comment"] == comment["id"]]

@@ -34,8 +34,10 @@ def create_status(request: Request) -> Response:
     return Response(201, status)
 
 
+@route("GET", "/repos/{owner}/{repo}/statuses/{sha}")
 @route("GET", "/repos/{owner}/{repo}/commits/{sha}/statuses")
 def list_statuses(request: Request) -> list[dict[str, Any]]:
+    """Newest first, as GitHub lists them."""
     return list(reversed(request.state.statuses_for(repo_name(request), request.params["sha"])))
 
 

@@ -1,0 +1,88 @@
+"""A reviewed project for service tests: an upstream git repo, its fake-GitHub repo, and PRs.
+
+The base has `pkg/core.py`; a "bad" head adds a function with `except Exception: pass` (a
+P0-BLOCKER finding of the engine's broad-except rule) on lines inside the diff.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.reviewbot.fake_github import FakeGitHub
+from tests.reviewbot.service.harness import Upstream
+
+BASE_CORE = '''"""Core helpers."""
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+def scale(values: list[float], factor: float) -> list[float]:
+    return [v * factor for v in values]
+'''
+
+BAD_FUNCTION = """
+
+def load(path: str) -> str:
+    try:
+        return open(path).read()
+    except Exception:
+        return ""
+"""
+
+
+class Project:
+    def __init__(self, tmp: Path, github: FakeGitHub, full_name: str) -> None:
+        self.github = github
+        self.full_name = full_name
+        self.upstream = Upstream(tmp / full_name.replace("/", "__"))
+        self.base_sha = self.upstream.commit({"pkg/__init__.py": "", "pkg/core.py": BASE_CORE}, "base")
+        github.state.add_repo(full_name, clone_url=str(self.upstream.path))
+        self._branch_tips: dict[int, str] = {}
+
+    def push(self, number: int, files: dict[str, str], message: str = "change") -> str:
+        """Commit on the PR's branch (on top of its previous push) and publish refs/pull/<n>/head."""
+        branch = f"pr-{number}"
+        sha = self.upstream.commit(files, message, branch=branch)
+        self.upstream.publish_pull(number, sha)
+        self._branch_tips[number] = sha
+        return sha
+
+    def open_pull(
+        self,
+        number: int,
+        files: dict[str, str],
+        *,
+        fork_of: str | None = None,
+        draft: bool = False,
+        author: str = "contributor",
+        body: str = "",
+    ) -> tuple[dict[str, Any], str]:
+        sha = self.push(number, files)
+        pull = self.github.state.add_pull(
+            self.full_name,
+            number,
+            sha,
+            self.base_sha,
+            head_repo=fork_of,
+            draft=draft,
+            author=author,
+            body=body,
+            head_ref=f"pr-{number}",
+        )
+        return pull, sha
+
+    def new_head(self, number: int, files: dict[str, str]) -> str:
+        sha = self.push(number, files, "another push")
+        self.github.state.set_head(self.full_name, number, sha)
+        return sha
+
+
+def bad_core(extra: str = "") -> dict[str, str]:
+    return {"pkg/core.py": BASE_CORE + BAD_FUNCTION + extra}
+
+
+def good_core(extra: str = "") -> dict[str, str]:
+    return {"pkg/core.py": BASE_CORE + "\n\ndef neg(x: int) -> int:\n    return -x\n" + extra}

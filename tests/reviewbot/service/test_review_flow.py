@@ -1,0 +1,79 @@
+"""Pull request deliveries against a real `reviewbot serve`, the real review engine and the fake GitHub.
+
+Deliveries are built from the shared GitHub webhook examples (shared/fixtures/github-webhooks/).
+"""
+
+from __future__ import annotations
+
+from tests.reviewbot.service.harness import wait_until
+from tests.reviewbot.service.scenario import bad_core, good_core
+
+SUMMARY_MARKER = "<!-- reviewbot:summary -->"
+
+
+def summaries(github, project, number):
+    return [c for c in github.state.comments_on(project.full_name, number) if SUMMARY_MARKER in c["body"]]
+
+
+def final_status(github, project, sha, context="reviewbot/static"):
+    states = [s["state"] for s in github.state.statuses_for(project.full_name, sha, context)]
+    return states[-1] if states and states[-1] != "pending" else None
+
+
+def test_opened_posts_summary_inline_on_diff_lines_and_failing_status(service, github, project):
+    """Uses the shared pull_request/opened example. The P0 finding sits on added lines; GitHub (the
+    fake) refuses review comments outside the diff, and the bot must not try."""
+    pull, head = project.open_pull(1, bad_core())
+    added = set(range(11, 18))  # the lines of BAD_FUNCTION in the head's pkg/core.py
+    pull["_diff_lines"] = {"pkg/core.py": set(range(8, 18))}
+    service.pull_event("opened", project.full_name, 1)
+    jobs = service.wait_jobs_settled(project.full_name, 1)
+    assert [j.state for j in jobs] == ["done"], (jobs, service.log())
+    assert final_status(github, project, head) == "failure"
+    [summary] = summaries(github, project, 1)
+    assert head[:12] in summary["body"]
+    inline = github.state.review_comments_on(project.full_name, 1)
+    assert inline, "the broad except is on a diff line and must be commented inline"
+    assert all(c["path"] == "pkg/core.py" and c["line"] in added and c["side"] == "RIGHT" for c in inline)
+    assert any("P0-BLOCKER" in c["body"] for c in inline)
+    assert len(inline) <= 30
+
+
+def test_summary_is_edited_in_place_across_pushes_and_not_resent_unchanged(service, github, project):
+    """Uses the shared pull_request/opened and synchronize examples."""
+    project.open_pull(2, bad_core())
+    service.pull_event("opened", project.full_name, 2)
+    service.wait_jobs_settled(project.full_name, 2)
+    [first] = summaries(github, project, 2)
+    second_head = project.new_head(2, good_core())
+    service.pull_event("synchronize", project.full_name, 2)
+    wait_until(lambda: final_status(github, project, second_head), what="status of the second push")
+    [summary] = summaries(github, project, 2)
+    assert summary["id"] == first["id"] and summary["_edits"] == 1
+    assert second_head[:12] in summary["body"]
+    assert final_status(github, project, second_head) == "success"
+    # The same head again (/review): the same text, so no PATCH is sent.
+    patches = github.state.count_requests("PATCH", rf"/repos/{project.full_name}/issues/comments/")
+    response = service.comment_event(project.full_name, 2, "/review", "someone")
+    assert response.status_code == 202
+    wait_until(
+        lambda: (
+            len([j for j in service.jobs(project.full_name, 2) if j.kind == "review"]) == 3
+            and service.wait_jobs_settled(project.full_name, 2)
+        ),
+        what="the /review job",
+    )
+    assert github.state.count_requests("PATCH", rf"/repos/{project.full_name}/issues/comments/") == patches
+    assert len(summaries(github, project, 2)) == 1
+
+
+def test_draft_waits_for_ready_for_review(service, github, project):
+    """Uses the shared pull_request/opened and ready_for_review examples."""
+    _, head = project.open_pull(3, good_core(), draft=True)
+    response = service.pull_event("opened", project.full_name, 3)
+    assert response.json()["outcome"] == "draft"
+    assert service.jobs(project.full_name, 3) == []
+    github.state.pulls[(project.full_name, 3)]["draft"] = False
+    service.pull_event("ready_for_review", project.full_name, 3)
+    service.wait_jobs_settled(project.full_name, 3)
+    assert final_status(github, project, head) == "success"
