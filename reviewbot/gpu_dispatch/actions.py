@@ -18,7 +18,8 @@ Round trip:
    dispatch and, if no result arrived, publishes an `error` status "no result within ...".
    It is parked as a `running` job whose lease ends at the deadline under the pseudo-worker
    `DEADLINE_WORKER`; the worker's expired-lease path claims it then, so the deadline survives
-   restarts without a scheduler.
+   restarts without a scheduler. The `workflow_run` webhook releases it early (lease 0): it then
+   finds the request completed and ends without posting.
 A newer dispatch for the same PR, or a newer head, supersedes a request: its result and its
 deadline post nothing.
 """
@@ -33,6 +34,7 @@ from typing import Any
 
 import github
 from github import Auth
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from reviewbot import logger
@@ -91,6 +93,21 @@ def _park_deadline_job(session: Session, record: store.GpuDispatch, installation
             lease_until=record.deadline,
         )
     )
+
+
+def _release_deadline_job(session: Session, record: store.GpuDispatch) -> None:
+    """Let the parked deadline job run now: it finds the request completed and ends quietly."""
+    for job in session.scalars(
+        select(Job).where(
+            Job.kind == DEADLINE_JOB,
+            Job.repo == record.repo,
+            Job.pr == record.pr,
+            Job.state == "running",
+            Job.worker_id == DEADLINE_WORKER,
+        )
+    ):
+        if job.args.get("request_id") == record.request_id:
+            job.lease_until = 0.0
 
 
 class ActionsDispatcher:
@@ -164,11 +181,18 @@ class ActionsDispatcher:
 
 
 def on_workflow_run(session: Session, delivery_id: str, payload: dict[str, Any], settings: Settings) -> str:
-    """`workflow_run` webhook: queue the result job of a completed run the bot dispatched."""
-    action = events.require(payload, "action")
-    run = events.require(payload, "workflow_run")
-    events.require(payload, "workflow_run", "id")
-    full_name = events.require(payload, "repository", "full_name")
+    """`workflow_run` webhook: queue the result job of a completed run the bot dispatched.
+
+    A payload lacking a field this needs is stored with an `ignored-malformed` outcome naming it
+    (the service's 400 path only covers the events it validates itself)."""
+    try:
+        action = events.require(payload, "action")
+        run = events.require(payload, "workflow_run")
+        events.require(payload, "workflow_run", "id")
+        full_name = events.require(payload, "repository", "full_name")
+    except events.BadPayload as exc:
+        logger.warning("workflow_run delivery %s ignored: %s", delivery_id, exc)
+        return f"ignored-malformed: {exc}"
     if action != "completed":
         return f"ignored-{action}"
     if not str(run.get("path", "")).endswith(f"/{WORKFLOW_FILE}"):
@@ -185,6 +209,7 @@ def on_workflow_run(session: Session, delivery_id: str, payload: dict[str, Any],
     )
     if record.state in ("dispatching", "dispatched", "timed-out"):
         record.state = "completed"
+    _release_deadline_job(session, record)
     jobs.enqueue(
         session,
         RESULT_JOB,
