@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reviewbot.results.run import main  # noqa: E402  (needs the path above)
+from reviewbot.results.run import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -66,7 +66,7 @@ def load_workflow(path: Path) -> dict[str, Any]:
     """Parse a workflow. YAML 1.1 reads the key ``on`` as True; it is renamed back to "on"."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: a workflow must be a mapping")
+        raise TypeError(f"{path}: a workflow must be a mapping, not {type(data).__name__}")
     if True in data:
         data["on"] = data.pop(True)
     return data
@@ -82,8 +82,7 @@ def validate_schema(value: Any, schema: dict[str, Any], root: dict[str, Any], wh
     if "type" in schema:
         names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
         ok = any(
-            isinstance(value, _TYPES[n]) and not (isinstance(value, bool) and n in ("integer", "number"))
-            for n in names
+            isinstance(value, _TYPES[n]) and not (isinstance(value, bool) and n in ("integer", "number")) for n in names
         )
         if not ok:
             return [f"{where}: expected {' or '.join(names)}, got {type(value).__name__}"]
@@ -145,7 +144,9 @@ def _check_expressions(text: str, where: str, allowed: set[str], inputs: set[str
             if name in _FUNCTIONS:
                 continue
             if name not in allowed:
-                errors.append(f"{where}: context {name!r} is not available here (allowed: {', '.join(sorted(allowed))})")
+                errors.append(
+                    f"{where}: context {name!r} is not available here (allowed: {', '.join(sorted(allowed))})"
+                )
         for name in _INPUT_REF.findall(unquoted):
             if name not in inputs:
                 errors.append(f"{where}: inputs.{name} is not a declared workflow_dispatch input")

@@ -204,8 +204,10 @@ def on_workflow_run(session: Session, delivery_id: str, payload: dict[str, Any],
     if record is None or record.repo != full_name:
         logger.warning("workflow_run %s names unknown request %s", run["id"], request_id)
         return "ignored-unknown-request"
-    record.run_id, record.run_url, record.conclusion = int(run["id"]), str(run.get("html_url", "")), str(
-        run.get("conclusion") or ""
+    record.run_id, record.run_url, record.conclusion = (
+        int(run["id"]),
+        str(run.get("html_url", "")),
+        str(run.get("conclusion") or ""),
     )
     if record.state in ("dispatching", "dispatched", "timed-out"):
         record.state = "completed"

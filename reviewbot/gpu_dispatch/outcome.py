@@ -61,7 +61,9 @@ def _failures(results: RegressionResults) -> list[str]:
         lines.append(f"- ... and {len(failing) - MAX_FAILURES_SHOWN} more failing test(s); see the run's artifact.")
     for suite in results.suites:
         if suite.status in ("error", "timeout", "not-run"):
-            lines.append(f"- Suite `{suite.name}` {suite.status.replace('-', ' ')}: {_cell(suite.detail) or 'no detail'}")
+            lines.append(
+                f"- Suite `{suite.name}` {suite.status.replace('-', ' ')}: {_cell(suite.detail) or 'no detail'}"
+            )
     return lines
 
 

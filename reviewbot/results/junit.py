@@ -53,7 +53,9 @@ def _testcase(case: ET.Element) -> TestResult:
     skipped = case.find("skipped")
     if skipped is not None:
         reason = skipped.get("message") or (skipped.text or "").strip() or None
-        return TestResult(id=tid, status="skipped", duration_s=duration, message=reason, gpu_only=is_gpu_only_skip(reason))
+        return TestResult(
+            id=tid, status="skipped", duration_s=duration, message=reason, gpu_only=is_gpu_only_skip(reason)
+        )
     return TestResult(id=tid, status="passed", duration_s=duration)
 
 

@@ -40,11 +40,16 @@ DETAIL_LOG_LINES = 20
 
 
 def select_suites(config: RepoConfig, spec: str | Sequence[str]) -> list[str]:
-    """Suite names from ``"all"`` or a comma-separated list (or a sequence of names), in config order
-    for "all" and in the given order otherwise. Unknown names raise ValueError listing the known ones."""
+    """Suite names from ``"all"``, ``"gpu"`` (suites asking for a GPU), ``"cpu"`` (suites asking for
+    none), or a comma-separated list (or a sequence of names). Keywords keep config order; a list
+    keeps its order. Unknown names raise ValueError listing the known ones."""
     names = [n.strip() for n in (spec.split(",") if isinstance(spec, str) else spec) if n.strip()]
     if names == ["all"]:
         return list(config.suites)
+    if names == ["gpu"]:
+        return [n for n, suite in config.suites.items() if suite.gpus > 0]
+    if names == ["cpu"]:
+        return [n for n, suite in config.suites.items() if suite.gpus == 0]
     unknown = [n for n in names if n not in config.suites]
     if unknown:
         raise ValueError(f"unknown suite(s) {', '.join(unknown)}; configured: {', '.join(config.suites) or 'none'}")
@@ -66,7 +71,7 @@ def convert_suite(result: RunnerSuiteResult, failure_meaning: str, out_dir: Path
             status, detail = "error", f"JUnit report not convertible: {exc}"
     if status == "passed" and any(t.status in ("failed", "error") for t in tests):
         status = "failed"
-    if status != "passed" and result.log_tail:
+    if status in ("error", "timeout", "not-run") and result.log_tail:
         tail = "\n".join(result.log_tail.splitlines()[-DETAIL_LOG_LINES:])
         detail = f"{detail}\n{tail}" if detail else tail
     return SuiteResult(
@@ -88,7 +93,7 @@ def _relative(path: Path, root: Path) -> str:
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 def run_regression(
@@ -100,9 +105,14 @@ def run_regression(
     request_id: str | None = None,
     pr_number: int | None = None,
     gpus_available: int | None = None,
+    cpu: bool = False,
     progress: Callable[[str], None] = lambda _: None,
 ) -> RegressionResults:
-    """Run the selected suites of `revision` and write `out_dir/results.json`; returns what it wrote."""
+    """Run the selected suites of `revision` and write `out_dir/results.json`; returns what it wrote.
+
+    `cpu`: start every selected suite whatever GPU count it asks for (a CPU run: the suites skip
+    their GPU-only assertions, and results.json lists those skips). Otherwise a suite that needs
+    more GPUs than `gpus_available` (default: detected) is reported `not-run`."""
     started = _now()
     out_dir = out_dir.resolve()  # the suites run in a worktree elsewhere: their report paths must be absolute
     with GitRepo(repo) as git:
@@ -117,6 +127,9 @@ def run_regression(
         f"environment: torch {environment.torch}, CUDA {environment.cuda}, "
         f"{environment.gpu_count} GPU(s) {environment.gpu_model or ''}".rstrip()
     )
+    if cpu:
+        gpus_available = max((config.suite(n).gpus for n in names), default=0)
+        progress("CPU run: suites start regardless of their GPU count; GPU-only assertions skip (listed below)")
     runner_results = run_suites(
         repo,
         sha,
@@ -147,12 +160,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--repo", type=Path, default=Path("."), help="git repository (default: current directory)")
     parser.add_argument("--revision", default="HEAD", help="commit to test (default: HEAD)")
-    parser.add_argument("--suites", default="all", help="comma-separated suite names, or 'all' (default)")
+    parser.add_argument(
+        "--suites",
+        default="all",
+        help="comma-separated suite names, or 'all' (default), 'gpu' (suites asking for GPUs), 'cpu' (the others)",
+    )
     parser.add_argument("--out-dir", type=Path, required=True, help="where results.json, JUnit XML and logs go")
     parser.add_argument("--request-id", default=None, help="the bot's request id, echoed into results.json")
     parser.add_argument("--pr-number", type=int, default=None, help="pull request number, echoed into results.json")
-    parser.add_argument(
+    gpus = parser.add_mutually_exclusive_group()
+    gpus.add_argument(
         "--gpus", type=int, default=None, help="GPUs available to suites (default: REVIEWBOT_GPUS or nvidia-smi -L)"
+    )
+    gpus.add_argument(
+        "--cpu",
+        action="store_true",
+        help="CPU run: start every suite whatever GPU count it asks for; GPU-only assertions skip and are reported",
     )
     return parser
 
@@ -186,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             request_id=args.request_id,
             pr_number=args.pr_number,
             gpus_available=args.gpus,
+            cpu=args.cpu,
             progress=progress,
         )
     except (ValueError, GitError) as exc:

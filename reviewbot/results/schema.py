@@ -3,7 +3,8 @@
 `ci/run_regression.py` writes it (locally, or inside the `gpu-regression.yml` workflow, which
 uploads it as an artifact); the bot's GPU dispatch modes read it back to update the review and
 the `reviewbot/gpu-regression` status. Both sides go through `RegressionResults.from_dict`, which
-rejects unknown keys, wrong types and unknown statuses with a `ValueError` naming the field, so a
+rejects unknown keys, wrong types and unknown statuses with a `ResultsFormatError` (a
+`ValueError`) naming the field, so a
 runner on an older or newer schema fails loudly instead of being read as "all passed".
 
 Standard library only: this module is imported on GPU machines that lack the bot's extras.
@@ -36,6 +37,11 @@ TEST_STATUSES: tuple[str, ...] = ("passed", "failed", "error", "skipped")
 # "timeout": killed at its time limit; "not-run": never started (e.g. needs more GPUs than present).
 SUITE_STATUSES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "not-run")
 
+
+class ResultsFormatError(ValueError):
+    """A results document does not follow this schema; the message names the field."""
+
+
 _GPU_ONLY_REASON = re.compile(r"\b(gpu|cuda|nccl)\b", re.IGNORECASE)
 
 
@@ -49,7 +55,7 @@ class _Reader:
 
     def __init__(self, data: Any, where: str) -> None:
         if not isinstance(data, dict):
-            raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
+            raise ResultsFormatError(f"{where}: expected an object, got {type(data).__name__}")
         self._data = data
         self._where = where
         self._seen: set[str] = set()
@@ -60,27 +66,27 @@ class _Reader:
         if key not in self._data:
             if optional:
                 return None
-            raise ValueError(f"{path}: missing")
+            raise ResultsFormatError(f"{path}: missing")
         value = self._data[key]
         if value is None and optional:
             return None
         # bool is an int subclass: never accept it where a number is meant.
         if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
-            raise ValueError(f"{path}: expected {_type_names(types)}, got bool")
+            raise ResultsFormatError(f"{path}: expected {_type_names(types)}, got bool")
         if not isinstance(value, types):
-            raise ValueError(f"{path}: expected {_type_names(types)}, got {type(value).__name__}")
+            raise ResultsFormatError(f"{path}: expected {_type_names(types)}, got {type(value).__name__}")
         return value
 
     def choice(self, key: str, allowed: tuple[str, ...]) -> str:
         value = self.get(key, str)
         if value not in allowed:
-            raise ValueError(f"{self._where}.{key}: {value!r} is not one of {', '.join(allowed)}")
+            raise ResultsFormatError(f"{self._where}.{key}: {value!r} is not one of {', '.join(allowed)}")
         return value
 
     def done(self) -> None:
         unknown = sorted(set(self._data) - self._seen)
         if unknown:
-            raise ValueError(f"{self._where}: unknown key(s) {', '.join(unknown)}")
+            raise ResultsFormatError(f"{self._where}: unknown key(s) {', '.join(unknown)}")
 
 
 def _type_names(types: type | tuple[type, ...]) -> str:
@@ -101,9 +107,9 @@ class TestResult:
 
     def __post_init__(self) -> None:
         if self.status not in TEST_STATUSES:
-            raise ValueError(f"test {self.id}: status {self.status!r} is not one of {', '.join(TEST_STATUSES)}")
+            raise ResultsFormatError(f"test {self.id}: status {self.status!r} is not one of {', '.join(TEST_STATUSES)}")
         if self.gpu_only and self.status != "skipped":
-            raise ValueError(f"test {self.id}: gpu_only is only meaningful for a skipped test")
+            raise ResultsFormatError(f"test {self.id}: gpu_only is only meaningful for a skipped test")
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> TestResult:
@@ -162,9 +168,11 @@ class SuiteResult:
 
     def __post_init__(self) -> None:
         if self.status not in SUITE_STATUSES:
-            raise ValueError(f"suite {self.name}: status {self.status!r} is not one of {', '.join(SUITE_STATUSES)}")
+            raise ResultsFormatError(
+                f"suite {self.name}: status {self.status!r} is not one of {', '.join(SUITE_STATUSES)}"
+            )
         if self.status == "passed" and any(t.status in ("failed", "error") for t in self.tests):
-            raise ValueError(f"suite {self.name}: marked passed but has failed or errored tests")
+            raise ResultsFormatError(f"suite {self.name}: marked passed but has failed or errored tests")
 
     @property
     def gpu_only_skips(self) -> tuple[TestResult, ...]:
@@ -240,12 +248,14 @@ class RegressionResults:
 
     def __post_init__(self) -> None:
         if not _SHA.fullmatch(self.revision):
-            raise ValueError(f"revision: {self.revision!r} is not a full 40-hex commit sha")
+            raise ResultsFormatError(f"revision: {self.revision!r} is not a full 40-hex commit sha")
         if self.schema_version != SCHEMA_VERSION:
-            raise ValueError(f"schema_version: {self.schema_version} is not supported (this reader: {SCHEMA_VERSION})")
+            raise ResultsFormatError(
+                f"schema_version: {self.schema_version} is not supported (this reader: {SCHEMA_VERSION})"
+            )
         names = [s.name for s in self.suites]
         if len(names) != len(set(names)):
-            raise ValueError(f"suites: duplicate suite names in {names}")
+            raise ResultsFormatError(f"suites: duplicate suite names in {names}")
 
     @property
     def passed(self) -> bool:
@@ -286,7 +296,9 @@ class RegressionResults:
         r = _Reader(data, "results")
         version = r.get("schema_version", int)
         if version != SCHEMA_VERSION:
-            raise ValueError(f"results.schema_version: {version} is not supported (this reader: {SCHEMA_VERSION})")
+            raise ResultsFormatError(
+                f"results.schema_version: {version} is not supported (this reader: {SCHEMA_VERSION})"
+            )
         suites = r.get("suites", list)
         results = cls(
             schema_version=version,
@@ -306,7 +318,7 @@ class RegressionResults:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"results.json is not valid JSON: {exc}") from exc
+            raise ResultsFormatError(f"results.json is not valid JSON: {exc}") from exc
         return cls.from_dict(data)
 
     @classmethod

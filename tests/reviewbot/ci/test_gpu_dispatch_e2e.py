@@ -37,7 +37,7 @@ GPU_CONTEXT = "reviewbot/gpu-regression"
 MAINTAINER = "maint"
 WORKFLOW_INPUTS = {"pr_number": False, "head_sha": True, "suites": False, "request_id": False}
 
-SUITE_TESTS = '''import pytest
+SUITE_TESTS = """import pytest
 
 
 def test_add(record_testsuite_property):
@@ -47,12 +47,15 @@ def test_add(record_testsuite_property):
 
 def test_stability_bound():
     pytest.skip("stability bound max/min < 1.2 is GPU-only (needs CUDA)")
-'''
-FAILING_TESTS = SUITE_TESTS + '''
+"""
+FAILING_TESTS = (
+    SUITE_TESTS
+    + """
 
 def test_regressed():
     assert [1, 2] == [1, 3], "placement factor changed"
-'''
+"""
+)
 REVIEWBOT_YML = """suites:
   smoke:
     command: python -m pytest -q -p no:cacheprovider tests/test_smoke.py
@@ -142,6 +145,7 @@ def _play_runner(project: Project, dispatch: dict[str, Any], out: Path) -> tuple
             "--pr-number", inputs["pr_number"],
             "--request-id", inputs["request_id"],
         ],
+        check=False,
         capture_output=True,
         text=True,
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), "REVIEWBOT_GPUS": "0"},
@@ -186,8 +190,9 @@ def test_actions_mode_dispatch_webhook_artifact_review(github, actions_service, 
     run = complete_run(github.state, dispatch, "failure", {"gpu-regression-results": artifact})
     comment_writes_before = _comment_writes(github)
     delivery = "wr-" + request_id
-    response = actions_service.deliver("workflow_run", workflow_run_event(github.state, run, github.origin),
-                                       delivery=delivery)
+    response = actions_service.deliver(
+        "workflow_run", workflow_run_event(github.state, run, github.origin), delivery=delivery
+    )
     assert response.status_code == 202 and response.json()["outcome"] == "queued", response.text
 
     status = _final_status(github, project, sha)
@@ -205,8 +210,9 @@ def test_actions_mode_dispatch_webhook_artifact_review(github, actions_service, 
     assert storage and all(r["authorization"] is None for r in storage)
 
     # A redelivery is acknowledged without processing; the review was updated exactly once.
-    again = actions_service.deliver("workflow_run", workflow_run_event(github.state, run, github.origin),
-                                    delivery=delivery)
+    again = actions_service.deliver(
+        "workflow_run", workflow_run_event(github.state, run, github.origin), delivery=delivery
+    )
     assert again.json()["outcome"] == "duplicate"
     actions_service.wait_jobs_settled(project.full_name, 7)
     time.sleep(0.5)
@@ -270,7 +276,7 @@ def test_actions_dispatch_that_never_completes_times_out(tmp_path):
             status = _final_status(fake, project, sha, timeout=60)
             assert status["state"] == "error"
             body = _summary(fake, project, 9)
-            assert f"No result from `gpu-regression.yml`" in body and dispatch["inputs"]["request_id"] in body
+            assert "No result from `gpu-regression.yml`" in body and dispatch["inputs"]["request_id"] in body
             assert "limit 2s" in body
         finally:
             service.stop()
@@ -292,4 +298,3 @@ def test_local_mode_runs_the_suite_on_the_worker(tmp_path):
             assert [(r.suite, r.status, r.head_sha) for r in runs] == [("smoke", "passed", sha)]
         finally:
             service.stop()
-

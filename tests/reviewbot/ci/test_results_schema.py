@@ -45,7 +45,9 @@ def _sample() -> RegressionResults:
                 ),
                 bench=(BenchFigure("class_median", 1.25, "ms", None),),
             ),
-            SuiteResult(name="fsdp", status="not-run", duration_s=0.0, gpus=2, detail="needs 2 GPU(s), this machine has 1"),
+            SuiteResult(
+                name="fsdp", status="not-run", duration_s=0.0, gpus=2, detail="needs 2 GPU(s), this machine has 1"
+            ),
         ),
     )
 
@@ -92,7 +94,10 @@ def test_verdict_and_summary() -> None:
         (lambda d: d["environment"].update(gpu_count="1"), "results.environment.gpu_count: expected int, got str"),
         (lambda d: d["environment"].update(gpu_count=True), "gpu_count: expected int, got bool"),
         (lambda d: d["suites"][0].update(status="ok"), "'ok' is not one of passed, failed, error, timeout, not-run"),
-        (lambda d: d["suites"][0]["tests"][0].update(status="xpass"), "results.suites[0].tests[0].status: 'xpass' is not one of"),
+        (
+            lambda d: d["suites"][0]["tests"][0].update(status="xpass"),
+            "results.suites[0].tests[0].status: 'xpass' is not one of",
+        ),
         (lambda d: d["suites"][0]["tests"][0].update(gpu_only=True), "gpu_only is only meaningful for a skipped test"),
         (lambda d: d["suites"][0]["tests"][0].update(status="failed"), "marked passed but has failed or errored tests"),
         (lambda d: d["suites"][0]["bench"][0].update(value="fast"), "results.suites[0].bench[0].value: expected"),

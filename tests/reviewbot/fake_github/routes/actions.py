@@ -136,8 +136,11 @@ def storage(request: Request) -> Response:
     artifact_id = int(request.params["blob"].split(".", 1)[0])
     actions_state(request.state).storage_requests.append({"artifact": artifact_id, "authorization": authorization})
     if authorization:
-        return Response(400, raw=b"<Error>Authentication information is not given in the correct format</Error>",
-                        content_type="application/xml")
+        return Response(
+            400,
+            raw=b"<Error>Authentication information is not given in the correct format</Error>",
+            content_type="application/xml",
+        )
     artifact = actions_state(request.state).artifacts.get(artifact_id)
     if artifact is None:
         return Response(404, raw=b"<Error>BlobNotFound</Error>", content_type="application/xml")
