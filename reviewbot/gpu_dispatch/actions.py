@@ -147,7 +147,10 @@ class ActionsDispatcher:
             "suites": suites,
             "request_id": request_id,
         }
-        workflow = repo.get_workflow(WORKFLOW_FILE)
+        try:
+            workflow = gh.call("get_workflow", lambda: repo.get_workflow(WORKFLOW_FILE))
+        except GitHubFailed as exc:
+            return self._refused(request_id, repo.default_branch, exc)
         try:
             gh.call(
                 "workflow_dispatch",
@@ -157,14 +160,7 @@ class ActionsDispatcher:
         except OutcomeUnknown:
             logger.warning("GPU request %s: dispatch outcome unknown; the deadline reports if no run comes", request_id)
         except GitHubFailed as exc:
-            with sessions.begin() as session:
-                record = session.get(store.GpuDispatch, request_id)
-                assert record is not None
-                record.state, record.note = "completed", f"dispatch refused: {exc}"
-            return error_outcome(
-                f"Could not dispatch `{WORKFLOW_FILE}` on `{repo.default_branch}`: GitHub answered "
-                f"{exc.status} {exc.data}. Is the workflow on the default branch, with these inputs?"
-            )
+            return self._refused(request_id, repo.default_branch, exc)
         with sessions.begin() as session:
             record = session.get(store.GpuDispatch, request_id)
             assert record is not None
@@ -178,6 +174,16 @@ class ActionsDispatcher:
             gh, repo, request.head_sha, posting.GPU_CONTEXT, "pending", f"dispatched to GitHub Actions ({request_id})"
         )
         return None
+
+    def _refused(self, request_id: str, ref: str, exc: GitHubFailed) -> GpuOutcome:
+        with _sessions(self.settings.database_url).begin() as session:
+            record = session.get(store.GpuDispatch, request_id)
+            assert record is not None, request_id
+            record.state, record.note = "completed", f"dispatch refused: {exc}"
+        return error_outcome(
+            f"Could not dispatch `{WORKFLOW_FILE}` on `{ref}`: GitHub answered {exc.status} {exc.data}. "
+            "Is the workflow on the default branch, with these inputs?"
+        )
 
 
 def on_workflow_run(session: Session, delivery_id: str, payload: dict[str, Any], settings: Settings) -> str:

@@ -79,14 +79,15 @@ class ActionsService(Service):
 class Project:
     """An upstream repo and its fake-GitHub twin; PR heads add the suite."""
 
-    def __init__(self, tmp: Path, github: FakeGitHub, full_name: str) -> None:
+    def __init__(self, tmp: Path, github: FakeGitHub, full_name: str, *, workflow: bool = True) -> None:
         self.github = github
         self.full_name = full_name
         self.upstream = Upstream(tmp / full_name.replace("/", "__"))
         self.base_sha = self.upstream.commit({"README.md": "base\n"}, "base")
         github.state.add_repo(full_name, clone_url=str(self.upstream.path))
         github.state.set_permission(full_name, MAINTAINER, "write")
-        add_workflow(github.state, full_name, "gpu-regression.yml", WORKFLOW_INPUTS)
+        if workflow:
+            add_workflow(github.state, full_name, "gpu-regression.yml", WORKFLOW_INPUTS)
 
     def open_pull(self, number: int, tests: str) -> str:
         files = {".reviewbot.yml": REVIEWBOT_YML, "tests/test_smoke.py": tests}
@@ -235,6 +236,38 @@ def test_actions_run_without_results_is_a_clear_error(github, actions_service, t
     assert "concluded `failure` without usable results: the run uploaded no `gpu-regression-results` artifact" in (
         _summary(github, project, 8)
     )
+
+
+def test_dispatch_refused_by_github_is_a_clear_error(github, actions_service, tmp_path):
+    project = Project(tmp_path, github, "octo/actions-noworkflow", workflow=False)
+    sha = project.open_pull(10, SUITE_TESTS)
+    actions_service.comment_event(project.full_name, 10, "/rerun-gpu smoke", MAINTAINER)
+    status = _final_status(github, project, sha)
+    assert status["state"] == "error"
+    assert "Could not dispatch `gpu-regression.yml` on `main`: GitHub answered 404" in _summary(github, project, 10)
+    assert not [d for d in actions_state(github.state).dispatches if d["repo"] == project.full_name]
+
+
+def test_result_for_a_superseded_head_posts_nothing(github, actions_service, tmp_path):
+    project = Project(tmp_path, github, "octo/actions-superseded")
+    old = project.open_pull(11, SUITE_TESTS)
+    actions_service.comment_event(project.full_name, 11, "/rerun-gpu smoke", MAINTAINER)
+    dispatch = _dispatch_for(github, project, old)
+    new = project.upstream.commit({"README.md": "newer\n"}, "push", branch="pr-11")
+    github.state.set_head(project.full_name, 11, new)
+    artifact = zip_directory({"results.json": b"{}"})
+    run = complete_run(github.state, dispatch, "success", {"gpu-regression-results": artifact})
+    response = actions_service.deliver("workflow_run", workflow_run_event(github.state, run, github.origin))
+    assert response.json()["outcome"] == "queued"
+    wait_until(
+        lambda: [j for j in actions_service.jobs(project.full_name, 11) if j.kind == "gpu-actions-result"
+                 and j.state == "superseded"],
+        what="the result job to stop as superseded",
+    )  # fmt: skip
+    assert [s["state"] for s in _gpu_statuses(github, project, old)] == ["pending", "pending"]
+    fake = actions_state(github.state)
+    downloaded_runs = {fake.artifacts[r["artifact"]]["workflow_run"]["id"] for r in fake.storage_requests}
+    assert run["id"] not in downloaded_runs
 
 
 def test_workflow_runs_not_dispatched_by_the_bot_are_ignored(github, actions_service, tmp_path):

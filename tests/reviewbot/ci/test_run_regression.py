@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from reviewbot.repo_config import parse_config
 from reviewbot.results import RegressionResults
+from reviewbot.results.run import select_suites
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = REPO_ROOT / "ci" / "run_regression.py"
@@ -154,9 +156,6 @@ def test_bad_arguments_exit_2(repo, tmp_path):
 
 
 def test_suite_selection_keywords():
-    from reviewbot.repo_config import parse_config
-    from reviewbot.results.run import select_suites
-
     config = parse_config(CONFIG)
     assert select_suites(config, "all") == ["good", "bad", "slow", "crash"]
     assert select_suites(config, "gpu") == ["good"]
