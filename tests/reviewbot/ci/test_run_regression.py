@@ -163,3 +163,17 @@ def test_suite_selection_keywords():
     assert select_suites(config, "crash, good,crash") == ["crash", "good"]
     with pytest.raises(ValueError, match="no suite named"):
         select_suites(config, " , ")
+
+
+def test_import_path_needs_only_pyyaml_and_junitparser_beyond_torch():
+    """The H200 image has torch, pytest and pyyaml but not the bot's service extras: the runner
+    must start with those blocked (junitparser, used by the suite runner, is carried as a wheel)."""
+    blocked = ("github", "fastapi", "uvicorn", "unidiff", "sqlalchemy", "jinja2", "httpx", "requests", "huey")
+    code = (
+        f"import sys\nfor m in {blocked!r}: sys.modules[m] = None\n"
+        "import runpy\nsys.argv = ['run_regression', '--help']\n"
+        f"runpy.run_path({str(SCRIPT)!r}, run_name='__main__')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "--out-dir" in proc.stdout and "--cpu" in proc.stdout
