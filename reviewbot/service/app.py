@@ -68,16 +68,17 @@ def create_app(
     sessions = sessions or make_sessionmaker(settings.database_url)
     run_worker = settings.embedded_worker if embedded_worker is None else embedded_worker
 
+    workers: list[Any] = []
+
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        worker = None
         if run_worker:
             from reviewbot.service.worker import Worker
 
-            worker = Worker(settings, sessions, name="embedded")
-            worker.start_thread()
+            workers.append(Worker(settings, sessions, name="embedded"))
+            workers[0].start_thread()
         yield
-        if worker is not None:
+        for worker in workers:
             worker.stop()
 
     app = FastAPI(title="reviewbot", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
@@ -133,10 +134,16 @@ def create_app(
 
     @app.get("/healthz")
     def healthz() -> JSONResponse:
+        """503 when the embedded worker thread died (an unexpected error): restart the process; the
+        job it held is claimed again when its lease runs out."""
         with sessions() as session:
             session.execute(text("SELECT 1"))
-            pending = session.scalar(select(func.count()).select_from(Job).where(Job.state.in_(("pending", "running"))))
-        return JSONResponse({"ok": True, "active_jobs": pending, "embedded_worker": run_worker})
+            active = session.scalar(select(func.count()).select_from(Job).where(Job.state.in_(("pending", "running"))))
+        worker_alive = all(worker.alive for worker in workers)
+        return JSONResponse(
+            {"ok": worker_alive, "active_jobs": active, "embedded_worker": run_worker, "worker_alive": worker_alive},
+            status_code=200 if worker_alive else 503,
+        )
 
     @app.get("/metrics")
     def prometheus() -> PlainTextResponse:

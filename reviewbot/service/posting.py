@@ -135,7 +135,7 @@ def post_inline(gh: GitHub, pull: Any, head_sha: str, batch: Sequence[tuple[Find
 def upsert_summary(gh: GitHub, pull: Any, body: str) -> tuple[int, bool]:
     """Edit the PR's summary comment in place (create it the first time). Returns (id, sent)."""
     assert SUMMARY_MARKER in body
-    issue = pull.as_issue() if hasattr(pull, "as_issue") else pull
+    issue = gh.call("get_issue", pull.as_issue)
     sent = False
 
     def find() -> Any:

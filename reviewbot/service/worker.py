@@ -154,6 +154,10 @@ class Worker:
         self._thread = threading.Thread(target=self.run_forever, name=self.id, daemon=True)
         self._thread.start()
 
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
     def stop_soon(self) -> None:
         """Stop polling once the current job is finished."""
         self._stop.set()
@@ -170,7 +174,7 @@ class Worker:
 def _open_pull(ctx: JobContext, gh: GitHub) -> tuple[Any, Any]:
     """The repo and the PR, after checking the job is still about the PR's current head."""
     job = ctx.job
-    repo = gh.client.get_repo(job.repo, lazy=True)
+    repo = gh.call("get_repo", lambda: gh.client.get_repo(job.repo))
     pull = gh.call("get_pull", lambda: repo.get_pull(job.pr))
     if pull.state != "open":
         raise Stopped("closed")
@@ -352,7 +356,7 @@ def run_command_job(ctx: JobContext) -> str:
     if args["author"] == gh.login:
         logger.info("job %d: comment by the bot itself ignored", job.id)
         return "done"
-    repo = gh.client.get_repo(job.repo, lazy=True)
+    repo = gh.call("get_repo", lambda: gh.client.get_repo(job.repo))
     pull = gh.call("get_pull", lambda: repo.get_pull(job.pr))
     issue = gh.call("get_issue", lambda: repo.get_issue(job.pr))
     comment = gh.call("get_comment", lambda: issue.get_comment(args["comment_id"]))

@@ -110,7 +110,7 @@ if __name__ == "__main__":
     print(json.dumps(out))
 '''
 
-KEYED_REVIEWBOT_YML = '''
+KEYED_REVIEWBOT_YML = """
 cache_key:
   roots:
     - pkg.cache_key.cache_key_factors
@@ -124,7 +124,7 @@ cache_key:
     placements: input_placements
     graph.code: graph_code
     dtype: input_dtypes
-'''
+"""
 
 
 def keyed_repo(path: Path, extra: dict[str, str] | None = None) -> Repo:

@@ -41,6 +41,7 @@ class Recorded:
     path: str
     status: int
     body: bytes
+    at: float = field(default_factory=time.monotonic)
 
 
 def public(value: Any) -> Any:

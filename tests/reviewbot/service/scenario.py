@@ -33,12 +33,22 @@ def load(path: str) -> str:
 """
 
 
+SMOKE_SUITE_FILES = {
+    ".reviewbot.yml": "suites:\n  smoke:\n    command: python -m pytest -q -p no:cacheprovider tests_smoke/test_smoke.py\n"
+    "    gpus: 0\n    timeout_s: 120\n",
+    "tests_smoke/test_smoke.py": "from pkg.core import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n",
+}
+
+
 class Project:
-    def __init__(self, tmp: Path, github: FakeGitHub, full_name: str) -> None:
+    def __init__(
+        self, tmp: Path, github: FakeGitHub, full_name: str, extra_files: dict[str, str] | None = None
+    ) -> None:
         self.github = github
         self.full_name = full_name
         self.upstream = Upstream(tmp / full_name.replace("/", "__"))
-        self.base_sha = self.upstream.commit({"pkg/__init__.py": "", "pkg/core.py": BASE_CORE}, "base")
+        files = {"pkg/__init__.py": "", "pkg/core.py": BASE_CORE, **(extra_files or {})}
+        self.base_sha = self.upstream.commit(files, "base")
         github.state.add_repo(full_name, clone_url=str(self.upstream.path))
         self._branch_tips: dict[int, str] = {}
 

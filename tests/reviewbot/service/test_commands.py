@@ -1,0 +1,107 @@
+"""Slash commands in PR comments, permissions, and fork authorisation of GPU runs.
+
+Comment deliveries are the shared issue_comment examples with `issue.pull_request` added, PR
+deliveries the shared pull_request examples (shared/fixtures/github-webhooks/).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.reviewbot.fake_github.webhooks import load_payload
+from tests.reviewbot.service.harness import Service, wait_until
+from tests.reviewbot.service.scenario import SMOKE_SUITE_FILES, Project, good_core
+
+BOT = "reviewbot-test[bot]"
+
+
+def replies(github, project, number):
+    return [
+        c
+        for c in github.state.comments_on(project.full_name, number)
+        if c["user"]["login"] == BOT and "<!-- reviewbot:reply:" in c["body"]
+    ]
+
+
+def test_help_unknown_edited_own_and_plain_issue_comments(service, github, project):
+    project.open_pull(1, good_core())
+    help_response = service.comment_event(project.full_name, 1, "Thanks!\n/help", "alice")
+    assert help_response.json()["outcome"] == "queued"
+    unknown = service.comment_event(project.full_name, 1, "/frobnicate now", "alice")
+    assert unknown.json()["outcome"] == "queued"
+    edited = service.comment_event(project.full_name, 1, "/help", "alice", action="edited")
+    assert edited.json()["outcome"] == "ignored-edited"
+    quoted = service.comment_event(project.full_name, 1, "```\n/rerun-gpu\n```\n> /review", "alice")
+    assert quoted.json()["outcome"] == "ignored-no-command"
+    plain = service.deliver("issue_comment", load_payload("issue_comment", "created.payload", github.origin))
+    assert plain.json()["outcome"] == "ignored-not-pr"
+    own = service.comment_event(project.full_name, 1, "/help", BOT, author_type="Bot")
+    assert own.status_code == 202
+    service.wait_jobs_settled(project.full_name, 1)
+    texts = [c["body"] for c in replies(github, project, 1)]
+    assert len(texts) == 2, texts  # /help and the unknown command; nothing for edits, quotes or the bot itself
+    assert all("/rerun-gpu [suite ...]" in t for t in texts)
+    assert sum("Unknown command `/frobnicate`" in t for t in texts) == 1
+    acknowledged = {r["_comment"] for r in github.state.reactions if r["content"] == "eyes"}
+    human = [c["id"] for c in github.state.comments_on(project.full_name, 1) if c["user"]["login"] == "alice"]
+    assert set(human[:2]) <= acknowledged
+
+
+def test_rerun_gpu_refused_without_write_permission(service, github, project):
+    project.open_pull(2, good_core())
+    github.state.set_permission(project.full_name, "reader", "read")
+    service.comment_event(project.full_name, 2, "/rerun-gpu", "reader")
+    service.wait_jobs_settled(project.full_name, 2)
+    [refusal] = replies(github, project, 2)
+    assert "@reader" in refusal["body"] and "**write** or **admin**" in refusal["body"] and "`read`" in refusal["body"]
+    assert [j.kind for j in service.jobs(project.full_name, 2)] == ["command"]
+
+
+@pytest.fixture(scope="module")
+def gpu_service(github, tmp_path_factory):
+    svc = Service(tmp_path_factory.mktemp("gpu-service"), github, auto_gpu="true", gpu_suites="smoke").start()
+    yield svc
+    svc.stop()
+
+
+def _gpu_states(github, project, sha):
+    return [s["state"] for s in github.state.statuses_for(project.full_name, sha, "reviewbot/gpu-regression")]
+
+
+def test_fork_gpu_runs_only_for_the_head_a_maintainer_authorised(gpu_service, github, tmp_path):
+    """Same-repo PRs get the GPU suites automatically; a fork PR's code runs only for the exact head
+    a maintainer authorised with /rerun-gpu, and a later push needs a new authorisation."""
+    service = gpu_service
+    project = Project(tmp_path, github, "octo/forked", SMOKE_SUITE_FILES)
+    _, own_head = project.open_pull(1, good_core())
+    service.pull_event("opened", project.full_name, 1)
+    _, fork_head = project.open_pull(
+        2, good_core("\n\ndef fork() -> int:\n    return 2\n"), fork_of="stranger/forked", author="stranger"
+    )
+    service.pull_event("opened", project.full_name, 2)
+    service.wait_jobs_settled(project.full_name, 1)
+    service.wait_jobs_settled(project.full_name, 2)
+    assert _gpu_states(github, project, own_head) == ["pending", "success"]
+    assert [j.kind for j in service.jobs(project.full_name, 2)] == ["review"]
+    assert _gpu_states(github, project, fork_head) == []
+    summary = next(c for c in github.state.comments_on(project.full_name, 2) if "reviewbot:summary" in c["body"])
+    assert "wait for a maintainer's `/rerun-gpu`" in summary["body"]
+
+    github.state.set_permission(project.full_name, "maintainer", "write")
+    service.comment_event(project.full_name, 2, "/rerun-gpu smoke", "maintainer")
+    wait_until(
+        lambda: _gpu_states(github, project, fork_head)[-1:] == ["success"], timeout=90, what="the authorised GPU run"
+    )
+    service.wait_jobs_settled(project.full_name, 2)
+    authorised = service.query("SELECT head_sha, granted_by FROM authorisations WHERE repo = :r", r=project.full_name)
+    assert [(a.head_sha, a.granted_by) for a in authorised] == [(fork_head, "maintainer")]
+    rows = service.query(
+        "SELECT suite, status, head_sha FROM suite_runs WHERE repo = :r AND pr = 2", r=project.full_name
+    )
+    assert [(r.suite, r.status, r.head_sha) for r in rows] == [("smoke", "passed", fork_head)]
+
+    newer = project.new_head(2, good_core("\n\ndef more() -> int:\n    return 1\n"))
+    service.pull_event("synchronize", project.full_name, 2)
+    service.wait_jobs_settled(project.full_name, 2)
+    assert [j.kind for j in service.jobs(project.full_name, 2) if j.head_sha == newer] == ["review"]
+    assert _gpu_states(github, project, newer) == []

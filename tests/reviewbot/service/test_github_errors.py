@@ -1,0 +1,81 @@
+"""GitHub API failures seen by the worker: 5xx retried, rate limits waited out, POSTs never
+blindly repeated, other 4xx failing the job with the response logged.
+
+Deliveries use the shared pull_request/opened example (shared/fixtures/github-webhooks/).
+"""
+
+from __future__ import annotations
+
+import time
+
+from tests.reviewbot.service.scenario import good_core
+
+SUMMARY_MARKER = "<!-- reviewbot:summary -->"
+
+
+def _done(service, project, number):
+    jobs = service.wait_jobs_settled(project.full_name, number)
+    assert [j.state for j in jobs] == ["done"], (jobs, service.log())
+
+
+def test_502_on_reads_is_retried(service, github, project):
+    _, head = project.open_pull(1, good_core())
+    github.state.add_fault("GET", rf"/repos/{project.full_name}/pulls/1$", status=502, times=2)
+    service.pull_event("opened", project.full_name, 1)
+    _done(service, project, 1)
+    assert github.state.statuses_for(project.full_name, head)[-1]["state"] == "success"
+    assert 'reviewbot_github_api_retries_total{op="get_pull",reason="502"}' in service.client.get("/metrics").text
+
+
+def test_a_post_answered_502_is_not_repeated_blindly(service, github, project):
+    """GitHub applied the comment but answered 502: the bot re-reads and finds it, no second copy."""
+    project.open_pull(2, good_core())
+    comments = rf"/repos/{project.full_name}/issues/2/comments$"
+    github.state.add_fault("POST", comments, status=502, apply_then_fail=True)
+    service.pull_event("opened", project.full_name, 2)
+    _done(service, project, 2)
+    assert github.state.count_requests("POST", comments) == 1
+    assert len([c for c in github.state.comments_on(project.full_name, 2) if SUMMARY_MARKER in c["body"]]) == 1
+
+
+def test_rate_limits_honour_reset_and_retry_after(service, github, project):
+    _, head = project.open_pull(3, good_core())
+    statuses = rf"/repos/{project.full_name}/statuses/{head}$"
+    reset = str(int(time.time()) + 2)
+    github.state.add_fault(
+        "POST",
+        statuses,
+        status=403,
+        times=1,
+        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset},
+        body={"message": "API rate limit exceeded"},
+    )
+    comments = rf"/repos/{project.full_name}/issues/3/comments$"
+    github.state.add_fault(
+        "GET", comments, status=429, times=1, headers={"Retry-After": "1"}, body={"message": "secondary rate limit"}
+    )
+    service.pull_event("opened", project.full_name, 3)
+    _done(service, project, 3)
+    with github.state.lock:
+        posts = [r for r in github.state.requests if r.method == "POST" and r.path.endswith(f"/statuses/{head}")]
+        reads = [r for r in github.state.requests if r.method == "GET" and r.path.endswith("/issues/3/comments")]
+    assert [r.status for r in posts[:2]] == [403, 201]
+    assert posts[1].at - posts[0].at >= 0.9  # waited for X-RateLimit-Reset, not retried at once
+    assert [r.status for r in reads[:2]] == [429, 200]
+    assert reads[1].at - reads[0].at >= 0.9  # waited Retry-After
+    assert [s["state"] for s in github.state.statuses_for(project.full_name, head)] == ["pending", "success"]
+
+
+def test_other_4xx_fails_the_job_with_the_response_logged(service, github, project):
+    _, head = project.open_pull(4, good_core())
+    github.state.add_fault(
+        "POST",
+        rf"/repos/{project.full_name}/statuses/{head}$",
+        status=422,
+        times=1,
+        body={"message": "Validation Failed", "errors": [{"code": "custom", "message": "nope"}]},
+    )
+    service.pull_event("opened", project.full_name, 4)
+    [job] = service.wait_jobs_settled(project.full_name, 4)
+    assert job.state == "failed" and "422" in job.error and "Validation Failed" in job.error
+    assert "GitHub commit_status.create: 422" in service.log()

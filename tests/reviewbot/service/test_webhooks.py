@@ -1,0 +1,73 @@
+"""The webhook endpoint of a real `reviewbot serve`: verification, limits, dedupe, health and metrics.
+
+Payloads come from the shared GitHub webhook examples (shared/fixtures/github-webhooks/).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from tests.reviewbot.fake_github.webhooks import load_payload, pull_request_event, sign
+from tests.reviewbot.service.harness import SECRET
+from tests.reviewbot.service.scenario import good_core
+
+
+def stored(service, delivery: str) -> int:
+    return len(service.query("SELECT id FROM deliveries WHERE id = :id", id=delivery))
+
+
+def test_signature_missing_or_wrong_is_401_and_nothing_is_stored(service, github):
+    payload = load_payload("ping", "payload", github.origin)
+    body = json.dumps(payload).encode()
+    for headers in ({}, {"X-Hub-Signature-256": sign("wrong-secret", body)}, {"X-Hub-Signature-256": "sha1=abc"}):
+        delivery = str(uuid.uuid4())
+        response = service.deliver("ping", body, secret=None, delivery=delivery, headers=headers)
+        assert response.status_code == 401, response.text
+        assert stored(service, delivery) == 0
+    tampered = body.replace(b"}", b" }", 1)
+    delivery = str(uuid.uuid4())
+    response = service.deliver(
+        "ping", tampered, secret=None, delivery=delivery, headers={"X-Hub-Signature-256": sign(SECRET, body)}
+    )
+    assert response.status_code == 401 and stored(service, delivery) == 0
+
+
+def test_ping_200_unknown_event_202_bad_json_400_too_large_413(service, github):
+    """Uses the shared ping, installation and pull_request examples."""
+    ping = service.deliver("ping", load_payload("ping", "with-app_id.payload", github.origin))
+    assert ping.status_code == 200 and ping.json()["outcome"] == "pong"
+    unknown = service.deliver("installation", load_payload("installation", "created.payload", github.origin))
+    assert unknown.status_code == 202 and unknown.json()["outcome"] == "ignored-event"
+    malformed = service.deliver("pull_request", b"{not json")
+    assert malformed.status_code == 400 and "malformed JSON" in malformed.json()["reason"]
+    incomplete = load_payload("pull_request", "opened.payload", github.origin)
+    del incomplete["pull_request"]["head"]["sha"]
+    missing = service.deliver("pull_request", incomplete)
+    assert missing.status_code == 400 and missing.json()["reason"] == "payload lacks pull_request.head.sha"
+    huge = b'{"zen": "' + b"x" * (25 * 1024 * 1024) + b'"}'
+    too_large = service.deliver("ping", huge)
+    assert too_large.status_code == 413
+
+
+def test_redelivery_is_acknowledged_and_not_processed_twice(service, github, project):
+    """Uses the shared pull_request/opened example, delivered twice with one X-GitHub-Delivery."""
+    project.open_pull(1, good_core())
+    payload = pull_request_event("opened", github.state.pulls[(project.full_name, 1)], github.origin)
+    delivery = str(uuid.uuid4())
+    first = service.deliver("pull_request", payload, delivery=delivery)
+    second = service.deliver("pull_request", payload, delivery=delivery)
+    assert (first.status_code, first.json()["outcome"]) == (202, "queued")
+    assert (second.status_code, second.json()["outcome"]) == (200, "duplicate")
+    jobs = service.wait_jobs_settled(project.full_name, 1)
+    assert len(jobs) == 1 and jobs[0].state == "done"
+
+
+def test_healthz_and_prometheus_metrics(service):
+    health = service.client.get("/healthz")
+    assert health.status_code == 200 and health.json()["ok"] is True
+    service.deliver("ping", {"zen": "hi", "hook_id": 1})
+    text = service.client.get("/metrics").text
+    assert 'reviewbot_webhook_deliveries_total{event="ping",outcome="pong"}' in text
+    assert "# TYPE reviewbot_job_duration_seconds histogram" in text
+    assert "# TYPE reviewbot_github_api_calls_total counter" in text
