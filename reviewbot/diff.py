@@ -15,7 +15,9 @@ from reviewbot.gitrepo import GitRepo
 
 @dataclasses.dataclass
 class FileChange:
-    """One changed file. `added_lines` are head line numbers the change adds or modifies."""
+    """One changed file. `added_lines` are head line numbers the change adds or modifies;
+    `deletion_points` the head lines on either side of a pure deletion (so a function that only lost
+    lines still counts as touched)."""
 
     path: str
     old_path: str | None
@@ -23,17 +25,20 @@ class FileChange:
     added_lines: set[int]
     lines_added: int
     lines_removed: int
+    deletion_points: set[int] = dataclasses.field(default_factory=set)
 
     @property
     def is_python(self) -> bool:
         return self.path.endswith(".py")
 
     def touches(self, start: int, end: int) -> bool:
-        return any(start <= line <= end for line in self.added_lines)
+        return any(start <= line <= end for line in (*self.added_lines, *self.deletion_points))
 
 
 def diff_files(repo: GitRepo, merge_base: str, head: str) -> list[FileChange]:
-    text = repo.git("diff", "-M", "--no-color", "--unified=0", "--no-ext-diff", merge_base, head)
+    text = repo.git(
+        "-c", "core.quotepath=false", "diff", "-M", "--no-color", "--unified=0", "--no-ext-diff", merge_base, head
+    )
     changes: list[FileChange] = []
     for patched in PatchSet(text):
         if patched.is_removed_file:
@@ -41,13 +46,16 @@ def diff_files(repo: GitRepo, merge_base: str, head: str) -> list[FileChange]:
         elif patched.is_added_file:
             status, path, old_path = "added", _strip(patched.target_file), None
         else:
-            path = _strip(patched.target_file) if patched.target_file != "/dev/null" else patched.path
-            source = _strip(patched.source_file)
+            path = _strip(patched.target_file)
             status = "renamed" if patched.is_rename else "modified"
-            old_path = source if patched.is_rename else path
-        if patched.is_rename and not patched.target_file.startswith("b/"):
-            path = patched.path
+            old_path = _strip(patched.source_file)
         added = {line.target_line_no for hunk in patched for line in hunk if line.is_added and line.target_line_no}
+        deletions = {
+            point
+            for hunk in patched
+            if hunk.removed and not hunk.added
+            for point in (hunk.target_start, hunk.target_start + 1)
+        }
         changes.append(
             FileChange(
                 path=path,
@@ -56,6 +64,7 @@ def diff_files(repo: GitRepo, merge_base: str, head: str) -> list[FileChange]:
                 added_lines=added,
                 lines_added=patched.added,
                 lines_removed=patched.removed,
+                deletion_points=deletions,
             )
         )
     return changes

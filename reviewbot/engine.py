@@ -36,11 +36,11 @@ from reviewbot.diff import FileChange, diff_files
 from reviewbot.findings import Finding, Severity
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange import KeyChange, detect_key_change
-from reviewbot.repo_config import RepoConfig, load_config
+from reviewbot.repo_config import ConfigError, RepoConfig, load_config
+from reviewbot.ruff import SELECT as RUFF_CODES
 from reviewbot.ruff import run_ruff
-from reviewbot.rules import FILE_RULES, FileContext
+from reviewbot.rules import FILE_RULES, FileContext, key_docs, suite_results
 from reviewbot.rules import cache_key as cache_key_rule
-from reviewbot.rules import key_docs, suite_results
 from reviewbot.rules.common import QualnameIndex
 from reviewbot.suites import SuiteResult, run_suites
 from reviewbot.testplan import TestPlanRow, verify_test_plan
@@ -85,7 +85,8 @@ class ChangeSummary:
 
 @dataclasses.dataclass(frozen=True)
 class Signal:
-    """Deterministic evidence of unreviewed generated code: `kind` with locations."""
+    """Deterministic evidence of unreviewed generated code. `kind`: over-broad-handlers,
+    unused-parameters, docs-contradict-code, silent-gates, boilerplate-guards."""
 
     kind: str
     count: int
@@ -132,7 +133,11 @@ class Review:
     def to_json(self) -> dict[str, Any]:
         verdict = self.verdict
         return {
-            "verdict": {"blocking": verdict.blocking, "counts": verdict.counts, "suites_not_run": verdict.suites_not_run},
+            "verdict": {
+                "blocking": verdict.blocking,
+                "counts": verdict.counts,
+                "suites_not_run": verdict.suites_not_run,
+            },
             "summary": {
                 **{k: v for k, v in dataclasses.asdict(self.summary).items() if k != "files"},
                 "files": [dataclasses.asdict(f) for f in self.summary.files],
@@ -200,10 +205,10 @@ def _boilerplate_guards(tree: ast.Module, change: FileChange) -> list[int]:
 
 def _signals(findings: list[Finding], guards: list[str]) -> list[Signal]:
     groups = {
-        "over-broad handlers": {"broad-except", "runtime-error-fallback"},
-        "unused parameters": {"unused-key-param"},
-        "docs that contradict code": {"stale-key-doc"},
-        "silent gates": {"silent-gate"},
+        "over-broad-handlers": {"broad-except", "runtime-error-fallback"},
+        "unused-parameters": {"unused-key-param"},
+        "docs-contradict-code": {"stale-key-doc"},
+        "silent-gates": {"silent-gate"},
     }
     out: list[Signal] = []
     for kind, rules in groups.items():
@@ -211,7 +216,7 @@ def _signals(findings: list[Finding], guards: list[str]) -> list[Signal]:
         if locs:
             out.append(Signal(kind, len(locs), locs[:8]))
     if guards:
-        out.append(Signal("boilerplate guards (hasattr / getattr(..., None))", len(guards), tuple(guards[:8])))
+        out.append(Signal("boilerplate-guards", len(guards), tuple(guards[:8])))
     return out
 
 
@@ -226,6 +231,16 @@ def _suites_to_run(mode: str, config: RepoConfig) -> list[str]:
     for name in names:
         config.suite(name)
     return names
+
+
+def _base_config(git: GitRepo, merge_base: str, config: RepoConfig) -> RepoConfig:
+    """The merge base's `.reviewbot.yml` when it names key roots (they may have moved since), else `config`."""
+    try:
+        base = load_config(git.path, merge_base)
+    except ConfigError as exc:
+        logger.warning("base revision's .reviewbot.yml is invalid (%s); using the head's key roots there", exc)
+        return config
+    return base if base.key_roots else config
 
 
 def run_review(
@@ -268,14 +283,22 @@ def run_review(
             areas=_areas(changes),
             files=[FileStat(c.path, c.old_path, c.status, c.lines_added, c.lines_removed) for c in changes],
         )
-        say(f"diff {merge_base[:12]}..{head_sha[:12]}: {len(changes)} file(s), +{summary.lines_added} -{summary.lines_removed}")
+        say(
+            f"diff {merge_base[:12]}..{head_sha[:12]}: {len(changes)} file(s), +{summary.lines_added} -{summary.lines_removed}"
+        )
         timings["diff"] = time.monotonic() - t0
 
         t = time.monotonic()
         key_change: KeyChange | None = None
         if config.key_roots:
             key_change = detect_key_change(
-                git, merge_base, head_sha, config, probe=False if suites == "none" else None, progress=say
+                git,
+                merge_base,
+                head_sha,
+                config,
+                probe=False if suites == "none" else None,
+                base_config=_base_config(git, merge_base, config),
+                progress=say,
             )
             say(f"cache key: {key_change.status}")
         timings["cache_key"] = time.monotonic() - t
@@ -286,7 +309,11 @@ def run_review(
             findings += cache_key_rule.check(key_change)
             if pr_body:
                 findings += key_docs.check_pr_body(
-                    pr_body, config.vocabulary, key_change.factors_head, key_change.factors_added
+                    pr_body,
+                    config.vocabulary,
+                    key_change.factors_head,
+                    key_change.factors_added,
+                    key_change.factors_base,
                 )
         timings["static_rules"] = time.monotonic() - t
 
@@ -307,7 +334,8 @@ def run_review(
             timings["suites"] = time.monotonic() - t
 
     findings = [
-        f.with_severity(config.severity_overrides[f.rule]) if f.rule in config.severity_overrides else f for f in findings
+        f.with_severity(config.severity_overrides[f.rule]) if f.rule in config.severity_overrides else f
+        for f in findings
     ]
     findings.sort(key=lambda f: (f.severity.rank, f.path, f.line_start, f.rule))
     timings["total"] = time.monotonic() - t0
@@ -348,7 +376,7 @@ def _file_findings(
             ruff_input[f"head/{path}"] = head_src
         if base_src is not None:
             ruff_input[f"base/{path}"] = base_src
-    say(f"static rules: {len(versions)} Python file(s); ruff {','.join(('E722', 'BLE001'))}")
+    say(f"static rules: {len(versions)} Python file(s); ruff {','.join(RUFF_CODES)}")
     ruff_hits = run_ruff(ruff_input)
 
     kc = key_change
@@ -368,7 +396,9 @@ def _file_findings(
             for finding in rule(head_ctx):
                 if finding.rule == "stale-key-doc" and not key_docs.is_test_or_helper(path):
                     if finding.fingerprint not in base_prints:
-                        findings.append(dataclasses.replace(finding, in_diff=change.touches(finding.line_start, finding.line_end)))
+                        findings.append(
+                            dataclasses.replace(finding, in_diff=change.touches(finding.line_start, finding.line_end))
+                        )
                 elif _keep(finding, change, base_prints):
                     findings.append(finding)
         guards += [f"{path}:{line}" for line in _boilerplate_guards(head_tree, change)]
@@ -385,11 +415,12 @@ def _context(
     kc: KeyChange | None,
 ) -> FileContext:
     if kc is None:
-        closure, factors, gained = {}, [], []
+        closure, factors, gained, known = {}, [], [], []
     elif revision == "head":
         closure, factors, gained = kc.head_items, kc.factors_head, kc.factors_added
+        known = kc.factors_base
     else:
-        closure, factors, gained = kc.base_items, kc.factors_base, []
+        closure, factors, gained, known = kc.base_items, kc.factors_base, [], kc.factors_head
     return FileContext(
         path=path,
         revision=revision,
@@ -403,4 +434,5 @@ def _context(
         closure=closure,
         factors=factors,
         factors_gained=gained,
+        factors_known=known,
     )

@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Self
 
 from reviewbot import logger
 
@@ -25,9 +26,10 @@ class GitRepo:
         self.path = Path(path).resolve()
         self._batch: subprocess.Popen[bytes] | None = None
         self._blob_cache: dict[tuple[str, str], str | None] = {}
+        self._tree_cache: dict[str, list[str]] = {}
 
     def git(self, *args: str, check: bool = True) -> str:
-        proc = subprocess.run(["git", *args], cwd=self.path, capture_output=True, text=True)
+        proc = subprocess.run(["git", *args], cwd=self.path, capture_output=True, text=True, check=False)
         if check and proc.returncode != 0:
             raise GitError(f"git {' '.join(args)} failed: {proc.stderr.strip()}")
         return proc.stdout
@@ -44,8 +46,15 @@ class GitRepo:
     def current_branch(self) -> str:
         return self.git("rev-parse", "--abbrev-ref", "HEAD").strip()
 
+    def toplevel(self) -> Path:
+        return Path(self.git("rev-parse", "--show-toplevel").strip())
+
     def list_files(self, rev: str) -> list[str]:
-        return [line for line in self.git("ls-tree", "-r", "--name-only", rev).splitlines() if line]
+        """Paths of all files at `rev` (cached per revision string)."""
+        if rev not in self._tree_cache:
+            out = self.git("-c", "core.quotepath=false", "ls-tree", "-r", "--name-only", rev)
+            self._tree_cache[rev] = [line for line in out.splitlines() if line]
+        return self._tree_cache[rev]
 
     def read(self, rev: str, path: str) -> str | None:
         """The file's text at `rev`, or None when it does not exist there (or is not text)."""
@@ -79,7 +88,7 @@ class GitRepo:
             self._batch.wait()
             self._batch = None
 
-    def __enter__(self) -> GitRepo:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

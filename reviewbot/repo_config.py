@@ -123,7 +123,9 @@ def parse_config(text: str) -> RepoConfig:
     if "cache_key" in data:
         ck = _expect(data["cache_key"], dict, "cache_key")
         _check_keys(ck, {"roots", "probe", "vocabulary"}, "cache_key")
-        roots = tuple(_expect(r, str, "cache_key.roots[]") for r in _expect(ck.get("roots", []), list, "cache_key.roots"))
+        roots = tuple(
+            _expect(r, str, "cache_key.roots[]") for r in _expect(ck.get("roots", []), list, "cache_key.roots")
+        )
         if "probe" in ck:
             pr = _expect(ck["probe"], dict, "cache_key.probe")
             _check_keys(pr, {"command", "timeout_s"}, "cache_key.probe")

@@ -20,8 +20,7 @@ from reviewbot.engine import SUITE_MODES, run_review
 from reviewbot.gitrepo import GitError, GitRepo
 from reviewbot.render import render_markdown
 from reviewbot.repo_config import LANGUAGES, ConfigError, load_config
-
-REVIEWS_DIR = Path(".reviewbot") / "reviews"
+from reviewbot.suites import reviewbot_dir
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -34,10 +33,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "(nothing to merge, e.g. on main right after install) it says so and reviews the last commit "
         "(HEAD~1..HEAD) instead. Progress lines go to stderr.",
     )
-    parser.add_argument("--repo", type=Path, default=Path("."), help="repository to review (default: current directory)")
+    parser.add_argument(
+        "--repo", type=Path, default=Path("."), help="repository to review (default: current directory)"
+    )
     parser.add_argument("--base", default=None, help="base branch (default: main, else master, else origin/main)")
     parser.add_argument("--head", default="HEAD", help="revision to review (default: HEAD)")
-    parser.add_argument("--pr-body", type=Path, default=None, help="file with the PR description (its test plan is verified)")
+    parser.add_argument(
+        "--pr-body", type=Path, default=None, help="file with the PR description (its test plan is verified)"
+    )
     parser.add_argument("--pr-title", default=None, help="PR title shown in the summary")
     parser.add_argument(
         "--suites",
@@ -63,11 +66,8 @@ def _default_base(git: GitRepo) -> str:
 
 
 def _save(repo: Path, branch: str, sha: str, text: str, suffix: str) -> Path:
-    directory = repo / REVIEWS_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    ignore = repo / ".reviewbot" / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n")
+    directory = reviewbot_dir(repo) / "reviews"
+    directory.mkdir(exist_ok=True)
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", branch).strip("-") or "detached"
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     for attempt in range(1000):
@@ -90,30 +90,41 @@ def run(args: argparse.Namespace) -> int:
         try:
             head = git.rev_parse(args.head)
         except GitError:
-            print(f"reviewbot review: {args.repo} is not a git repository or {args.head!r} is not a revision", file=sys.stderr)
+            print(
+                f"reviewbot review: {args.repo} is not a git repository or {args.head!r} is not a revision",
+                file=sys.stderr,
+            )
             return 2
         base = args.base or _default_base(git)
         branch = git.current_branch() if args.head == "HEAD" else args.head
         notes: list[str] = []
         if git.merge_base(base, head) == head:
             if not git.has_revision(f"{head}~1"):
-                print(f"reviewbot review: {args.head} is the base ({base}) and has no parent; nothing to review",
-                      file=sys.stderr)
+                print(
+                    f"reviewbot review: {args.head} is the base ({base}) and has no parent; nothing to review",
+                    file=sys.stderr,
+                )
                 return 0
-            note = (f"{args.head} is already contained in {base}: nothing is proposed to merge. "
-                    f"Reviewing the last commit ({args.head}~1..{args.head}) instead.")
+            note = (
+                f"{args.head} is already contained in {base}: nothing is proposed to merge. "
+                f"Reviewing the last commit ({args.head}~1..{args.head}) instead."
+            )
             _progress(note)
             notes.append(note)
             base = f"{head}~1"
-        root = git.path
+        root = git.toplevel()
     try:
         config = load_config(root, head)
     except ConfigError as exc:
         print(f"reviewbot review: .reviewbot.yml: {exc}", file=sys.stderr)
         return 2
+    if args.pr_body is not None and not args.pr_body.is_file():
+        print(f"reviewbot review: --pr-body {args.pr_body}: no such file", file=sys.stderr)
+        return 2
     pr_body = args.pr_body.read_text() if args.pr_body else None
-    review = run_review(root, base, head, pr_body=pr_body, pr_title=args.pr_title, suites=args.suites,
-                        config=config, progress=_progress)
+    review = run_review(
+        root, base, head, pr_body=pr_body, pr_title=args.pr_title, suites=args.suites, config=config, progress=_progress
+    )
     review.notes.extend(notes)
     if args.format == "json":
         text = json.dumps(review.to_json(), indent=2, ensure_ascii=False) + "\n"

@@ -28,12 +28,27 @@ def run_ruff(files: dict[str, str]) -> dict[str, list[RuffHit]]:
             target = root / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)
-        argv = [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--exit-zero",
-                "--output-format", "json", "--select", ",".join(SELECT), str(root)]
+        argv = [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--isolated",
+            "--no-cache",
+            "--exit-zero",
+            "--output-format",
+            "json",
+            "--select",
+            ",".join(SELECT),
+            str(root),
+        ]
         proc = subprocess.run(argv, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            logger.warning("ruff failed (exit %s); broad-except relies on the AST checks alone: %s",
-                           proc.returncode, proc.stderr.strip()[-500:])
+            logger.warning(
+                "ruff failed (exit %s); broad-except relies on the AST checks alone: %s",
+                proc.returncode,
+                proc.stderr.strip()[-500:],
+            )
             return {}
         hits: dict[str, list[RuffHit]] = {}
         for item in json.loads(proc.stdout or "[]"):

@@ -19,11 +19,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
 from xml.etree.ElementTree import ParseError
 
 from junitparser import Error, Failure, JUnitXml, JUnitXmlError, Skipped
@@ -97,6 +97,16 @@ class SuiteResult:
         return data
 
 
+def reviewbot_dir(repo: Path) -> Path:
+    """`<repo>/.reviewbot/`, created with a `.gitignore` of `*` so nothing in it is ever committed."""
+    directory = repo / ".reviewbot"
+    directory.mkdir(exist_ok=True)
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n")
+    return directory
+
+
 def available_gpus() -> int:
     """GPUs this machine can give a suite: `REVIEWBOT_GPUS` if set, else `nvidia-smi -L`, else 0."""
     env = os.environ.get("REVIEWBOT_GPUS")
@@ -106,7 +116,7 @@ def available_gpus() -> int:
     if smi is None:
         return 0
     try:
-        proc = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+        proc = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20, check=False)
     except subprocess.TimeoutExpired:
         logger.warning("nvidia-smi -L timed out; assuming no GPU")
         return 0
@@ -149,7 +159,9 @@ def child_env(worktree: Path, extra: Mapping[str, str] | None = None) -> dict[st
     return env
 
 
-def run_process(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float, log_path: Path) -> tuple[int | None, float]:
+def run_process(
+    argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float, log_path: Path
+) -> tuple[int | None, float]:
     """Run in a new process group with output to `log_path`; on timeout kill the group.
 
     Returns (returncode or None on timeout, seconds).
@@ -217,7 +229,22 @@ def run_suites(
     `timeout_s` caps every suite's own limit. `log_dir` (default
     `<repo>/.reviewbot/runs/<sha12>-<utc time>`) keeps `<suite>.log` and `<suite>.xml`.
     """
-    git = GitRepo(repo)
+    with GitRepo(repo) as git:
+        return _run_all(git, revision, suites, config, log_dir, overlay, gpus_available, timeout_s, env, progress)
+
+
+def _run_all(
+    git: GitRepo,
+    revision: str,
+    suites: Sequence[str | SuiteConfig],
+    config: RepoConfig | None,
+    log_dir: Path | None,
+    overlay: Mapping[str, str] | None,
+    gpus_available: int | None,
+    timeout_s: float | None,
+    env: Mapping[str, str] | None,
+    progress: ProgressFn,
+) -> list[SuiteResult]:
     sha = git.rev_parse(revision)
     specs: list[SuiteConfig] = []
     for s in suites:
@@ -228,8 +255,10 @@ def run_suites(
                 raise ValueError(f"suite {s!r} named without a RepoConfig")
             specs.append(config.suite(s))
     if log_dir is None:
+        runs = reviewbot_dir(git.toplevel()) / "runs"
+        runs.mkdir(exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        log_dir = git.path / ".reviewbot" / "runs" / f"{sha[:12]}-{stamp}-{os.getpid()}"
+        log_dir = Path(tempfile.mkdtemp(prefix=f"{sha[:12]}-{stamp}-", dir=runs))
     log_dir.mkdir(parents=True, exist_ok=True)
     gpus = available_gpus() if gpus_available is None else gpus_available
 
@@ -251,7 +280,6 @@ def run_suites(
             target.write_text(text)
         for spec in runnable:
             results.append(_run_one(spec, sha, tree, log_dir, timeout_s, env, progress))
-    git.close()
     order = {spec.name: i for i, spec in enumerate(specs)}
     return sorted(results, key=lambda r: order.get(r.name, len(order)))
 
@@ -297,5 +325,8 @@ def _run_one(
             result.status = FAILED
         else:
             result.status = PASSED
-    progress(f"suite {spec.name}: {result.status} in {result.duration_s:.1f}s" + (f" ({result.reason})" if result.reason else ""))
+    progress(
+        f"suite {spec.name}: {result.status} in {result.duration_s:.1f}s"
+        + (f" ({result.reason})" if result.reason else "")
+    )
     return result

@@ -95,7 +95,8 @@ def parse_test_plan(body: str) -> list[PlannedTest]:
 
 def _test_files(git: GitRepo, rev: str) -> list[str]:
     return [
-        f for f in git.list_files(rev)
+        f
+        for f in git.list_files(rev)
         if f.endswith(".py") and (f.rsplit("/", 1)[-1].startswith("test_") or f.endswith("_test.py"))
     ]
 
@@ -162,7 +163,9 @@ def verify_test_plan(
         return rows
     selector = " or ".join(sorted({row.test for row, _ in located}))
     paths = " ".join(sorted({p for _, p in located}))
-    suite = SuiteConfig("test-plan", f"python -m pytest -q -p no:cacheprovider {paths} -k '{selector}'", timeout_s=timeout_s)
+    suite = SuiteConfig(
+        "test-plan", f"python -m pytest -q -p no:cacheprovider {paths} -k '{selector}'", timeout_s=timeout_s
+    )
     progress(f"test plan: running {len(located)} named test(s) at head")
     (head_result,) = run_suites(git.path, head, [suite], log_dir=log_dir, progress=progress)
     needs_base = [(row, p) for row, p in located if row.changed_by_pr]
@@ -173,7 +176,9 @@ def verify_test_plan(
             overlay[conftest] = git.read(head, conftest) or ""
         base_suite = SuiteConfig("test-plan-base", suite.command, timeout_s=timeout_s)
         progress(f"test plan: running {len(needs_base)} changed test(s) against the base code")
-        (base_result,) = run_suites(git.path, merge_base, [base_suite], log_dir=log_dir, overlay=overlay, progress=progress)
+        (base_result,) = run_suites(
+            git.path, merge_base, [base_suite], log_dir=log_dir, overlay=overlay, progress=progress
+        )
     for row, path in located:
         if not head_result.ran:
             row.status, row.detail = NOT_RUN, f"suite runner: {head_result.status} ({head_result.reason})"

@@ -12,7 +12,8 @@ Public API (used by the review engine, the service and the release notes):
 
 `KeyChange.status` is `confirmed` (the probe saw a different key for at least one reference case),
 `unconfirmed` (the static diff changed but the probe did not run, failed, or saw the same keys) or
-`unchanged`. `KeyChange.confirmed` is what the service labels `cache: invalidates` and what the
+`unchanged`. `introduced` is True when the roots exist only at head (no probe then: there was no
+key to compare with). `KeyChange.confirmed` is what the service labels `cache: invalidates` and what the
 release notes warn about. `new_fields` lists fields added to hashed config classes (the roots that
 are classes), with `ignored=True` when the key does not see them.
 """
@@ -99,6 +100,11 @@ class KeyChange:
         return bool(self.closure_changes)
 
     @property
+    def introduced(self) -> bool:
+        """The roots exist at head but not at base: there was no key (and no cache) to invalidate."""
+        return bool(self.head_items) and not self.base_items
+
+    @property
     def confirmed(self) -> bool:
         return self.probe_status == "ok" and any(c.changed for c in self.cases)
 
@@ -135,6 +141,7 @@ class KeyChange:
             "static_changed": self.static_changed,
             "roots": list(self.roots),
             "roots_found": self.roots_found,
+            "introduced": self.introduced,
             "closure_changes": [dataclasses.asdict(c) for c in self.closure_changes],
             "new_fields": [dataclasses.asdict(f) for f in self.new_fields],
             "factors_base": self.factors_base,
@@ -143,7 +150,8 @@ class KeyChange:
             "probe_status": self.probe_status,
             "probe_error": self.probe_error,
             "cases": [
-                {**dataclasses.asdict(c), "changed": c.changed, "factors_changed": c.factors_changed} for c in self.cases
+                {**dataclasses.asdict(c), "changed": c.changed, "factors_changed": c.factors_changed}
+                for c in self.cases
             ],
         }
 
@@ -177,7 +185,9 @@ def _field_seen_by_hash(index: ModuleIndex, item: ClosureItem, field: str) -> tu
     mod = index.module(mod_name)
     node = mod.defs.get(cls_name) if mod else None
     assert isinstance(node, ast.ClassDef)
-    methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and "hash" in n.name.lower()]
+    methods = [
+        n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and "hash" in n.name.lower()
+    ]
     if not methods:
         return True, "no hashing method; the object is hashed whole"
     for method in methods:
@@ -186,7 +196,10 @@ def _field_seen_by_hash(index: ModuleIndex, item: ClosureItem, field: str) -> tu
         names = {n.id for n in ast.walk(method) if isinstance(n, ast.Name)}
         generic = bool((attrs | names) & _GENERIC_FIELD_WALKS)
         if generic:
-            return (field not in strings, f"`{method.name}` walks all fields" + (" but excludes it by name" if field in strings else ""))
+            return (
+                field not in strings,
+                f"`{method.name}` walks all fields" + (" but excludes it by name" if field in strings else ""),
+            )
         if field in attrs or field in strings:
             return True, f"`{method.name}` names it"
     return False, f"`{methods[0].name}` names the hashed fields explicitly and `{field}` is not among them"
@@ -206,14 +219,21 @@ def detect_key_change(
     config: RepoConfig,
     *,
     probe: bool | None = None,
+    base_config: RepoConfig | None = None,
     progress: ProgressFn = _no_progress,
 ) -> KeyChange:
     """Compare the cache key between `base_ref` and `head_ref` (compare exactly these two revisions;
-    the caller picks the merge base for a pull request)."""
+    the caller picks the merge base for a pull request).
+
+    `config` gives the roots and the probe at head; `base_config` (default: `config`) at base, so a
+    change that moves the key's module (and updates `.reviewbot.yml`) is still compared correctly.
+    """
     git = repo if isinstance(repo, GitRepo) else GitRepo(repo)
     base, head = git.rev_parse(base_ref), git.rev_parse(head_ref)
+    base_config = base_config or config
     roots = tuple(config.key_roots)
-    base_items = compute_closure(git, base, roots)
+    base_roots = tuple(base_config.key_roots) or roots
+    base_items = compute_closure(git, base, base_roots)
     head_items = compute_closure(git, head, roots)
     changes = diff_closures(base_items, head_items)
     progress(f"cache key: static closure {len(head_items)} items at head, {len(changes)} changed")
@@ -238,19 +258,22 @@ def detect_key_change(
         roots_found=bool(head_items or base_items),
         closure_changes=changes,
         new_fields=new_fields,
-        factors_base=factor_names(git, base, roots),
+        factors_base=factor_names(git, base, base_roots),
         factors_head=factor_names(git, head, roots),
         probe_status="not-configured" if config.probe is None else "not-run",
         base_items=base_items,
         head_items=head_items,
     )
     want_probe = probe if probe is not None else bool(changes or new_fields)
+    if result.introduced:
+        logger.info("cache-key probe skipped: the key roots do not exist at base %s", base[:12])
+        return result
     if config.probe is None or not want_probe:
         if config.probe is not None and changes:
             logger.info("cache-key probe skipped (probe=%s)", probe)
         return result
     progress("cache key: running the probe at base")
-    old = run_probe(git, base, config.probe)
+    old = run_probe(git, base, base_config.probe or config.probe)
     progress(f"cache key: probe at base {old.status} in {old.seconds:.1f}s; running it at head")
     new = run_probe(git, head, config.probe)
     progress(f"cache key: probe at head {new.status} in {new.seconds:.1f}s")

@@ -44,9 +44,13 @@ def strip_docstrings(node: ast.AST) -> ast.AST:
     for sub in ast.walk(node):
         if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
             body = sub.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                if isinstance(body[0].value.value, str):
-                    sub.body = body[1:] or [ast.Pass()]
+            first = body[0] if body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                sub.body = body[1:] or [ast.Pass()]
     return node
 
 
@@ -58,7 +62,8 @@ def class_fields(node: ast.ClassDef) -> tuple[str, ...]:
     return tuple(
         stmt.target.id
         for stmt in node.body
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+        if isinstance(stmt, ast.AnnAssign)
+        and isinstance(stmt.target, ast.Name)
         and not (isinstance(stmt.annotation, ast.Name) and stmt.annotation.id == "ClassVar")
         and not (isinstance(stmt.annotation, ast.Subscript) and "ClassVar" in ast.unparse(stmt.annotation.value))
     )

@@ -11,7 +11,8 @@ its body; a conditional raise still swallows the other cases.
 - `except RuntimeError` that does not re-raise, with no `torch.OutOfMemoryError` re-raise before
   it (an earlier handler or an `isinstance` check that raises): P0; with the OOM re-raise but a try
   body holding more than one call: P2.
-- any try whose body holds more than one statement with a call: P2 `wide-try`.
+- a try whose body holds more than one statement with a call and that has a handler which does not
+  re-raise (a fallback): P2 `wide-try`. Cleanup handlers that always re-raise are left alone.
 """
 
 from __future__ import annotations
@@ -67,7 +68,16 @@ def _call_statements(body: list[ast.stmt]) -> list[ast.stmt]:
     return [stmt for stmt in body if any(isinstance(sub, ast.Call) for sub in ast.walk(stmt))]
 
 
-def _handler_finding(ctx: FileContext, handler: ast.ExceptHandler, rule: str, severity: Severity, msg: tuple[str, str], why: tuple[str, str], fix: tuple[str, str], details: str = "") -> Finding:
+def _handler_finding(
+    ctx: FileContext,
+    handler: ast.ExceptHandler,
+    rule: str,
+    severity: Severity,
+    msg: tuple[str, str],
+    why: tuple[str, str],
+    fix: tuple[str, str],
+    details: str = "",
+) -> Finding:
     end = handler.end_lineno or handler.lineno
     return Finding(
         rule=rule,
@@ -108,30 +118,54 @@ def check(ctx: FileContext) -> list[Finding]:
                     if names is None:
                         findings.append(
                             _handler_finding(
-                                ctx, handler, "broad-except", Severity.P3,
-                                ("bare `except:` re-raises but still catches `KeyboardInterrupt` and `SystemExit`",
-                                 "裸 `except:` 虽然重新抛出，但仍会捕获 `KeyboardInterrupt` 和 `SystemExit`"),
-                                ("A bare handler reads as a catch-all; naming the type states the intent.",
-                                 "裸处理器看起来像是捕获一切；写明异常类型才能表达意图。"),
-                                ("Write `except BaseException:` (cleanup then `raise`) or the exact type.",
-                                 "改为 `except BaseException:`（清理后 `raise`）或写出确切的异常类型。"),
+                                ctx,
+                                handler,
+                                "broad-except",
+                                Severity.P3,
+                                (
+                                    "bare `except:` re-raises but still catches `KeyboardInterrupt` and `SystemExit`",
+                                    "裸 `except:` 虽然重新抛出，但仍会捕获 `KeyboardInterrupt` 和 `SystemExit`",
+                                ),
+                                (
+                                    "A bare handler reads as a catch-all; naming the type states the intent.",
+                                    "裸处理器看起来像是捕获一切；写明异常类型才能表达意图。",
+                                ),
+                                (
+                                    "Write `except BaseException:` (cleanup then `raise`) or the exact type.",
+                                    "改为 `except BaseException:`（清理后 `raise`）或写出确切的异常类型。",
+                                ),
                                 ruff_note,
                             )
                         )
                     continue
                 findings.append(
                     _handler_finding(
-                        ctx, handler, "broad-except", Severity.P0,
-                        (f"`{label}` turns every error into a fallback or silence",
-                         f"`{label}` 把所有错误变成了回退路径或静默"),
-                        ("It swallows `AssertionError` (programmer errors), `torch.OutOfMemoryError` and Dynamo's "
-                         "internal errors along with the one failure it was written for, so real bugs surface later "
-                         "as wrong results or a silently slower path.",
-                         "它连同原本要处理的那一种失败一起吞掉了 `AssertionError`（程序员错误）、`torch.OutOfMemoryError` "
-                         "和 Dynamo 的内部错误，真正的缺陷会在之后以错误结果或悄然变慢的路径出现。"),
-                        ("Catch the narrowest exception the fallback is for, around the one call that raises it; "
-                         "let everything else propagate.",
-                         "只在会抛出该异常的那一个调用周围捕获回退所针对的最窄异常类型，其他异常一律向上传播。"),
+                        ctx,
+                        handler,
+                        "broad-except",
+                        Severity.P0,
+                        (
+                            f"`{label}` turns every error into a fallback or silence",
+                            f"`{label}` 把所有错误变成了回退路径或静默",
+                        ),
+                        (
+                            (
+                                "It swallows `AssertionError` (programmer errors), `torch.OutOfMemoryError` and Dynamo's "
+                                "internal errors along with the one failure it was written for, so real bugs surface later "
+                                "as wrong results or a silently slower path."
+                            ),
+                            (
+                                "它连同原本要处理的那一种失败一起吞掉了 `AssertionError`（程序员错误）、`torch.OutOfMemoryError` "
+                                "和 Dynamo 的内部错误，真正的缺陷会在之后以错误结果或悄然变慢的路径出现。"
+                            ),
+                        ),
+                        (
+                            (
+                                "Catch the narrowest exception the fallback is for, around the one call that raises it; "
+                                "let everything else propagate."
+                            ),
+                            "只在会抛出该异常的那一个调用周围捕获回退所针对的最窄异常类型，其他异常一律向上传播。",
+                        ),
                         ruff_note,
                     )
                 )
@@ -142,33 +176,62 @@ def check(ctx: FileContext) -> list[Finding]:
                 if not oom:
                     findings.append(
                         _handler_finding(
-                            ctx, handler, "runtime-error-fallback", Severity.P0,
-                            (f"`{label}` falls back without re-raising `torch.OutOfMemoryError` first",
-                             f"`{label}` 回退前没有先重新抛出 `torch.OutOfMemoryError`"),
-                            ("`torch.OutOfMemoryError` and Dynamo's internal errors (`torch._dynamo.exc.TorchDynamoException`) "
-                             "are `RuntimeError` subclasses: this handler hides an OOM or a compiler bug behind the fallback.",
-                             "`torch.OutOfMemoryError` 和 Dynamo 的内部错误（`torch._dynamo.exc.TorchDynamoException`）"
-                             "都是 `RuntimeError` 的子类：这个处理器把显存不足或编译器缺陷藏在了回退路径后面。"),
-                            ("Add `except torch.OutOfMemoryError: raise` before it (or `if isinstance(e, torch.OutOfMemoryError): raise`), "
-                             "and narrow the try to the one call whose failure the fallback handles.",
-                             "在它之前加上 `except torch.OutOfMemoryError: raise`（或 `if isinstance(e, torch.OutOfMemoryError): raise`），"
-                             "并把 try 收窄到回退所针对的那一个调用。"),
+                            ctx,
+                            handler,
+                            "runtime-error-fallback",
+                            Severity.P0,
+                            (
+                                f"`{label}` falls back without re-raising `torch.OutOfMemoryError` first",
+                                f"`{label}` 回退前没有先重新抛出 `torch.OutOfMemoryError`",
+                            ),
+                            (
+                                (
+                                    "`torch.OutOfMemoryError` and Dynamo's internal errors (`torch._dynamo.exc.TorchDynamoException`) "
+                                    "are `RuntimeError` subclasses: this handler hides an OOM or a compiler bug behind the fallback."
+                                ),
+                                (
+                                    "`torch.OutOfMemoryError` 和 Dynamo 的内部错误（`torch._dynamo.exc.TorchDynamoException`）"
+                                    "都是 `RuntimeError` 的子类：这个处理器把显存不足或编译器缺陷藏在了回退路径后面。"
+                                ),
+                            ),
+                            (
+                                (
+                                    "Add `except torch.OutOfMemoryError: raise` before it (or `if isinstance(e, torch.OutOfMemoryError): raise`), "
+                                    "and narrow the try to the one call whose failure the fallback handles."
+                                ),
+                                (
+                                    "在它之前加上 `except torch.OutOfMemoryError: raise`（或 `if isinstance(e, torch.OutOfMemoryError): raise`），"
+                                    "并把 try 收窄到回退所针对的那一个调用。"
+                                ),
+                            ),
                         )
                     )
                 elif len(calls) > 1:
                     findings.append(
                         _handler_finding(
-                            ctx, handler, "runtime-error-fallback", Severity.P2,
-                            (f"`{label}` covers {len(calls)} statements with calls, more than the one failure it means",
-                             f"`{label}` 覆盖了 {len(calls)} 条含调用的语句，超出了它要处理的那一种失败"),
-                            ("OOM is re-raised, but Dynamo's internal errors are `RuntimeError` subclasses too: any of the "
-                             "covered calls can fail into the fallback.",
-                             "虽然 OOM 会被重新抛出，但 Dynamo 的内部错误同样是 `RuntimeError` 的子类：被覆盖的任一调用都可能落入回退。"),
-                            ("Move the other calls out of the try so it guards only the call the fallback is for.",
-                             "把其他调用移出 try，让它只保护回退所针对的那一个调用。"),
+                            ctx,
+                            handler,
+                            "runtime-error-fallback",
+                            Severity.P2,
+                            (
+                                f"`{label}` covers {len(calls)} statements with calls, more than the one failure it means",
+                                f"`{label}` 覆盖了 {len(calls)} 条含调用的语句，超出了它要处理的那一种失败",
+                            ),
+                            (
+                                (
+                                    "OOM is re-raised, but Dynamo's internal errors are `RuntimeError` subclasses too: any of the "
+                                    "covered calls can fail into the fallback."
+                                ),
+                                "虽然 OOM 会被重新抛出，但 Dynamo 的内部错误同样是 `RuntimeError` 的子类：被覆盖的任一调用都可能落入回退。",
+                            ),
+                            (
+                                "Move the other calls out of the try so it guards only the call the fallback is for.",
+                                "把其他调用移出 try，让它只保护回退所针对的那一个调用。",
+                            ),
                         )
                     )
-        if len(calls) > 1 and not runtime_reported:
+        swallows = any(not _reraises(h.body) for h in node.handlers)
+        if len(calls) > 1 and swallows and not runtime_reported:
             first, last = node.body[0], node.body[-1]
             findings.append(
                 Finding(

@@ -52,7 +52,8 @@ def check(change: KeyChange) -> list[Finding]:
                 fix="Say so in the PR description and the release notes (label `cache: invalidates`); tell operators to "
                 "clear or rebake `cache_root_dir` and to warm up before turning `assert_cache_hit` back on.",
                 message_zh=f"本次改动改变了编译产物的缓存键（变化的因子：{factors}）",
-                why_zh="升级后所有现有缓存都会未命中；开启 `assert_cache_hit` 的部署在重新生成缓存前会失败。各参考用例的键：" + rows,
+                why_zh="升级后所有现有缓存都会未命中；开启 `assert_cache_hit` 的部署在重新生成缓存前会失败。各参考用例的键："
+                + rows,
                 fix_zh="在 PR 描述和发布说明中注明（标签 `cache: invalidates`）；提醒运维清空或重新生成 `cache_root_dir`，"
                 "并在重新开启 `assert_cache_hit` 前先做一次预热运行。",
                 qualname=first.name if first else "",

@@ -1,6 +1,5 @@
 """What the rules share: the per-file context, qualified names, logging detection."""
 
-
 from __future__ import annotations
 
 import ast
@@ -66,6 +65,7 @@ class FileContext:
     closure: dict[str, ClosureItem]
     factors: list[str]
     factors_gained: list[str]
+    factors_known: list[str]
 
     def qualname(self, line: int) -> str:
         return self.qualnames.at(line)
@@ -89,4 +89,3 @@ def contains_logging(nodes: list[ast.stmt]) -> bool:
 
 
 FileRule = Callable[[FileContext], list[Finding]]
-

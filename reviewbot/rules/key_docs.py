@@ -4,7 +4,7 @@ Claims about the cache key are read from prose through the configured vocabulary
 factor name). A sentence counts as a claim when it mentions the key ("key", "键"); a phrase in it
 claims its factor is in the key, unless the sentence negates ("not", "never", "left out",
 "excluded", "ignored", "without", "不", "排除"), which claims the factor is left out. A claim is stale
-when it contradicts the actual factors (the probe's factor names when the probe ran, else the
+when it contradicts the actual factors (factor names themselves always count as phrases) (the probe's factor names when the probe ran, else the
 string keys the first function root builds). A positive sentence that lists two or more factors
 and omits one the change added is stale too.
 
@@ -37,13 +37,15 @@ def _phrase_pattern(phrase: str) -> re.Pattern[str]:
 
 
 def find_stale_claims(
-    text: str, vocabulary: dict[str, str], factors: list[str], gained: list[str]
+    text: str, vocabulary: dict[str, str], factors: list[str], gained: list[str], known: list[str] | None = None
 ) -> list[tuple[str, str]]:
-    """(claim sentence, problem) for each stale claim in `text`."""
+    """(claim sentence, problem) for each stale claim in `text`. `known`: factor names of either
+    revision (a claim naming a factor the change removed is stale too)."""
     if not factors:
         return []
     out: list[tuple[str, str]] = []
-    patterns = [(p, _phrase_pattern(p), f) for p, f in sorted(vocabulary.items(), key=lambda kv: -len(kv[0]))]
+    phrases = {**{f: f for f in [*factors, *(known or [])]}, **vocabulary}
+    patterns = [(p, _phrase_pattern(p), f) for p, f in sorted(phrases.items(), key=lambda kv: -len(kv[0]))]
     for raw in SENTENCE_SPLIT.split(text):
         sentence = " ".join(raw.split())
         if not sentence or not KEY_WORDS.search(sentence):
@@ -65,11 +67,15 @@ def find_stale_claims(
         if not negated and len(mentioned) >= 2:
             missing = [g for g in gained if g not in mentioned]
             if missing:
-                out.append((sentence, f"lists the key's factors but omits {', '.join(missing)}, which this change added"))
+                out.append(
+                    (sentence, f"lists the key's factors but omits {', '.join(missing)}, which this change added")
+                )
     return out
 
 
-def _stale_finding(path: str, start: int, end: int, qualname: str, claim: str, problem: str, factors: list[str], where: str) -> Finding:
+def _stale_finding(
+    path: str, start: int, end: int, qualname: str, claim: str, problem: str, factors: list[str], where: str
+) -> Finding:
     actual = ", ".join(factors)
     quoted = claim if len(claim) <= 200 else claim[:197] + "..."
     return Finding(
@@ -95,7 +101,11 @@ def _docstrings(tree: ast.Module) -> list[tuple[int, int, str]]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 out.append((first.lineno, first.end_lineno or first.lineno, first.value.value))
     return out
 
@@ -136,14 +146,20 @@ def check_file(ctx: FileContext) -> list[Finding]:
             if not (in_closure or test_file or (spans and module_doc)):
                 continue
             where = "test docstring" if test_file else "key-closure text"
-            for claim, problem in find_stale_claims(text, ctx.config.vocabulary, ctx.factors, ctx.factors_gained):
-                findings.append(_stale_finding(ctx.path, start, end, ctx.qualname(start), claim, problem, ctx.factors, where))
+            for claim, problem in find_stale_claims(
+                text, ctx.config.vocabulary, ctx.factors, ctx.factors_gained, ctx.factors_known
+            ):
+                findings.append(
+                    _stale_finding(ctx.path, start, end, ctx.qualname(start), claim, problem, ctx.factors, where)
+                )
     findings.extend(_unused_params(ctx))
     return findings
 
 
 def _unused_params(ctx: FileContext) -> list[Finding]:
-    wanted = {item.line: name for name, item in ctx.closure.items() if item.path == ctx.path and item.kind == "function"}
+    wanted = {
+        item.line: name for name, item in ctx.closure.items() if item.path == ctx.path and item.kind == "function"
+    }
     findings: list[Finding] = []
     for node in ctx.tree.body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -181,8 +197,10 @@ def _unused_params(ctx: FileContext) -> list[Finding]:
     return findings
 
 
-def check_pr_body(body: str, vocabulary: dict[str, str], factors: list[str], gained: list[str]) -> list[Finding]:
+def check_pr_body(
+    body: str, vocabulary: dict[str, str], factors: list[str], gained: list[str], known: list[str] | None = None
+) -> list[Finding]:
     return [
         _stale_finding("PR description", 0, 0, "", claim, problem, factors, "the PR description")
-        for claim, problem in find_stale_claims(body, vocabulary, factors, gained)
+        for claim, problem in find_stale_claims(body, vocabulary, factors, gained, known)
     ]

@@ -2,11 +2,13 @@
 
 Within a function, a "flag check" is an `if` whose test reads a configuration attribute (an
 attribute chain with a segment named like `config`, `cfg`, `settings`... see
-`config_attribute_names`). A gate is an early exit (`return`, `continue`, `break`) under an `if`
-whose body logs nothing and whose test adds a condition other than the flag, placed where the flag
-asked for the work: after a flag check that exits early when the flag is off, inside the body of a
-flag check, or `or`-ed with the flag in the same test. Raising is loud, so it is not a gate.
-Severity P2-MAINTAIN.
+`config_attribute_names`). A gate is a skipping exit (`continue`, `break`, a bare
+`return`, or a `return` of `None`, an empty literal, a constant or a parameter passed through
+unchanged) under an `if` whose body logs nothing and whose test adds a condition other than the flag,
+placed where the flag asked for the work: after a flag check that exits early when the flag is off,
+inside the body of a flag check, or `or`-ed with the flag in the same test. Returning a computed
+value is the work itself, not a skip; raising is loud. A condition that calls a function of the same
+module which logs counts as logged (the helper says why it skips). Severity P2-MAINTAIN.
 """
 
 from __future__ import annotations
@@ -49,8 +51,28 @@ def _only_config(test: ast.AST, names: tuple[str, ...]) -> bool:
     return _is_config_chain(test, names)
 
 
-def _exits_silently(body: list[ast.stmt]) -> bool:
-    return bool(body) and isinstance(body[-1], EXITS) and not contains_logging(body)
+def _is_skip(stmt: ast.stmt, params: set[str]) -> bool:
+    if isinstance(stmt, (ast.Continue, ast.Break)):
+        return True
+    if not isinstance(stmt, ast.Return):
+        return False
+    value = stmt.value
+    if value is None or isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+        return not (value.elts if not isinstance(value, ast.Dict) else value.keys)
+    return isinstance(value, ast.Name) and value.id in params
+
+
+def _exits_silently(body: list[ast.stmt], params: set[str]) -> bool:
+    return bool(body) and _is_skip(body[-1], params) and not contains_logging(body)
+
+
+def _calls_logging_helper(test: ast.AST, helpers: set[str]) -> bool:
+    return any(
+        isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in helpers
+        for sub in ast.walk(test)
+    )
 
 
 def _gate_finding(ctx: FileContext, node: ast.If) -> Finding:
@@ -74,39 +96,58 @@ def _gate_finding(ctx: FileContext, node: ast.If) -> Finding:
     )
 
 
-def _scan(ctx: FileContext, body: list[ast.stmt], flag_active: bool, findings: list[Finding]) -> None:
-    names = ctx.config.config_attribute_names
-    active = flag_active
-    for stmt in body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            _scan(ctx, stmt.body, False, findings)
-            continue
-        if isinstance(stmt, ast.ClassDef):
-            _scan(ctx, stmt.body, False, findings)
-            continue
-        if isinstance(stmt, ast.If):
-            reads = _reads_config(stmt.test, names)
-            only = reads and _only_config(stmt.test, names)
-            silent_exit = _exits_silently(stmt.body)
-            if silent_exit and not only and (active or (reads and isinstance(stmt.test, ast.BoolOp))):
-                findings.append(_gate_finding(ctx, stmt))
-            if reads:
-                if isinstance(stmt.body[-1], EXITS):
-                    active = True  # flag off -> exit; the rest of the block is work the flag asked for
-                _scan(ctx, stmt.body, True, findings)
+class _Scanner:
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.names = ctx.config.config_attribute_names
+        self.findings: list[Finding] = []
+        self.logging_helpers = {
+            node.name
+            for node in ctx.tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and contains_logging(node.body)
+        }
+
+    def scan(self, body: list[ast.stmt], flag_active: bool, params: set[str]) -> None:
+        active = flag_active
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = stmt.args
+                inner = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+                self.scan(stmt.body, False, inner)
+            elif isinstance(stmt, ast.ClassDef):
+                self.scan(stmt.body, False, set())
+            elif isinstance(stmt, ast.If):
+                active = self._visit_if(stmt, active, params)
             else:
-                _scan(ctx, stmt.body, active, findings)
-            _scan(ctx, stmt.orelse, active, findings)
-            continue
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(stmt, field, None)
-            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                _scan(ctx, inner, active, findings)
-        for handler in getattr(stmt, "handlers", []):
-            _scan(ctx, handler.body, active, findings)
+                for field in ("body", "orelse", "finalbody"):
+                    inner_body = getattr(stmt, field, None)
+                    if isinstance(inner_body, list) and inner_body and isinstance(inner_body[0], ast.stmt):
+                        self.scan(inner_body, active, params)
+                for handler in getattr(stmt, "handlers", []):
+                    self.scan(handler.body, active, params)
+
+    def _visit_if(self, stmt: ast.If, active: bool, params: set[str]) -> bool:
+        reads = _reads_config(stmt.test, self.names)
+        only = reads and _only_config(stmt.test, self.names)
+        ored_with_flag = reads and isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.Or)
+        if (
+            _exits_silently(stmt.body, params)
+            and not only
+            and (active or ored_with_flag)
+            and not _calls_logging_helper(stmt.test, self.logging_helpers)
+        ):
+            self.findings.append(_gate_finding(self.ctx, stmt))
+        if reads:
+            if isinstance(stmt.body[-1], EXITS):
+                active = True  # flag off -> exit; the rest of the block is work the flag asked for
+            self.scan(stmt.body, True, params)
+        else:
+            self.scan(stmt.body, active, params)
+        self.scan(stmt.orelse, active, params)
+        return active
 
 
 def check(ctx: FileContext) -> list[Finding]:
-    findings: list[Finding] = []
-    _scan(ctx, ctx.tree.body, False, findings)
-    return findings
+    scanner = _Scanner(ctx)
+    scanner.scan(ctx.tree.body, False, set())
+    return scanner.findings

@@ -51,7 +51,11 @@ def from_test_plan(rows: list[TestPlanRow]) -> list[Finding]:
                 f"The PR says this test verifies it, but it fails: {row.detail or '(no message)'}",
                 "Fix the code or the test so that it passes at head.",
             )
-            zh = (f"测试计划中的 `{row.test}` 在 head 上失败", f"PR 声称该测试验证了改动，但它失败了：{row.detail or '（无）'}", "修复代码或测试，使其在 head 上通过。")
+            zh = (
+                f"测试计划中的 `{row.test}` 在 head 上失败",
+                f"PR 声称该测试验证了改动，但它失败了：{row.detail or '（无）'}",
+                "修复代码或测试，使其在 head 上通过。",
+            )
         elif row.status == PASSES_ON_BOTH:
             sev, msg, why, fix = (
                 Severity.P4,
@@ -59,7 +63,11 @@ def from_test_plan(rows: list[TestPlanRow]) -> list[Finding]:
                 "A test that passes without the change cannot show that the change works or guard against regressing it.",
                 "Make the test exercise the new behaviour so that it fails against the base code.",
             )
-            zh = (f"测试计划中的 `{row.test}` 在 base 和 head 上都通过：它没有测试本次改动", "不依赖改动也能通过的测试无法证明改动有效，也无法防止回退。", "让测试覆盖新行为，使其在 base 代码上失败。")
+            zh = (
+                f"测试计划中的 `{row.test}` 在 base 和 head 上都通过：它没有测试本次改动",
+                "不依赖改动也能通过的测试无法证明改动有效，也无法防止回退。",
+                "让测试覆盖新行为，使其在 base 代码上失败。",
+            )
         elif row.status == NOT_FOUND:
             sev, msg, why, fix = (
                 Severity.P4,
@@ -67,7 +75,11 @@ def from_test_plan(rows: list[TestPlanRow]) -> list[Finding]:
                 "The PR description names a test that does not exist, so the claimed verification did not happen.",
                 "Correct the name in the test plan or add the test.",
             )
-            zh = (f"在 head 上找不到测试计划中的 `{row.test}`", "PR 描述中提到的测试并不存在，所声称的验证并未发生。", "更正测试计划中的名字，或补上该测试。")
+            zh = (
+                f"在 head 上找不到测试计划中的 `{row.test}`",
+                "PR 描述中提到的测试并不存在，所声称的验证并未发生。",
+                "更正测试计划中的名字，或补上该测试。",
+            )
         else:
             continue
         findings.append(

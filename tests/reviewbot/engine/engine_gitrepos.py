@@ -16,6 +16,12 @@ GIT_ENV = {
 }
 
 
+def sub(text: str, old: str, new: str) -> str:
+    """`text` with `old` replaced by `new`; fails when `old` is absent (a crafted branch must change)."""
+    assert old in text, f"fixture text lacks {old!r}"
+    return text.replace(old, new)
+
+
 class Repo:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -83,7 +89,7 @@ from pkg.config import CompileConfig
 VERSION = "1"
 
 
-def _h(value):
+def _h(value, legacy=None):
     return hashlib.sha256(repr(value).encode()).hexdigest()[:12]
 
 

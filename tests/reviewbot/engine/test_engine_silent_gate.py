@@ -1,0 +1,184 @@
+"""silent-gate on a real git repo: a new condition skipping work a config flag asked for."""
+
+from __future__ import annotations
+
+import pytest
+from engine_gitrepos import Repo, sub
+
+from reviewbot.engine import run_review
+from reviewbot.findings import Severity
+
+BASE = """
+import logging
+
+logger = logging.getLogger(__name__)
+
+
+def overlap_pass(graph, config):
+    if not config.fsdp.overlap:
+        return graph
+    return reorder(graph)
+
+
+def old_gate(nodes, config):
+    if not config.enable_split:
+        return nodes
+    if len(nodes) < 2:
+        return nodes
+    return split(nodes)
+
+
+def reorder(graph):
+    return graph
+
+
+def split(nodes):
+    return nodes
+"""
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
+    repo = Repo(tmp_path_factory.mktemp("gate") / "r")
+    repo.commit({"pkg/passes.py": BASE}, "base")
+    repo.branch("silent")
+    repo.commit(
+        {
+            "pkg/passes.py": sub(
+                BASE,
+                "        return graph\n    return reorder(graph)",
+                "        return graph\n    if len(graph) < 3:\n        return graph\n    return reorder(graph)",
+            )
+        },
+        "skip small graphs",
+    )
+    repo.branch("or-gate", "main")
+    repo.commit(
+        {
+            "pkg/passes.py": sub(
+                BASE, "    if not config.fsdp.overlap:\n", "    if not config.fsdp.overlap or graph is None:\n"
+            )
+        },
+        "skip none graphs",
+    )
+    repo.branch("logged", "main")
+    repo.commit(
+        {
+            "pkg/passes.py": sub(
+                BASE,
+                "        return graph\n    return reorder(graph)",
+                "        return graph\n    if len(graph) < 3:\n        logger.info('overlap skipped: graph too small')\n        return graph\n"
+                "    return reorder(graph)",
+            )
+        },
+        "skip small graphs, logged",
+    )
+    repo.branch("flag-only", "main")
+    repo.commit(
+        {
+            "pkg/passes.py": BASE
+            + """
+
+def gated(graph, config):
+    if not config.enable_gate:
+        return graph
+    return reorder(graph)
+"""
+        },
+        "flag check alone",
+    )
+    repo.branch("near-misses", "main")
+    repo.commit(
+        {
+            "pkg/passes.py": BASE
+            + """
+
+def applies(tag):
+    if tag is None:
+        logger.warning("overlap skipped: no model tag")
+        return False
+    return True
+
+
+def helper_logs(graph, config, tag):
+    if not config.enable_overlap or not applies(tag):
+        return []
+    return reorder(graph)
+
+
+def own_comment(login, settings):
+    if settings.bot_login and login == settings.bot_login:
+        return "ignored-own"
+    return "handled"
+
+
+def computed_result(items, settings):
+    if not settings.enabled:
+        return None
+    for item in items:
+        if item in settings.prefixes:
+            return item.lower(), len(item)
+    return None
+"""
+        },
+        "near misses",
+    )
+    repo.branch("rename", "main")
+    repo.mv("pkg/passes.py", "pkg/overlap.py")
+    repo.commit({}, "rename only")
+    repo.commit(
+        {
+            "pkg/overlap.py": sub(
+                BASE,
+                "        return nodes\n    return split(nodes)",
+                "        return nodes\n    if nodes[0] is None:\n        return nodes\n    return split(nodes)",
+            )
+        },
+        "new gate after rename",
+    )
+    repo.branch("untouched", "main")
+    repo.commit(
+        {"pkg/passes.py": sub(BASE, "    return split(nodes)", "    result = split(nodes)\n    return result")},
+        "touch old_gate body",
+    )
+    repo.checkout("main")
+    return repo
+
+
+def test_new_silent_condition_after_flag_check_is_p2(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "silent", suites="none")
+    (finding,) = review.findings
+    assert (finding.rule, finding.severity, finding.qualname, finding.line_start) == (
+        "silent-gate",
+        Severity.P2,
+        "overlap_pass",
+        9,
+    )
+    assert "len(graph) < 3" in finding.message
+
+
+def test_condition_ored_with_the_flag_is_p2(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "or-gate", suites="none")
+    assert [(f.rule, f.line_start) for f in review.findings] == [("silent-gate", 7)]
+
+
+def test_logged_skip_and_the_flag_itself_do_not_fire(repo: Repo) -> None:
+    assert run_review(repo.path, "main", "logged", suites="none").findings == []
+    assert run_review(repo.path, "main", "flag-only", suites="none").findings == []
+
+
+def test_helper_that_logs_and_config_values_that_are_not_flags_do_not_fire(repo: Repo) -> None:
+    # the helper logs why it skips; `and` with a config value is the config asking for the skip;
+    # returning a computed value is the work, not a skip
+    assert run_review(repo.path, "main", "near-misses", suites="none").findings == []
+
+
+def test_existing_gate_in_touched_function_is_not_new(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "untouched", suites="none")
+    assert review.findings == []
+
+
+def test_rename_keeps_old_gates_out_and_reports_new_ones_at_new_path(repo: Repo) -> None:
+    assert run_review(repo.path, "main", "rename~1", suites="none").findings == []
+    review = run_review(repo.path, "main", "rename", suites="none")
+    assert [(f.rule, f.path, f.qualname) for f in review.findings] == [("silent-gate", "pkg/overlap.py", "old_gate")]
