@@ -10,13 +10,14 @@ from __future__ import annotations
 import io
 import time
 import zipfile
+import zlib
 from typing import Any
 
 import requests
 
 from reviewbot import logger
 from reviewbot.results import RegressionResults
-from reviewbot.service.github_api import GitHub
+from reviewbot.service.github_api import GitHub, GitHubFailed
 
 ARTIFACT_NAME = "gpu-regression-results"
 RESULTS_FILE = "results.json"
@@ -31,8 +32,14 @@ class ArtifactError(Exception):
 
 def find_artifact(gh: GitHub, repo: Any, run_id: int) -> Any:
     """The run's results artifact (PyGithub `Artifact`)."""
-    run = gh.call("get_workflow_run", lambda: repo.get_workflow_run(run_id))
-    artifacts = gh.call("list_run_artifacts", lambda: list(run.get_artifacts()))
+    try:
+        run = gh.call("get_workflow_run", lambda: repo.get_workflow_run(run_id))
+    except GitHubFailed as exc:
+        raise ArtifactError(f"the run could not be read: GitHub answered {exc.status}") from exc
+    try:
+        artifacts = gh.call("list_run_artifacts", lambda: list(run.get_artifacts()))
+    except GitHubFailed as exc:
+        raise ArtifactError(f"the run's artifacts could not be listed: GitHub answered {exc.status}") from exc
     for artifact in artifacts:
         if artifact.name == ARTIFACT_NAME:
             if artifact.expired:
@@ -95,7 +102,10 @@ def read_results(zip_bytes: bytes) -> RegressionResults:
             raise ArtifactError(f"the artifact holds no {RESULTS_FILE} (it has: {names})") from exc
         if info.file_size > MAX_RESULTS_BYTES:
             raise ArtifactError(f"{RESULTS_FILE} is {info.file_size} bytes, over the limit")
-        data = archive.read(info)
+        try:
+            data = archive.read(info)
+        except (zipfile.BadZipFile, zlib.error) as exc:
+            raise ArtifactError(f"{RESULTS_FILE} in the artifact is corrupt: {exc}") from exc
     try:
         return RegressionResults.loads(data)
     except ValueError as exc:

@@ -101,6 +101,11 @@ def test_artifact_zip_reading():
         read_results(_zip({"results.json": good.dumps().replace('"schema_version": 1', '"schema_version": 9')}))
     with pytest.raises(ArtifactError, match="not a valid results file: results.json is not valid JSON"):
         read_results(_zip({"results.json": b"{"}))
+    stored = _zip({"results.json": good.dumps().encode()})
+    offset = stored.index(b'"schema_version"')  # stored (not deflated): flip a byte of the member's data
+    corrupt = stored[:offset] + b"X" + stored[offset + 1 :]
+    with pytest.raises(ArtifactError, match="results.json in the artifact is corrupt"):
+        read_results(corrupt)
 
 
 def test_request_id_comes_from_the_run_name():
