@@ -106,13 +106,15 @@ def run_regression(
     pr_number: int | None = None,
     gpus_available: int | None = None,
     cpu: bool = False,
+    timeout_cap_s: float | None = None,
     progress: Callable[[str], None] = lambda _: None,
 ) -> RegressionResults:
     """Run the selected suites of `revision` and write `out_dir/results.json`; returns what it wrote.
 
     `cpu`: start every selected suite whatever GPU count it asks for (a CPU run: the suites skip
     their GPU-only assertions, and results.json lists those skips). Otherwise a suite that needs
-    more GPUs than `gpus_available` (default: detected) is reported `not-run`."""
+    more GPUs than `gpus_available` (default: detected) is reported `not-run`. `timeout_cap_s`
+    caps every suite's own time limit."""
     started = _now()
     out_dir = out_dir.resolve()  # the suites run in a worktree elsewhere: their report paths must be absolute
     with GitRepo(repo) as git:
@@ -137,6 +139,7 @@ def run_regression(
         config=config,
         log_dir=out_dir / SUITES_DIR,
         gpus_available=gpus_available,
+        timeout_s=timeout_cap_s,
         progress=progress,
     )
     results = RegressionResults(
@@ -168,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out-dir", type=Path, required=True, help="where results.json, JUnit XML and logs go")
     parser.add_argument("--request-id", default=None, help="the bot's request id, echoed into results.json")
     parser.add_argument("--pr-number", type=int, default=None, help="pull request number, echoed into results.json")
+    parser.add_argument(
+        "--timeout-cap", type=float, default=None, metavar="SECONDS", help="cap every suite's own time limit"
+    )
     gpus = parser.add_mutually_exclusive_group()
     gpus.add_argument(
         "--gpus", type=int, default=None, help="GPUs available to suites (default: REVIEWBOT_GPUS or nvidia-smi -L)"
@@ -210,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
             pr_number=args.pr_number,
             gpus_available=args.gpus,
             cpu=args.cpu,
+            timeout_cap_s=args.timeout_cap,
             progress=progress,
         )
     except (ValueError, GitError) as exc:

@@ -13,6 +13,7 @@ Also: a run without results, and a dispatched run that never completes (deadline
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -37,7 +38,14 @@ GPU_CONTEXT = "reviewbot/gpu-regression"
 MAINTAINER = "maint"
 WORKFLOW_INPUTS = {"pr_number": False, "head_sha": True, "suites": False, "request_id": False}
 
-SUITE_TESTS = """import pytest
+SUITE_TESTS = """import os
+
+import pytest
+
+
+def test_no_bot_settings_or_credentials_in_reach():
+    leaked = [k for k in os.environ if k.startswith(("REVIEWBOT_", "GITHUB_")) and k != "REVIEWBOT_GPUS"]
+    assert not leaked, leaked
 
 
 def test_add(record_testsuite_property):
@@ -63,12 +71,15 @@ REVIEWBOT_YML = """suites:
     failure_means: the smoke contract broke
 """
 
-# The service's `actions` mode registers itself on import of reviewbot.gpu_dispatch.actions;
-# this boot line is `reviewbot <command>` with that module imported first.
-BOOT = "import sys, reviewbot.gpu_dispatch.actions; from reviewbot.cli import main; sys.exit(main(sys.argv[1:]))"
+# The dispatch modes register themselves on import of reviewbot.gpu_dispatch.actions / .local;
+# this boot line is `reviewbot <command>` with those modules imported first.
+BOOT = (
+    "import sys, reviewbot.gpu_dispatch.actions, reviewbot.gpu_dispatch.local; from reviewbot.cli import main; "
+    "sys.exit(main(sys.argv[1:]))"
+)
 
 
-class ActionsService(Service):
+class DispatchService(Service):
     def _spawn(self, command: str, log_name: str) -> subprocess.Popen[bytes]:
         log = open(self.tmp / log_name, "ab")  # noqa: SIM115 - closed with the process
         return subprocess.Popen(
@@ -164,7 +175,7 @@ def github():
 
 @pytest.fixture(scope="module")
 def actions_service(github, tmp_path_factory):
-    svc = ActionsService(
+    svc = DispatchService(
         tmp_path_factory.mktemp("actions-service"), github, gpu_dispatch="actions", gpu_timeout_seconds=120
     ).start()
     yield svc
@@ -200,7 +211,7 @@ def test_actions_mode_dispatch_webhook_artifact_review(github, actions_service, 
     assert status["state"] == "failure" and status["description"] == "a GPU suite failed"
     body = _summary(github, project, 7)
     assert f"GitHub Actions run [{run['id']}]" in body
-    assert "| `smoke` | failed | 1/3 passed, 1 failing, 1 GPU-only skipped |" in body
+    assert "| `smoke` | failed | 2/4 passed, 1 failing, 1 GPU-only skipped |" in body
     assert "`tests/test_smoke.py::test_regressed` failed (the smoke contract broke)" in body
     assert "placement factor changed" in body
     assert "GPU-only checks not run here (1): `tests/test_smoke.py::test_stability_bound`" in body
@@ -298,7 +309,7 @@ def test_workflow_runs_not_dispatched_by_the_bot_are_ignored(github, actions_ser
 
 def test_actions_dispatch_that_never_completes_times_out(tmp_path):
     with FakeGitHub(extra_route_modules=[ACTIONS_ROUTES]) as fake:
-        service = ActionsService(tmp_path / "svc", fake, gpu_dispatch="actions", gpu_timeout_seconds=2)
+        service = DispatchService(tmp_path / "svc", fake, gpu_dispatch="actions", gpu_timeout_seconds=2)
         (tmp_path / "svc").mkdir()
         service.start()
         try:
@@ -318,16 +329,20 @@ def test_actions_dispatch_that_never_completes_times_out(tmp_path):
 def test_local_mode_runs_the_suite_on_the_worker(tmp_path):
     with FakeGitHub() as fake:
         (tmp_path / "svc").mkdir()
-        service = Service(tmp_path / "svc", fake, gpu_dispatch="local").start()
+        service = DispatchService(tmp_path / "svc", fake, gpu_dispatch="local", gpus="0").start()
         try:
             project = Project(tmp_path, fake, "octo/local-e2e")
             sha = project.open_pull(5, SUITE_TESTS)
             service.comment_event(project.full_name, 5, "/rerun-gpu smoke", MAINTAINER)
             status = _final_status(fake, project, sha)
-            assert status["state"] == "success", _summary(fake, project, 5)
             body = _summary(fake, project, 5)
-            assert "`smoke`" in body and "passed" in body
+            assert status["state"] == "success", body
+            assert f"This worker's run at `{sha[:12]}`: **all suites passed**." in body
+            assert "| `smoke` | passed | 2/3 passed, 1 GPU-only skipped |" in body
+            assert "| `smoke` | add_us | 3.5 us |" in body
             runs = service.query("SELECT suite, status, head_sha FROM suite_runs")
             assert [(r.suite, r.status, r.head_sha) for r in runs] == [("smoke", "passed", sha)]
+            results = list((tmp_path / "svc" / "work" / "gpu-runs").glob("*/results.json"))
+            assert len(results) == 1 and json.loads(results[0].read_text())["revision"] == sha
         finally:
             service.stop()
