@@ -71,12 +71,9 @@ REVIEWBOT_YML = """suites:
     failure_means: the smoke contract broke
 """
 
-# The dispatch modes register themselves on import of reviewbot.gpu_dispatch.actions / .local;
-# this boot line is `reviewbot <command>` with those modules imported first.
-BOOT = (
-    "import sys, reviewbot.gpu_dispatch.actions, reviewbot.gpu_dispatch.local; from reviewbot.cli import main; "
-    "sys.exit(main(sys.argv[1:]))"
-)
+# The dispatch modes register themselves on import of the reviewbot.gpu_dispatch package;
+# this boot line is `reviewbot <command>` with it imported first.
+BOOT = "import sys, reviewbot.gpu_dispatch; from reviewbot.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 class DispatchService(Service):
