@@ -4,8 +4,9 @@ Round trip:
 1. `ActionsDispatcher.dispatch` (inside the service's `gpu` job) records the request in
    `gpu_dispatches`, POSTs a `workflow_dispatch` of the workflow on the repository's default
    branch (the workflow definition never comes from the PR) with the inputs `pr_number`,
-   `head_sha` (exact), `suites` and `request_id`, sets `reviewbot/gpu-regression` to pending, and
-   parks a deadline job (below). It returns None: the outcome arrives later.
+   `head_sha` (exact), `suites` (the named ones, else `gpu`: every suite asking for a GPU) and
+   `request_id`, sets `reviewbot/gpu-regression` to pending, and parks a deadline job (below).
+   It returns None: the outcome arrives later.
 2. The workflow puts ``req-<request_id>`` in its run name. The `workflow_run` `completed` webhook
    (`on_workflow_run`, inside the delivery's transaction, no API calls) finds the request by that
    name and queues a `gpu-actions-result` job.
@@ -68,7 +69,10 @@ def _installation_id(settings: Settings, full_name: str) -> int | None:
         auth = Auth.AppAuth(int(settings.app_id), key.read())
     integration = github.GithubIntegration(auth=auth, base_url=settings.github_api_url, retry=None)
     owner, name = full_name.split("/")
-    return integration.get_repo_installation(owner, name).id
+    try:
+        return integration.get_repo_installation(owner, name).id
+    except github.GithubException as exc:
+        raise GitHubFailed("get_repo_installation", exc.status, exc.data) from exc
 
 
 def request_id_from_run(run: dict[str, Any]) -> str | None:
@@ -131,7 +135,7 @@ class ActionsDispatcher:
                     repo=request.repo,
                     pr=request.pr,
                     head_sha=request.head_sha,
-                    suites=",".join(request.suites) or "all",
+                    suites=",".join(request.suites) or "gpu",
                     state="dispatching",
                     dispatched_at=time.time(),
                     deadline=time.time() + self.settings.gpu_timeout_seconds,

@@ -235,7 +235,7 @@ def test_actions_run_without_results_is_a_clear_error(github, actions_service, t
     sha = project.open_pull(8, SUITE_TESTS)
     actions_service.comment_event(project.full_name, 8, "/rerun-gpu", MAINTAINER)
     dispatch = _dispatch_for(github, project, sha)
-    assert dispatch["inputs"]["suites"] == "all"
+    assert dispatch["inputs"]["suites"] == "gpu"  # none named: every suite that asks for a GPU
     run = complete_run(github.state, dispatch, "failure")  # died before uploading anything
     response = actions_service.deliver("workflow_run", workflow_run_event(github.state, run, github.origin))
     assert response.json()["outcome"] == "queued"
