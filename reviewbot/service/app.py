@@ -12,16 +12,17 @@ import contextlib
 import hashlib
 import hmac
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from reviewbot import logger
 from reviewbot.service import events, metrics
 from reviewbot.service.db import Delivery, Job, make_sessionmaker
 from reviewbot.service.settings import Settings
@@ -66,6 +67,7 @@ def create_app(
             "webhook_secret (or webhook_secret_file) is required: deliveries cannot be verified without it"
         )
     sessions = sessions or make_sessionmaker(settings.database_url)
+    engine = sessions.kw["bind"]
     run_worker = settings.embedded_worker if embedded_worker is None else embedded_worker
 
     workers: list[Any] = []
@@ -105,32 +107,31 @@ def create_app(
             events.validate(event, payload)
         except events.BadPayload as exc:
             return _answer(event, "bad-request", 400, reason=str(exc))
-        return _store(event, delivery_id, payload)
+        return await run_in_threadpool(_store, event, delivery_id, payload, body)
 
-    def _store(event: str, delivery_id: str, payload: dict[str, Any]) -> JSONResponse:
-        handler = events.EVENT_HANDLERS.get(event)
+    insert_delivery = Delivery.__table__.insert()  # built once: SQLAlchemy reuses its compiled form
+
+    def _store(event: str, delivery_id: str, payload: dict[str, Any], body: bytes) -> JSONResponse:
+        """One INSERT: the delivery's guid is unique, so a redelivery fails it and is answered 200."""
+        known = event in events.EVENT_HANDLERS
+        outcome = "accepted" if known else "pong" if event == "ping" else "ignored-event"
+        row = {
+            "guid": delivery_id,
+            "event": event,
+            "action": str(payload.get("action", ""))[:64],
+            "received_at": time.time(),
+            "body": body.decode(),
+            "processed": not known,
+            "outcome": outcome,
+        }
         try:
-            with sessions.begin() as session:
-                if session.get(Delivery, delivery_id) is not None:
-                    return _answer(event, "duplicate", 200, delivery=delivery_id)
-                repo = (payload.get("repository") or {}).get("full_name", "")
-                delivery = Delivery(
-                    id=delivery_id, event=event, action=str(payload.get("action", "")), repo=repo, payload=payload
-                )
-                session.add(delivery)
-                session.flush()
-                if event == "ping":
-                    delivery.outcome = "pong"
-                elif handler is None:
-                    delivery.outcome = "ignored-event"
-                else:
-                    delivery.outcome = handler(session, delivery_id, payload, settings)
-                outcome = delivery.outcome
+            with engine.begin() as conn:
+                conn.execute(insert_delivery, row)
         except IntegrityError:
             return _answer(event, "duplicate", 200, delivery=delivery_id)
-        logger.info("delivery %s %s/%s: %s", delivery_id, event, payload.get("action", ""), outcome)
-        status = 200 if event == "ping" else 202
-        return _answer(event, outcome, status, delivery=delivery_id)
+        for worker in workers:
+            worker.wake.set()
+        return _answer(event, outcome, 200 if event == "ping" else 202, delivery=delivery_id)
 
     @app.get("/healthz")
     def healthz() -> JSONResponse:

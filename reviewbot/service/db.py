@@ -7,6 +7,7 @@ Times are UNIX seconds (float) to keep comparisons portable across backends.
 
 from __future__ import annotations
 
+import json
 import time
 
 from sqlalchemy import (
@@ -30,16 +31,25 @@ class Base(DeclarativeBase):
 
 
 class Delivery(Base):
-    """One accepted webhook delivery. `outcome` says what became of it (queued, ignored, draft, ...)."""
+    """One accepted webhook delivery, stored as received (the raw JSON body).
+
+    The webhook answer only inserts this row; a worker turns unprocessed rows into jobs in `seq`
+    order (`ingest.py`) and records the `outcome` (queued, draft, ignored-..., cancelled N).
+    """
 
     __tablename__ = "deliveries"
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    guid: Mapped[str] = mapped_column(String(64), unique=True)
     event: Mapped[str] = mapped_column(String(64))
     action: Mapped[str] = mapped_column(String(64), default="")
-    repo: Mapped[str] = mapped_column(String(200), default="")
     received_at: Mapped[float] = mapped_column(Float, default=time.time)
+    body: Mapped[str] = mapped_column(Text)
+    processed: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
     outcome: Mapped[str] = mapped_column(String(64), default="")
-    payload: Mapped[dict] = mapped_column(JSON)
+
+    @property
+    def payload(self) -> dict:
+        return json.loads(self.body)
 
 
 class Job(Base):
@@ -58,7 +68,7 @@ class Job(Base):
     state: Mapped[str] = mapped_column(String(16), default="pending", index=True)
     stop_reason: Mapped[str] = mapped_column(String(64), default="")
     args: Mapped[dict] = mapped_column(JSON, default=dict)
-    delivery_id: Mapped[str | None] = mapped_column(ForeignKey("deliveries.id"), nullable=True)
+    delivery_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     worker_id: Mapped[str] = mapped_column(String(128), default="")
     lease_until: Mapped[float] = mapped_column(Float, default=0.0)

@@ -16,6 +16,7 @@ DURATION_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 
 _HELP = {
     "reviewbot_webhook_deliveries_total": ("counter", "Webhook deliveries by event and outcome"),
+    "reviewbot_deliveries_processed_total": ("counter", "Deliveries turned into jobs, by event and outcome"),
     "reviewbot_github_api_calls_total": ("counter", "GitHub API calls by operation and result"),
     "reviewbot_github_api_retries_total": ("counter", "GitHub API retries by operation and reason"),
     "reviewbot_jobs_total": ("counter", "Finished jobs by kind and final state"),

@@ -207,6 +207,14 @@ def _set_check_run(gh: GitHub, repo: Any, sha: str, name: str, state: str, title
         runs = list(repo.get_commit(sha).get_check_runs(check_name=name))
         return runs[0] if runs else None
 
-    gh.upsert(
-        "check_run", find, lambda: repo.create_check_run(name, sha, **fields), lambda run: run.edit(**fields) or run
-    )
+    def update(run: Any) -> Any:
+        unchanged = (run.status, run.conclusion, run.output.title) == (
+            fields["status"],
+            fields.get("conclusion"),
+            title,
+        )
+        if not unchanged:
+            run.edit(**fields)
+        return run
+
+    gh.upsert("check_run", find, lambda: repo.create_check_run(name, sha, **fields), update)

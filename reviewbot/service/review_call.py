@@ -24,7 +24,17 @@ class ReviewOutcome:
     invalidates_cache: bool
 
 
-def review(checkout: Path, base: str, head: str, pr_body: str, *, run_pr_code: bool) -> ReviewOutcome:
+def review(
+    checkout: Path,
+    base: str,
+    head: str,
+    pr_body: str,
+    *,
+    run_pr_code: bool,
+    pr_title: str = "",
+    log_dir: Path | None = None,
+) -> ReviewOutcome:
+    """`log_dir` keeps the logs of suites the review runs (default: inside the checkout)."""
     if not run_pr_code:
         logger.info("review of %s without running PR code (fork, not authorised)", head[:12])
     result = run_review(
@@ -32,6 +42,8 @@ def review(checkout: Path, base: str, head: str, pr_body: str, *, run_pr_code: b
         base,
         head,
         pr_body=pr_body,
+        pr_title=pr_title or None,
+        log_dir=log_dir,
         suites="static" if run_pr_code else "none",
         progress=lambda line: logger.info("review %s: %s", head[:12], line),
     )

@@ -1,8 +1,8 @@
 """The worker: claims jobs, keeps their lease alive, runs them, and never posts for a stopped job.
 
-A job runs under a lease renewed by a heartbeat thread; the heartbeat also reads the job's
-`stop_reason` (set when a newer head arrives or the PR closes). Handlers call `ctx.checkpoint()`
-before every write to GitHub, so a superseded or cancelled job stops and posts nothing.
+A job runs under a lease renewed by a heartbeat thread. Its `stop_reason` is set when a newer
+head arrives or the PR closes; handlers call `ctx.checkpoint()` (which reads it) before every
+write to GitHub, so a superseded or cancelled job stops and posts nothing.
 A worker killed mid-job leaves the job `running` with a lease that runs out; the next claim
 re-runs it, and the marker-keyed upserts in `posting.py` make that rerun post once.
 
@@ -25,7 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import sessionmaker
 
 from reviewbot import logger
-from reviewbot.service import commands, jobs, metrics, posting
+from reviewbot.service import commands, ingest, jobs, metrics, posting
 from reviewbot.service.checkout import CheckoutError, checkout
 from reviewbot.service.db import Authorisation, Delivery, Job, ReviewRecord, SuiteRun
 from reviewbot.service.github_api import GitHub, GitHubFailed
@@ -44,7 +44,6 @@ class JobContext:
         self.job = job
         self.settings = worker.settings
         self.sessions = worker.sessions
-        self.stop_reason = ""
         self._done = threading.Event()
         self._lost = False
         self._heartbeat = threading.Thread(target=self._beat, name=f"lease-{job.id}", daemon=True)
@@ -53,9 +52,7 @@ class JobContext:
         interval = self.settings.job_lease_seconds / 3
         while not self._done.wait(interval):
             try:
-                self.stop_reason = jobs.renew(
-                    self.sessions, self.job.id, self.worker.id, self.settings.job_lease_seconds
-                )
+                jobs.renew(self.sessions, self.job.id, self.worker.id, self.settings.job_lease_seconds)
             except jobs.LeaseLost as exc:
                 logger.error("%s", exc)
                 self._lost = True
@@ -84,7 +81,7 @@ class JobContext:
         if not self.job.delivery_id:
             return self.job.args.get("installation_id")
         with self.sessions() as session:
-            delivery = session.get(Delivery, self.job.delivery_id)
+            delivery = session.scalar(select(Delivery).where(Delivery.guid == self.job.delivery_id))
             installation = (delivery.payload.get("installation") or {}) if delivery else {}
         return installation.get("id") or self.job.args.get("installation_id")
 
@@ -102,12 +99,25 @@ def register_job(kind: str) -> Callable[[Handler], Handler]:
 
 
 class Worker:
+    """Two loops: ingesting deliveries into jobs (its own thread, so a newer push supersedes a job
+    while that job runs) and running jobs one at a time."""
+
     def __init__(self, settings: Settings, sessions: sessionmaker, name: str = "worker") -> None:
         self.settings = settings
         self.sessions = sessions
         self.id = f"{name}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.wake = threading.Event()  # set by the embedded server on each delivery
+        self._jobs_waiting = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def ingest_forever(self) -> None:
+        while not self._stop.is_set():
+            if ingest.ingest(self.sessions, self.settings):
+                self._jobs_waiting.set()
+                continue
+            self.wake.wait(self.settings.worker_poll_interval)
+            self.wake.clear()
 
     def run_once(self) -> bool:
         job = jobs.claim(self.sessions, self.id, self.settings.job_lease_seconds, self.settings.job_max_attempts)
@@ -136,6 +146,9 @@ class Worker:
             except (GitHubFailed, CheckoutError) as exc:
                 state, error = "failed", str(exc)
                 logger.error("job %d failed: %s", job.id, exc)
+            except jobs.LeaseLost as exc:
+                logger.error("job %d abandoned: %s", job.id, exc)
+                return True
         try:
             jobs.finish(self.sessions, job.id, self.id, state, error)
         except jobs.LeaseLost as exc:
@@ -145,18 +158,30 @@ class Worker:
         metrics.observe("reviewbot_job_duration_seconds", time.monotonic() - started, kind=job.kind)
         return True
 
-    def run_forever(self) -> None:
+    def run_jobs_forever(self) -> None:
         while not self._stop.is_set():
             if not self.run_once():
-                self._stop.wait(self.settings.worker_poll_interval)
+                self._jobs_waiting.wait(self.settings.worker_poll_interval)
+                self._jobs_waiting.clear()
+
+    def _start(self, target: Callable[[], None], suffix: str) -> None:
+        thread = threading.Thread(target=target, name=f"{self.id}-{suffix}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
 
     def start_thread(self) -> None:
-        self._thread = threading.Thread(target=self.run_forever, name=self.id, daemon=True)
-        self._thread.start()
+        """Embedded mode: both loops in background threads."""
+        self._start(self.ingest_forever, "ingest")
+        self._start(self.run_jobs_forever, "jobs")
+
+    def run_forever(self) -> None:
+        """`reviewbot worker`: ingest in a background thread, jobs in the calling thread."""
+        self._start(self.ingest_forever, "ingest")
+        self.run_jobs_forever()
 
     @property
     def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return bool(self._threads) and all(thread.is_alive() for thread in self._threads)
 
     def stop_soon(self) -> None:
         """Stop polling once the current job is finished."""
@@ -164,8 +189,10 @@ class Worker:
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        self.wake.set()
+        self._jobs_waiting.set()
+        for thread in self._threads:
+            thread.join(timeout=30)
 
 
 # --- shared steps ---------------------------------------------------------------------------------
@@ -261,7 +288,15 @@ def run_review_job(ctx: JobContext) -> str:
     posting.set_status(gh, repo, job.head_sha, posting.STATIC_CONTEXT, "pending", "review running")
     run_pr_code = not job.args.get("fork") or _authorised(ctx, job.head_sha)
     with _checkout(ctx, gh, pull) as path:
-        outcome = review(path, pull.base.sha, job.head_sha, pull.body or "", run_pr_code=run_pr_code)
+        outcome = review(
+            path,
+            pull.base.sha,
+            job.head_sha,
+            pull.body or "",
+            run_pr_code=run_pr_code,
+            pr_title=pull.title or "",
+            log_dir=Path(ctx.settings.work_dir) / "review-logs" / f"{job.repo.replace('/', '__')}-{job.pr}-{job.id}",
+        )
         lines = posting.diff_lines(path, pull.base.sha, job.head_sha)
     ctx.checkpoint()
     record = _record(ctx)

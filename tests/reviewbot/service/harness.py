@@ -180,10 +180,13 @@ class Service:
         all_headers.update(headers or {})
         return self.client.post("/webhook", content=body, headers=all_headers)
 
-    def pull_event(self, action: str, repo: str, number: int, **kwargs: Any) -> httpx.Response:
+    def pull_event(self, action: str, repo: str, number: int, *, wait: bool = True, **kwargs: Any) -> httpx.Response:
+        """Deliver; with `wait`, return once a worker ingested it (its jobs exist from then on)."""
         pull = self.github.state.pulls[(repo, number)]
         response = self.deliver("pull_request", pull_request_event(action, pull, self.github.origin, **kwargs))
-        assert response.status_code in (200, 202), response.text
+        assert response.status_code == 202, response.text
+        if wait:
+            self.outcome(response)
         return response
 
     def comment_event(self, repo: str, number: int, body: str, author: str, **kwargs: Any) -> httpx.Response:
@@ -193,10 +196,13 @@ class Service:
         with state.lock:
             comment = add_comment(state, repo, number, body, state.user(author))
         pull = state.pulls[(repo, number)]
-        return self.deliver(
+        response = self.deliver(
             "issue_comment",
             issue_comment_event(pull, body, author, self.github.origin, comment_id=comment["id"], **kwargs),
         )
+        assert response.status_code == 202, response.text
+        self.outcome(response)
+        return response
 
     # database ------------------------------------------------------------------------------------
     def query(self, sql: str, **params: Any) -> list[Any]:
@@ -206,6 +212,16 @@ class Service:
                 return list(conn.execute(text(sql), params))
         finally:
             engine.dispose()
+
+    def outcome(self, response: httpx.Response, timeout: float = 30) -> str:
+        """What the worker made of an accepted delivery (deliveries.outcome once processed)."""
+        guid = response.request.headers["X-GitHub-Delivery"]
+
+        def processed() -> str | None:
+            rows = self.query("SELECT outcome FROM deliveries WHERE guid = :g AND processed", g=guid)
+            return rows[0].outcome if rows else None
+
+        return wait_until(processed, timeout=timeout, what=f"delivery {guid} to be processed")
 
     def jobs(self, repo: str, pr: int) -> list[Any]:
         return self.query(

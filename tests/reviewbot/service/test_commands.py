@@ -26,15 +26,15 @@ def replies(github, project, number):
 def test_help_unknown_edited_own_and_plain_issue_comments(service, github, project):
     project.open_pull(1, good_core())
     help_response = service.comment_event(project.full_name, 1, "Thanks!\n/help", "alice")
-    assert help_response.json()["outcome"] == "queued"
+    assert service.outcome(help_response) == "queued"
     unknown = service.comment_event(project.full_name, 1, "/frobnicate now", "alice")
-    assert unknown.json()["outcome"] == "queued"
+    assert service.outcome(unknown) == "queued"
     edited = service.comment_event(project.full_name, 1, "/help", "alice", action="edited")
-    assert edited.json()["outcome"] == "ignored-edited"
+    assert service.outcome(edited) == "ignored-edited"
     quoted = service.comment_event(project.full_name, 1, "```\n/rerun-gpu\n```\n> /review", "alice")
-    assert quoted.json()["outcome"] == "ignored-no-command"
+    assert service.outcome(quoted) == "ignored-no-command"
     plain = service.deliver("issue_comment", load_payload("issue_comment", "created.payload", github.origin))
-    assert plain.json()["outcome"] == "ignored-not-pr"
+    assert service.outcome(plain) == "ignored-not-pr"
     own = service.comment_event(project.full_name, 1, "/help", BOT, author_type="Bot")
     assert own.status_code == 202
     service.wait_jobs_settled(project.full_name, 1)
@@ -105,3 +105,38 @@ def test_fork_gpu_runs_only_for_the_head_a_maintainer_authorised(gpu_service, gi
     service.wait_jobs_settled(project.full_name, 2)
     assert [j.kind for j in service.jobs(project.full_name, 2) if j.head_sha == newer] == ["review"]
     assert _gpu_states(github, project, newer) == []
+
+
+GPU_SUITE_FILES = {
+    ".reviewbot.yml": "suites:\n  gpu-smoke:\n    command: python -m pytest -q -p no:cacheprovider tests_gpu/test_gpu.py\n"
+    "    gpus: 1\n    timeout_s: 300\n",
+    "tests_gpu/test_gpu.py": "import torch\n\n\ndef test_cuda_matmul():\n    x = torch.ones(8, 8, device='cuda')\n"
+    "    assert float((x @ x).sum()) == 512.0\n",
+}
+
+
+def test_rerun_gpu_runs_the_gpu_suites_locally_and_reports_them(service, github, tmp_path):
+    """`/rerun-gpu` without names runs every suite needing a GPU through the local dispatcher. On a
+    machine without a GPU the suite is reported as not run: the status is `error`, never success."""
+    import torch
+
+    project = Project(tmp_path, github, "octo/gpu-local", GPU_SUITE_FILES)
+    _, head = project.open_pull(1, good_core())
+    github.state.set_permission(project.full_name, "maintainer", "admin")
+    service.comment_event(project.full_name, 1, "/rerun-gpu", "maintainer")
+    wait_until(
+        lambda: _gpu_states(github, project, head)[-1:] not in ([], ["pending"]),
+        timeout=300,
+        what="the GPU suite status",
+    )
+    service.wait_jobs_settled(project.full_name, 1)
+    [run] = service.query("SELECT suite, status, result FROM suite_runs WHERE repo = :r", r=project.full_name)
+    summary = next(c for c in github.state.comments_on(project.full_name, 1) if "reviewbot:summary" in c["body"])
+    assert "### GPU regression suites" in summary["body"] and "`gpu-smoke`" in summary["body"]
+    if not torch.cuda.is_available():
+        assert (run.suite, run.status) == ("gpu-smoke", "not-run")
+        assert _gpu_states(github, project, head) == ["pending", "error"]
+        assert "needs 1 GPU(s)" in summary["body"]
+        pytest.skip("no CUDA device: the GPU suite's pass is checked on a GPU machine only (not-run path checked)")
+    assert (run.suite, run.status) == ("gpu-smoke", "passed")
+    assert _gpu_states(github, project, head) == ["pending", "success"]

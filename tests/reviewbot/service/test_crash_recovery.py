@@ -27,13 +27,14 @@ def test_killed_server_and_worker_lose_nothing_and_post_once(split_service, gith
     service = split_service
     project = Project(tmp_path, github, "octo/crash")
     _, head = project.open_pull(1, bad_core())
-    response = service.pull_event("opened", project.full_name, 1)
+    response = service.pull_event("opened", project.full_name, 1, wait=False)
     assert response.status_code == 202
 
     assert service.server is not None
-    service.kill(service.server)  # accepted with 202, then the server dies: the job must survive
+    service.kill(service.server)  # accepted with 202, then the server dies: the delivery must survive
     service.start()
-    assert [j.state for j in service.jobs(project.full_name, 1)] == ["pending"]
+    guid = response.request.headers["X-GitHub-Delivery"]
+    assert [r.processed for r in service.query("SELECT processed FROM deliveries WHERE guid = :g", g=guid)] == [0]
 
     statuses = rf"/repos/{project.full_name}/statuses/{head}$"
     github.state.add_fault("POST", statuses)  # the pending status goes through
@@ -52,3 +53,22 @@ def test_killed_server_and_worker_lose_nothing_and_post_once(split_service, gith
     assert github.state.count_requests("POST", rf"/repos/{project.full_name}/pulls/1/reviews$") == 1
     assert len(github.state.review_comments_on(project.full_name, 1)) >= 1
     assert github.state.statuses_for(project.full_name, head, "reviewbot/static")[-1]["state"] == "failure"
+
+
+def test_two_workers_share_the_queue_and_run_each_job_once(split_service, github, tmp_path):
+    service = split_service
+    project = Project(tmp_path, github, "octo/shared")
+    heads = {}
+    for number in range(1, 7):
+        _, heads[number] = project.open_pull(number, bad_core(f"\n\ndef pr{'x' * number}() -> int:\n    return 0\n"))
+        service.pull_event("opened", project.full_name, number, wait=False)
+    service.start_worker()
+    service.start_worker()
+    for number, head in heads.items():
+        [job] = service.wait_jobs_settled(project.full_name, number)
+        assert (job.head_sha, job.state, job.attempts) == (head, "done", 1)
+        summaries = [c for c in github.state.comments_on(project.full_name, number) if SUMMARY_MARKER in c["body"]]
+        assert len(summaries) == 1
+        assert github.state.count_requests("POST", rf"/repos/{project.full_name}/pulls/{number}/reviews$") == 1
+    processed = service.query("SELECT COUNT(*) AS n FROM deliveries WHERE processed AND outcome = 'queued'")
+    assert processed[0].n == 6

@@ -55,3 +55,15 @@ def test_shared_examples_are_rewritten_to_the_fake_origin(gh):
     event = pull_request_event("opened", gh.state.pulls[("octo/proj", 7)], gh.origin)
     assert event["pull_request"]["url"] == f"{gh.origin}/repos/octo/proj/pulls/7"
     assert "api.github.com" not in str(event)
+
+
+def test_enterprise_style_base_url_prefix():
+    """PyGithub with a GitHub Enterprise base URL (`/api/v3`): the prefix is stripped before routing
+    and the URLs in answers carry it."""
+    with FakeGitHub(path_prefix="/api/v3") as fake:
+        fake.state.add_repo("octo/ghe")
+        fake.state.add_pull("octo/ghe", 1, "c" * 40, "d" * 40)
+        pull = _client(fake).get_repo("octo/ghe").get_pull(1)
+        assert pull.url == f"{fake.origin}/api/v3/repos/octo/ghe/pulls/1"
+        pull.as_issue().create_comment("via the prefix")
+        assert [c["body"] for c in fake.state.comments_on("octo/ghe", 1)] == ["via the prefix"]

@@ -24,7 +24,12 @@ def test_502_on_reads_is_retried(service, github, project):
     service.pull_event("opened", project.full_name, 1)
     _done(service, project, 1)
     assert github.state.statuses_for(project.full_name, head)[-1]["state"] == "success"
-    assert 'reviewbot_github_api_retries_total{op="get_pull",reason="502"}' in service.client.get("/metrics").text
+    metrics = service.client.get("/metrics").text
+    assert 'reviewbot_github_api_retries_total{op="get_pull",reason="502"}' in metrics
+    assert 'reviewbot_github_api_calls_total{op="get_pull",result="502"}' in metrics
+    assert 'reviewbot_jobs_total{kind="review",state="done"}' in metrics
+    assert 'reviewbot_job_duration_seconds_count{kind="review"}' in metrics
+    assert 'reviewbot_deliveries_processed_total{event="pull_request",outcome="queued"}' in metrics
 
 
 def test_a_post_answered_502_is_not_repeated_blindly(service, github, project):

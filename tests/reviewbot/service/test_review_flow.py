@@ -71,7 +71,7 @@ def test_draft_waits_for_ready_for_review(service, github, project):
     """Uses the shared pull_request/opened and ready_for_review examples."""
     _, head = project.open_pull(3, good_core(), draft=True)
     response = service.pull_event("opened", project.full_name, 3)
-    assert response.json()["outcome"] == "draft"
+    assert service.outcome(response) == "draft"
     assert service.jobs(project.full_name, 3) == []
     github.state.pulls[(project.full_name, 3)]["draft"] = False
     service.pull_event("ready_for_review", project.full_name, 3)

@@ -52,7 +52,7 @@ def test_closed_cancels_the_running_job(service, github, project):
     wait_until(lambda: held.times == 0, what="the job to start writing")
     github.state.pulls[(project.full_name, 3)]["state"] = "closed"
     response = service.pull_event("closed", project.full_name, 3)
-    assert response.json()["outcome"] == "cancelled 1"
+    assert service.outcome(response) == "cancelled 1"
     jobs = service.wait_jobs_settled(project.full_name, 3)
     assert [j.state for j in jobs] == ["cancelled"]
     assert github.state.comments_on(project.full_name, 3) == []

@@ -1,0 +1,95 @@
+"""Settings layering, slash-command parsing and the inline-comment selection, without processes."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from reviewbot.findings import Finding, Severity
+from reviewbot.service import commands, posting, settings
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    settings.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_defaults_file_env_flags_in_that_order(tmp_path):
+    config = tmp_path / "bot.yml"
+    config.write_text("port: 9000\nworker_poll_interval: 2\ngpu_suites: [a, b]\nauto_gpu: true\n")
+    loaded = settings.load(
+        _args("--config", str(config), "--port", "9100"), env={"REVIEWBOT_WORKER_POLL_INTERVAL": "0.25"}
+    )
+    assert loaded.port == 9100 and loaded.worker_poll_interval == 0.25
+    assert loaded.gpu_suites == ("a", "b") and loaded.auto_gpu is True
+    assert loaded.database_url == "sqlite:///reviewbot-service.sqlite3"
+    secret = tmp_path / "secret"
+    secret.write_text("from-file\n")
+    assert settings.load(env={"REVIEWBOT_WEBHOOK_SECRET_FILE": str(secret)}).secret("webhook_secret") == "from-file"
+
+
+def test_bad_settings_are_refused(tmp_path):
+    config = tmp_path / "bot.yml"
+    config.write_text("no_such_setting: 1\n")
+    with pytest.raises(ValueError, match="unknown setting 'no_such_setting'"):
+        settings.load(_args("--config", str(config)), env={})
+    with pytest.raises(ValueError, match="gpu_dispatch"):
+        settings.load(env={"REVIEWBOT_GPU_DISPATCH": "carrier-pigeon"})
+    with pytest.raises(ValueError, match="not a boolean"):
+        settings.load(env={"REVIEWBOT_AUTO_GPU": "maybe"})
+
+
+def test_serve_help_documents_every_setting(capsys):
+    from reviewbot.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for setting in settings.SETTINGS:
+        assert "--" + setting.name.replace("_", "-") in text
+        assert f"REVIEWBOT_{setting.name.upper()}" in text
+
+
+def test_slash_commands_on_their_own_line_outside_code_and_quotes():
+    body = "LGTM\n/rerun-gpu placement aot\n> /review\n```\n/help\n```\n  /Help  \nsee /review inline"
+    assert commands.parse(body) == [commands.Command("rerun-gpu", ("placement", "aot")), commands.Command("help", ())]
+
+
+def _finding(
+    path: str, line: int, rule: str = "broad-except", severity: Severity = Severity.P2, message: str = "m"
+) -> Finding:
+    return Finding(
+        rule=rule, severity=severity, path=path, line_start=line, line_end=line, message=message, why="w", fix="f"
+    )
+
+
+def test_inline_selection_diff_lines_limit_and_fingerprint_dedupe():
+    lines = {"a.py": set(range(1, 100))}
+    findings = [_finding("a.py", i, message=f"problem {chr(97 + i // 26)}{chr(97 + i % 26)}") for i in range(1, 41)]
+    findings.append(_finding("b.py", 3, message="outside the diff"))
+    findings.append(dataclass_replace(findings[0], in_diff=False))
+    posted = {findings[1].fingerprint}
+    new, old, rest = posting.split_findings(findings, lines, posted, limit=30)
+    assert len(new) == 30 and old == 1
+    assert all(f.path == "a.py" and line in lines["a.py"] for f, line in new)
+    assert findings[1].fingerprint not in {f.fingerprint for f, _ in new}
+    assert {f.message for f in rest} >= {"outside the diff"}
+    assert len(rest) == len(findings) - 30 - 1
+    body = posting.inline_body(new[0][0])
+    assert f"<!-- reviewbot:fp:{new[0][0].fingerprint} -->" in body
+
+
+def dataclass_replace(finding: Finding, **changes) -> Finding:
+    import dataclasses
+
+    return dataclasses.replace(finding, **changes)
+
+
+def test_serve_refuses_to_start_without_a_webhook_secret(tmp_path):
+    from reviewbot.service.app import create_app
+
+    loaded = settings.load(env={"REVIEWBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"})
+    with pytest.raises(ValueError, match="webhook_secret"):
+        create_app(loaded)
