@@ -123,6 +123,17 @@ def _summary(github: FakeGitHub, project: Project, number: int) -> str:
     return comments[0]["body"]
 
 
+def _outcome(service: Service, response: Any) -> str:
+    """What the service made of a delivery: stored at once (202), handled by a worker's ingest step."""
+    assert response.status_code == 202 and response.json()["outcome"] == "accepted", response.text
+    guid = response.json()["delivery"]
+    rows = wait_until(
+        lambda: service.query("SELECT outcome FROM deliveries WHERE guid = :g AND processed", g=guid),
+        what=f"delivery {guid} to be ingested",
+    )
+    return rows[0].outcome
+
+
 def _comment_writes(github: FakeGitHub) -> int:
     """Comment creations and edits seen by the fake GitHub (reactions excluded)."""
     return github.state.count_requests("POST", r"/issues/\d+/comments$") + github.state.count_requests(
@@ -202,7 +213,7 @@ def test_actions_mode_dispatch_webhook_artifact_review(github, actions_service, 
     response = actions_service.deliver(
         "workflow_run", workflow_run_event(github.state, run, github.origin), delivery=delivery
     )
-    assert response.status_code == 202 and response.json()["outcome"] == "queued", response.text
+    assert _outcome(actions_service, response) == "queued"
 
     status = _final_status(github, project, sha)
     assert status["state"] == "failure" and status["description"] == "a GPU suite failed"
@@ -238,7 +249,7 @@ def test_actions_run_without_results_is_a_clear_error(github, actions_service, t
     assert dispatch["inputs"]["suites"] == "gpu"  # none named: every suite that asks for a GPU
     run = complete_run(github.state, dispatch, "failure")  # died before uploading anything
     response = actions_service.deliver("workflow_run", workflow_run_event(github.state, run, github.origin))
-    assert response.json()["outcome"] == "queued"
+    assert _outcome(actions_service, response) == "queued"
     status = _final_status(github, project, sha)
     assert status["state"] == "error"
     assert "concluded `failure` without usable results: the run uploaded no `gpu-regression-results` artifact" in (
@@ -266,7 +277,7 @@ def test_result_for_a_superseded_head_posts_nothing(github, actions_service, tmp
     artifact = zip_directory({"results.json": b"{}"})
     run = complete_run(github.state, dispatch, "success", {"gpu-regression-results": artifact})
     response = actions_service.deliver("workflow_run", workflow_run_event(github.state, run, github.origin))
-    assert response.json()["outcome"] == "queued"
+    assert _outcome(actions_service, response) == "queued"
     wait_until(
         lambda: [j for j in actions_service.jobs(project.full_name, 11) if j.kind == "gpu-actions-result"
                  and j.state == "superseded"],
@@ -287,7 +298,7 @@ def test_workflow_runs_not_dispatched_by_the_bot_are_ignored(github, actions_ser
         display_title="gpu-regression push " + "a" * 40,
     )
     response = actions_service.deliver("workflow_run", workflow_run_event(github.state, push_run, github.origin))
-    assert response.json()["outcome"] == "ignored-not-dispatched-by-bot"
+    assert _outcome(actions_service, response) == "ignored-not-dispatched-by-bot"
     unknown = complete_run(
         github.state,
         {"repo": project.full_name, "workflow": "gpu-regression.yml", "ref": "main",
@@ -295,12 +306,11 @@ def test_workflow_runs_not_dispatched_by_the_bot_are_ignored(github, actions_ser
         "success",
     )  # fmt: skip
     response = actions_service.deliver("workflow_run", workflow_run_event(github.state, unknown, github.origin))
-    assert response.json()["outcome"] == "ignored-unknown-request"
+    assert _outcome(actions_service, response) == "ignored-unknown-request"
     broken = workflow_run_event(github.state, unknown, github.origin)
     del broken["workflow_run"]["id"]
     response = actions_service.deliver("workflow_run", broken)
-    assert response.status_code == 202
-    assert response.json()["outcome"] == "ignored-malformed: payload lacks workflow_run.id"
+    assert _outcome(actions_service, response) == "ignored-malformed: payload lacks workflow_run.id"
     assert not [j for j in actions_service.jobs(project.full_name, 1)]
 
 
