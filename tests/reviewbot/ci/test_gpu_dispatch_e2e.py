@@ -289,6 +289,29 @@ def test_result_for_a_superseded_head_posts_nothing(github, actions_service, tmp
     assert run["id"] not in downloaded_runs
 
 
+def test_run_cancelled_by_a_newer_dispatch_posts_nothing(github, actions_service, tmp_path):
+    """The workflow's concurrency group cancels the older run of a PR; the bot posts nothing for it."""
+    project = Project(tmp_path, github, "octo/actions-redispatch")
+    sha = project.open_pull(12, SUITE_TESTS)
+    actions_service.comment_event(project.full_name, 12, "/rerun-gpu smoke", MAINTAINER)
+    first = _dispatch_for(github, project, sha)
+    actions_service.comment_event(project.full_name, 12, "/rerun-gpu smoke", MAINTAINER)
+    second = wait_until(
+        lambda: [d for d in actions_state(github.state).dispatches if d["repo"] == project.full_name][1:],
+        what="the second dispatch",
+    )[0]
+    assert second["inputs"]["request_id"] != first["inputs"]["request_id"]
+    cancelled = complete_run(github.state, first, "cancelled")
+    response = actions_service.deliver("workflow_run", workflow_run_event(github.state, cancelled, github.origin))
+    assert _outcome(actions_service, response) == "queued"
+    wait_until(
+        lambda: [j for j in actions_service.jobs(project.full_name, 12) if j.kind == "gpu-actions-result"
+                 and j.state == "superseded"],
+        what="the cancelled run's result job to stop as superseded",
+    )  # fmt: skip
+    assert {s["state"] for s in _gpu_statuses(github, project, sha)} == {"pending"}
+
+
 def test_workflow_runs_not_dispatched_by_the_bot_are_ignored(github, actions_service, tmp_path):
     project = Project(tmp_path, github, "octo/actions-push")
     push_run = complete_run(
