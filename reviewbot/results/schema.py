@@ -237,6 +237,8 @@ _SHA = re.compile(r"[0-9a-f]{40}")
 
 @dataclass(frozen=True)
 class RegressionResults:
+    """One run of the selected suites on one revision: what `results.json` holds."""
+
     revision: str
     started_at: str
     finished_at: str
@@ -263,7 +265,8 @@ class RegressionResults:
         return bool(self.suites) and all(s.status == "passed" for s in self.suites)
 
     def summary(self) -> str:
-        """One line, e.g. ``2 suites: 1 passed, 1 failed; tests 10 passed, 1 failed, 3 skipped (2 GPU-only)``."""
+        """One line, e.g. ``2 suites: 1 passed, 1 failed; tests 10 passed, 1 failed, 0 error, 3 skipped
+        (2 GPU-only skips)``."""
         by_status: dict[str, int] = {}
         for s in self.suites:
             by_status[s.status] = by_status.get(s.status, 0) + 1
