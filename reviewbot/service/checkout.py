@@ -44,8 +44,11 @@ def checkout(
     base_ref: str,
     shas: tuple[str, ...],
     token: str | None = None,
+    purpose: str = "review",
 ) -> Iterator[Path]:
-    path = work_dir / "repos" / full_name.replace("/", "__")
+    """`purpose` picks the clone: GPU runs hold theirs for long, so they get their own."""
+    suffix = "" if purpose == "review" else f"--{purpose}"
+    path = work_dir / "repos" / f"{full_name.replace('/', '__')}{suffix}"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.parent / f"{path.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -57,7 +60,7 @@ def checkout(
             if token and clone_url.startswith("https://"):
                 basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
                 auth = (f"http.extraHeader=Authorization: Basic {basic}",)
-            refspecs = [f"+refs/pull/{pr}/head:refs/remotes/pull/{pr}/head"]
+            refspecs = [f"+refs/pull/{pr}/head:refs/heads/pull/{pr}"]  # a branch: the review names it
             if base_ref:
                 refspecs.insert(0, f"+refs/heads/{base_ref}:refs/remotes/origin/{base_ref}")
             fetched = _git(path, "fetch", "--no-tags", "-q", clone_url, *refspecs, extra_config=auth)

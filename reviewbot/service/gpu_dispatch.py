@@ -13,6 +13,7 @@ The seam (for the `actions` mode of the CI work, which registers itself here):
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -88,7 +89,8 @@ def outcome_from_results(results: Sequence[SuiteResult]) -> GpuOutcome:
 
 
 class LocalDispatcher:
-    """Runs the suites on this machine through the engine's suite runner, in a worktree of the head."""
+    """Runs the suites on this machine through the engine's suite runner, in a worktree of the head,
+    one GPU run at a time per machine (a file lock under `work_dir`)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -108,15 +110,19 @@ class LocalDispatcher:
             Path(self.settings.work_dir) / "gpu-logs" / f"{request.repo.replace('/', '__')}-{request.pr}-"
             f"{request.head_sha[:12]}-{request.request_id}"
         )
-        results = run_suites(
-            request.checkout,
-            request.head_sha,
-            names,
-            config=config,
-            log_dir=log_dir,
-            timeout_s=self.settings.gpu_timeout_seconds,
-            progress=lambda line: logger.info("gpu %s: %s", request.head_sha[:12], line),
-        )
+        lock_path = Path(self.settings.work_dir) / "gpu.lock"
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock_path, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # GPU runs on this machine take turns
+            results = run_suites(
+                request.checkout,
+                request.head_sha,
+                names,
+                config=config,
+                log_dir=log_dir,
+                timeout_s=self.settings.gpu_timeout_seconds,
+                progress=lambda line: logger.info("gpu %s: %s", request.head_sha[:12], line),
+            )
         return outcome_from_results(results)
 
 

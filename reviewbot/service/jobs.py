@@ -68,14 +68,20 @@ def stop_pr_jobs(session: Session, repo: str, pr: int, reason: str, *, keep_head
 
 
 def claim(sessions: sessionmaker, worker_id: str, lease_s: float, max_attempts: int) -> Job | None:
-    """Take the oldest pending job, or a running one whose lease expired (its worker died)."""
+    """Take the oldest pending job, or a running one whose lease expired (its worker died).
+
+    A review or GPU job waits while another one of the same PR runs (and has not been told to
+    stop): both would write the PR's summary comment, and two writers could each create one.
+    """
     now = time.time()
     claimable = or_(Job.state == "pending", (Job.state == "running") & (Job.lease_until < now))
     with sessions.begin() as session:
-        for job in session.scalars(select(Job).where(claimable).order_by(Job.id).limit(5)):
+        for job in list(session.scalars(select(Job).where(claimable).order_by(Job.id).limit(50))):
             if job.attempts >= max_attempts:
                 job.state, job.finished_at = "failed", now
                 job.error = (job.error + f"\ngave up after {job.attempts} attempts").strip()
+                continue
+            if job.kind in PR_WORK_KINDS and _pr_busy(session, job, now):
                 continue
             claimed = session.execute(
                 update(Job)
@@ -94,6 +100,19 @@ def claim(sessions: sessionmaker, worker_id: str, lease_s: float, max_attempts: 
                 session.expunge(job)
                 return job
     return None
+
+
+def _pr_busy(session: Session, job: Job, now: float) -> bool:
+    running = select(Job.id).where(
+        Job.repo == job.repo,
+        Job.pr == job.pr,
+        Job.kind.in_(PR_WORK_KINDS),
+        Job.id != job.id,
+        Job.state == "running",
+        Job.lease_until >= now,
+        Job.stop_reason == "",
+    )
+    return session.scalar(running.limit(1)) is not None
 
 
 def renew(sessions: sessionmaker, job_id: int, worker_id: str, lease_s: float) -> str:

@@ -96,6 +96,13 @@ SETTINGS: tuple[Setting, ...] = (
         "run a worker inside `serve` (one machine); false when separate "
         "`reviewbot worker` processes share the database",
     ),
+    Setting(
+        "worker_threads",
+        2,
+        int,
+        "jobs one worker runs at once (a long GPU run does not hold up reviews; "
+        "jobs of one PR still run one at a time, and local GPU runs take turns on the machine)",
+    ),
     Setting("worker_poll_interval", 0.5, float, "seconds between queue polls when idle"),
     Setting(
         "job_lease_seconds",

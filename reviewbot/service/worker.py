@@ -11,6 +11,7 @@ re-runs it, and the marker-keyed upserts in `posting.py` make that rerun post on
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import socket
@@ -25,6 +26,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import sessionmaker
 
 from reviewbot import logger
+from reviewbot.repo_config import ConfigError
 from reviewbot.service import commands, ingest, jobs, metrics, posting
 from reviewbot.service.checkout import CheckoutError, checkout
 from reviewbot.service.db import Authorisation, Delivery, Job, ReviewRecord, SuiteRun
@@ -143,7 +145,7 @@ class Worker:
             except Stopped as exc:
                 state = "superseded" if str(exc) == "superseded" else "cancelled"
                 logger.info("job %d stopped (%s): nothing posted", job.id, exc)
-            except (GitHubFailed, CheckoutError) as exc:
+            except (GitHubFailed, CheckoutError, ConfigError) as exc:
                 state, error = "failed", str(exc)
                 logger.error("job %d failed: %s", job.id, exc)
             except jobs.LeaseLost as exc:
@@ -170,13 +172,16 @@ class Worker:
         thread.start()
 
     def start_thread(self) -> None:
-        """Embedded mode: both loops in background threads."""
+        """Embedded mode: all loops in background threads."""
         self._start(self.ingest_forever, "ingest")
-        self._start(self.run_jobs_forever, "jobs")
+        for index in range(self.settings.worker_threads):
+            self._start(self.run_jobs_forever, f"jobs{index}")
 
     def run_forever(self) -> None:
-        """`reviewbot worker`: ingest in a background thread, jobs in the calling thread."""
+        """`reviewbot worker`: ingest and extra job loops in background threads, one in the calling thread."""
         self._start(self.ingest_forever, "ingest")
+        for index in range(1, self.settings.worker_threads):
+            self._start(self.run_jobs_forever, f"jobs{index}")
         self.run_jobs_forever()
 
     @property
@@ -223,12 +228,19 @@ def _authorised(ctx: JobContext, sha: str) -> bool:
         )
 
 
-def _checkout(ctx: JobContext, gh: GitHub, pull: Any) -> Any:
+def _checkout(ctx: JobContext, gh: GitHub, pull: Any, purpose: str = "review") -> Any:
     job = ctx.job
     clone_url = job.args.get("clone_url") or pull.base.repo.clone_url
     token = gh.token if clone_url.startswith("https://") else None
     return checkout(
-        Path(ctx.settings.work_dir), job.repo, clone_url, job.pr, pull.base.ref, (pull.base.sha, job.head_sha), token
+        Path(ctx.settings.work_dir),
+        job.repo,
+        clone_url,
+        job.pr,
+        pull.base.ref,
+        (pull.base.sha, job.head_sha),
+        token,
+        purpose,
     )
 
 
@@ -288,15 +300,22 @@ def run_review_job(ctx: JobContext) -> str:
     posting.set_status(gh, repo, job.head_sha, posting.STATIC_CONTEXT, "pending", "review running")
     run_pr_code = not job.args.get("fork") or _authorised(ctx, job.head_sha)
     with _checkout(ctx, gh, pull) as path:
-        outcome = review(
-            path,
-            pull.base.sha,
-            job.head_sha,
-            pull.body or "",
-            run_pr_code=run_pr_code,
-            pr_title=pull.title or "",
-            log_dir=Path(ctx.settings.work_dir) / "review-logs" / f"{job.repo.replace('/', '__')}-{job.pr}-{job.id}",
-        )
+        try:
+            outcome = review(
+                path,
+                pull.base.sha,
+                job.head_sha,
+                pull.body or "",
+                run_pr_code=run_pr_code,
+                pr_title=pull.title or "",
+                log_dir=Path(ctx.settings.work_dir)
+                / "review-logs"
+                / f"{job.repo.replace('/', '__')}-{job.pr}-{job.id}",
+            )
+        except ConfigError as exc:
+            ctx.checkpoint()
+            posting.set_status(gh, repo, job.head_sha, posting.STATIC_CONTEXT, "error", f".reviewbot.yml: {exc}")
+            raise
         lines = posting.diff_lines(path, pull.base.sha, job.head_sha)
     ctx.checkpoint()
     record = _record(ctx)
@@ -336,18 +355,22 @@ def run_gpu_job(ctx: JobContext) -> str:
     ctx.checkpoint()
     posting.set_status(gh, repo, job.head_sha, posting.GPU_CONTEXT, "pending", "GPU suites running")
     dispatcher = make_dispatcher(ctx.settings)
-    with _checkout(ctx, gh, pull) as path:
-        outcome = dispatcher.dispatch(
-            GpuRequest(
-                job.repo,
-                job.pr,
-                job.head_sha,
-                pull.base.sha,
-                tuple(job.args.get("suites") or ctx.settings.gpu_suites),
-                path,
-                str(job.id),
-            )
-        )
+    request = GpuRequest(
+        job.repo,
+        job.pr,
+        job.head_sha,
+        pull.base.sha,
+        tuple(job.args.get("suites") or ctx.settings.gpu_suites),
+        Path(),
+        str(job.id),
+    )
+    with _checkout(ctx, gh, pull, "gpu") as path:
+        try:
+            outcome = dispatcher.dispatch(dataclasses.replace(request, checkout=path))
+        except ConfigError as exc:
+            ctx.checkpoint()
+            posting.set_status(gh, repo, job.head_sha, posting.GPU_CONTEXT, "error", f".reviewbot.yml: {exc}")
+            raise
     if outcome is None:
         logger.info("job %d: GPU suites dispatched; the outcome arrives later", job.id)
         return "done"

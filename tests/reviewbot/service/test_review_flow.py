@@ -77,3 +77,19 @@ def test_draft_waits_for_ready_for_review(service, github, project):
     service.pull_event("ready_for_review", project.full_name, 3)
     service.wait_jobs_settled(project.full_name, 3)
     assert final_status(github, project, head) == "success"
+
+
+def test_malformed_repo_config_fails_the_job_with_an_error_status_and_the_worker_goes_on(service, github, project):
+    """Uses the shared pull_request/opened example. A PR's broken `.reviewbot.yml` is user input:
+    the job fails with the reason in the status, and the next PR is reviewed as usual."""
+    _, broken = project.open_pull(4, {".reviewbot.yml": "suites: [unclosed\n"})
+    service.pull_event("opened", project.full_name, 4)
+    [job] = service.wait_jobs_settled(project.full_name, 4)
+    assert job.state == "failed" and ".reviewbot.yml" in service.log()
+    [error] = [s for s in github.state.statuses_for(project.full_name, broken) if s["state"] == "error"]
+    assert error["description"].startswith(".reviewbot.yml:")
+    _, fine = project.open_pull(5, good_core())
+    service.pull_event("opened", project.full_name, 5)
+    service.wait_jobs_settled(project.full_name, 5)
+    assert final_status(github, project, fine) == "success"
+    assert service.client.get("/healthz").json()["worker_alive"] is True
