@@ -283,7 +283,7 @@ def test_result_for_a_superseded_head_posts_nothing(github, actions_service, tmp
                  and j.state == "superseded"],
         what="the result job to stop as superseded",
     )  # fmt: skip
-    assert [s["state"] for s in _gpu_statuses(github, project, old)] == ["pending", "pending"]
+    assert {s["state"] for s in _gpu_statuses(github, project, old)} == {"pending"}  # nothing final posted
     fake = actions_state(github.state)
     downloaded_runs = {fake.artifacts[r["artifact"]]["workflow_run"]["id"] for r in fake.storage_requests}
     assert run["id"] not in downloaded_runs
