@@ -23,7 +23,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from reviewbot.service import events, metrics
+from reviewbot.service import events, gpu_dispatch, metrics
 from reviewbot.service.db import Delivery, Job, make_sessionmaker
 from reviewbot.service.settings import Settings
 
@@ -66,6 +66,7 @@ def create_app(
         raise ValueError(
             "webhook_secret (or webhook_secret_file) is required: deliveries cannot be verified without it"
         )
+    gpu_dispatch.load_plugins()
     sessions = sessions or make_sessionmaker(settings.database_url)
     engine = sessions.kw["bind"]
     run_worker = settings.embedded_worker if embedded_worker is None else embedded_worker

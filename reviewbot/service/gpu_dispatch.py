@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import importlib
+import importlib.util
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -49,6 +51,19 @@ class GpuDispatcher(Protocol):
 
 
 DISPATCHERS: dict[str, Callable[[Settings], GpuDispatcher]] = {}
+
+# Packages that register dispatch modes (and their webhook events and job kinds) on import. Both
+# `serve` and the workers load them (`load_plugins`): a `workflow_run` delivery must be known to
+# the server that stores it and to the worker that ingests it. One that is not installed is skipped.
+PLUGIN_PACKAGES: tuple[str, ...] = ("reviewbot.gpu_dispatch",)
+
+
+def load_plugins() -> None:
+    for name in PLUGIN_PACKAGES:
+        if importlib.util.find_spec(name) is None:
+            logger.debug("GPU dispatch plugin %s not installed", name)
+            continue
+        importlib.import_module(name)
 
 
 def register_dispatcher(name: str, factory: Callable[[Settings], GpuDispatcher]) -> None:

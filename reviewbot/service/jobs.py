@@ -20,7 +20,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from reviewbot.service.db import Job
 
 ACTIVE = ("pending", "running")
-PR_WORK_KINDS = ("review", "gpu")
+PR_WORK_KINDS = ("review", "gpu")  # stopped by a newer head or a closed PR
+# Kinds that write the PR's summary: one of them runs at a time per PR (`claim`). Job kinds that
+# post results join with `worker.register_job(kind, pr_exclusive=True)`.
+PR_EXCLUSIVE_KINDS: set[str] = {"review", "gpu"}
 
 
 class LeaseLost(RuntimeError):
@@ -81,7 +84,7 @@ def claim(sessions: sessionmaker, worker_id: str, lease_s: float, max_attempts: 
                 job.state, job.finished_at = "failed", now
                 job.error = (job.error + f"\ngave up after {job.attempts} attempts").strip()
                 continue
-            if job.kind in PR_WORK_KINDS and _pr_busy(session, job, now):
+            if job.kind in PR_EXCLUSIVE_KINDS and _pr_busy(session, job, now):
                 continue
             claimed = session.execute(
                 update(Job)

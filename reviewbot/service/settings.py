@@ -98,10 +98,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "worker_threads",
-        2,
+        1,
         int,
-        "jobs one worker runs at once (a long GPU run does not hold up reviews; "
-        "jobs of one PR still run one at a time, and local GPU runs take turns on the machine)",
+        "jobs one worker runs at once; 2 or more keep a long GPU run from holding up reviews (jobs that write "
+        "one PR's summary still run one at a time; local GPU runs take turns on the machine)",
     ),
     Setting("worker_poll_interval", 0.5, float, "seconds between queue polls when idle"),
     Setting(

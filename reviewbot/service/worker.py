@@ -31,7 +31,7 @@ from reviewbot.service import commands, ingest, jobs, metrics, posting
 from reviewbot.service.checkout import CheckoutError, checkout
 from reviewbot.service.db import Authorisation, Delivery, Job, ReviewRecord, SuiteRun
 from reviewbot.service.github_api import GitHub, GitHubFailed
-from reviewbot.service.gpu_dispatch import GpuOutcome, GpuRequest, make_dispatcher
+from reviewbot.service.gpu_dispatch import GpuOutcome, GpuRequest, load_plugins, make_dispatcher
 from reviewbot.service.review_call import review
 from reviewbot.service.settings import Settings
 
@@ -92,9 +92,14 @@ Handler = Callable[[JobContext], str]
 JOB_HANDLERS: dict[str, Handler] = {}
 
 
-def register_job(kind: str) -> Callable[[Handler], Handler]:
+def register_job(kind: str, *, pr_exclusive: bool = False) -> Callable[[Handler], Handler]:
+    """`pr_exclusive`: the kind writes the PR's summary, so it waits while another such job of the
+    PR runs (a job parked as running, such as a deadline, must not be exclusive)."""
+
     def add(handler: Handler) -> Handler:
         JOB_HANDLERS[kind] = handler
+        if pr_exclusive:
+            jobs.PR_EXCLUSIVE_KINDS.add(kind)
         return handler
 
     return add
@@ -105,6 +110,7 @@ class Worker:
     while that job runs) and running jobs one at a time."""
 
     def __init__(self, settings: Settings, sessions: sessionmaker, name: str = "worker") -> None:
+        load_plugins()
         self.settings = settings
         self.sessions = sessions
         self.id = f"{name}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"

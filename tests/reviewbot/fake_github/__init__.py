@@ -11,6 +11,10 @@ bodies may carry `https://api.github.com` URLs: the server rewrites them to its 
 PyGithub only follows URLs on its base URL. `fixtures.load_webhook(...)` does the same for the
 shared webhook payload examples.
 
+State for new areas goes in `FakeState.extra` (a dict: e.g. `state.extra.setdefault("releases", {})`)
+so route modules need not change the state class. `routes/common.py` has helpers (404, 422,
+repository lookup); `webhooks.py` builds signed deliveries from the shared payload examples.
+
 Faults (`FakeState.add_fault`) make the next N matching requests answer a given status/headers
 or sleep first: that is how tests exercise retries, rate limits and a worker killed mid-request.
 """

@@ -1,4 +1,5 @@
-"""Webhook deliveries built from the shared GitHub payload examples (`shared/fixtures/github-webhooks/`).
+"""Webhook deliveries built from the shared GitHub payload examples (`shared/fixtures/github-webhooks/`,
+copied verbatim into `payloads/`).
 
 `load_payload` reads one published example and rewrites its api.github.com URLs to the fake
 server's origin; the `*_event` builders adapt an example to a test's repository and pull request
@@ -17,20 +18,10 @@ from typing import Any
 
 from tests.reviewbot.fake_github.state import API_ORIGIN
 
-
-def _fixtures_dir() -> Path:
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        for candidate in (
-            parent / "shared" / "fixtures" / "github-webhooks",
-            parent.parent / "shared" / "fixtures" / "github-webhooks",
-        ):
-            if candidate.is_dir():
-                return candidate
-    raise FileNotFoundError("shared/fixtures/github-webhooks not found above " + str(here))
-
-
-FIXTURES_DIR = _fixtures_dir()
+# A verbatim copy of shared/fixtures/github-webhooks (octokit/webhooks examples, MIT licence, see
+# payloads/LICENSE.octokit-webhooks), so the tests also run where only the repository is checked
+# out (CI); test_fake_github checks the copy against the shared original where that exists.
+FIXTURES_DIR = Path(__file__).resolve().parent / "payloads"
 
 
 def load_payload(event: str, name: str, origin: str | None = None) -> dict[str, Any]:

@@ -67,3 +67,24 @@ def test_enterprise_style_base_url_prefix():
         assert pull.url == f"{fake.origin}/api/v3/repos/octo/ghe/pulls/1"
         pull.as_issue().create_comment("via the prefix")
         assert [c["body"] for c in fake.state.comments_on("octo/ghe", 1)] == ["via the prefix"]
+
+
+def test_vendored_payloads_match_the_shared_examples():
+    """The copy in fake_github/payloads/ must stay identical to shared/fixtures/github-webhooks/."""
+    from pathlib import Path
+
+    from tests.reviewbot.fake_github.webhooks import FIXTURES_DIR
+
+    shared = next(
+        (
+            p / "shared" / "fixtures" / "github-webhooks"
+            for p in Path(__file__).resolve().parents
+            if (p / "shared" / "fixtures" / "github-webhooks").is_dir()
+        ),
+        None,
+    )
+    if shared is None:
+        pytest.skip("shared/fixtures/github-webhooks is not checked out here: nothing to compare the copy with")
+    shared_files = {p.relative_to(shared): p.read_bytes() for p in shared.rglob("*") if p.is_file()}
+    copied = {p.relative_to(FIXTURES_DIR): p.read_bytes() for p in FIXTURES_DIR.rglob("*") if p.is_file()}
+    assert copied == shared_files
