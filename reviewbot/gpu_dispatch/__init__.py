@@ -7,7 +7,7 @@
 `outcome.py` turns a `results.json` into the service's `GpuOutcome` for both; `artifacts.py`
 fetches it from a workflow run; `store.py` keeps the dispatched runs.
 
-`reviewbot serve` and `reviewbot worker` import this package before building the app or worker.
+`reviewbot serve` and every worker import this package at start (the service's `PLUGIN_PACKAGES`).
 """
 
 from reviewbot.gpu_dispatch import actions, local

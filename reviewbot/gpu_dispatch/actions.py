@@ -317,5 +317,7 @@ def run_deadline_job(ctx: JobContext) -> str:
 
 register_dispatcher("actions", ActionsDispatcher)
 events.register_event("workflow_run")(on_workflow_run)
-register_job(RESULT_JOB)(run_result_job)
+# The result job writes the PR's summary: it takes turns with the PR's other summary writers. The
+# deadline job is parked as running for hours, so it must not hold the PR (see register_job).
+register_job(RESULT_JOB, pr_exclusive=True)(run_result_job)
 register_job(DEADLINE_JOB)(run_deadline_job)

@@ -71,18 +71,6 @@ REVIEWBOT_YML = """suites:
     failure_means: the smoke contract broke
 """
 
-# The dispatch modes register themselves on import of the reviewbot.gpu_dispatch package;
-# this boot line is `reviewbot <command>` with it imported first.
-BOOT = "import sys, reviewbot.gpu_dispatch; from reviewbot.cli import main; sys.exit(main(sys.argv[1:]))"
-
-
-class DispatchService(Service):
-    def _spawn(self, command: str, log_name: str) -> subprocess.Popen[bytes]:
-        log = open(self.tmp / log_name, "ab")  # noqa: SIM115 - closed with the process
-        return subprocess.Popen(
-            [sys.executable, "-c", BOOT, command], env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp
-        )
-
 
 class Project:
     """An upstream repo and its fake-GitHub twin; PR heads add the suite."""
@@ -183,7 +171,7 @@ def github():
 
 @pytest.fixture(scope="module")
 def actions_service(github, tmp_path_factory):
-    svc = DispatchService(
+    svc = Service(
         tmp_path_factory.mktemp("actions-service"), github, gpu_dispatch="actions", gpu_timeout_seconds=120
     ).start()
     yield svc
@@ -339,7 +327,7 @@ def test_workflow_runs_not_dispatched_by_the_bot_are_ignored(github, actions_ser
 
 def test_actions_dispatch_that_never_completes_times_out(tmp_path):
     with FakeGitHub(extra_route_modules=[ACTIONS_ROUTES]) as fake:
-        service = DispatchService(tmp_path / "svc", fake, gpu_dispatch="actions", gpu_timeout_seconds=2)
+        service = Service(tmp_path / "svc", fake, gpu_dispatch="actions", gpu_timeout_seconds=2)
         (tmp_path / "svc").mkdir()
         service.start()
         try:
@@ -359,7 +347,7 @@ def test_actions_dispatch_that_never_completes_times_out(tmp_path):
 def test_local_mode_runs_the_suite_on_the_worker(tmp_path):
     with FakeGitHub() as fake:
         (tmp_path / "svc").mkdir()
-        service = DispatchService(tmp_path / "svc", fake, gpu_dispatch="local", gpus="0").start()
+        service = Service(tmp_path / "svc", fake, gpu_dispatch="local", gpus="0").start()
         try:
             project = Project(tmp_path, fake, "octo/local-e2e")
             sha = project.open_pull(5, SUITE_TESTS)
