@@ -23,7 +23,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from reviewbot.service import events, gpu_dispatch, metrics
+from reviewbot.service import events, gpu_dispatch, jobs, metrics
 from reviewbot.service.db import Delivery, Job, make_sessionmaker
 from reviewbot.service.settings import Settings
 
@@ -140,7 +140,7 @@ def create_app(
         job it held is claimed again when its lease runs out."""
         with sessions() as session:
             session.execute(text("SELECT 1"))
-            active = session.scalar(select(func.count()).select_from(Job).where(Job.state.in_(("pending", "running"))))
+            active = session.scalar(select(func.count()).select_from(Job).where(Job.state.in_(jobs.ACTIVE)))
         worker_alive = all(worker.alive for worker in workers)
         return JSONResponse(
             {"ok": worker_alive, "active_jobs": active, "embedded_worker": run_worker, "worker_alive": worker_alive},

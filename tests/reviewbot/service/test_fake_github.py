@@ -33,6 +33,13 @@ def test_pygithub_round_trip_comments_reviews_statuses(gh):
     assert gh.state.statuses_for("octo/proj", "b" * 40)[0]["state"] == "failure"
 
 
+def test_route_table_lists_the_registered_endpoints():
+    routes = FakeGitHub.routes()
+    assert ("POST", "/repos/{owner}/{repo}/pulls/{number}/reviews") in routes
+    assert ("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}") in routes
+    assert ("POST", "/app/installations/{installation_id}/access_tokens") in routes
+
+
 def test_fault_injection_and_diff_line_validation(gh):
     gh.state.add_fault("GET", r"/pulls/7$", status=502, times=1)
     repo = _client(gh).get_repo("octo/proj")
