@@ -1,0 +1,92 @@
+"""JUnit XML (as pytest writes it) to the test and bench entries of `results.json`.
+
+Uses `xml.etree` rather than junitparser so that `ci/run_regression.py` can convert reports on GPU
+machines without the bot's extras. Accepts a `<testsuites>` root or a bare `<testsuite>`.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from reviewbot.results.schema import BenchFigure, TestResult, is_gpu_only_skip
+
+BENCH_PREFIX = "bench."
+_NUMBER_AND_UNIT = re.compile(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(\S.*)?")
+
+
+def node_id(classname: str, name: str) -> str:
+    """Rebuild pytest's node id from JUnit's dotted classname: ``tests.x.test_a.TestC`` + ``t`` ->
+    ``tests/x/test_a.py::TestC::t``. Parts after the first ``test_*`` module part are classes."""
+    parts = classname.split(".") if classname else []
+    for i, part in enumerate(parts):
+        if part.startswith("test_") or part.endswith("_test"):
+            module = "/".join(parts[: i + 1]) + ".py"
+            return "::".join([module, *parts[i + 1 :], name])
+    return "::".join([*parts, name]) if parts else name
+
+
+def _parse_figure(name: str, raw: str, where: str, test: str | None) -> BenchFigure:
+    match = _NUMBER_AND_UNIT.fullmatch(raw)
+    if match is None:
+        raise ValueError(f"{where}: bench property {name!r} has a non-numeric value {raw!r}")
+    return BenchFigure(name=name[len(BENCH_PREFIX) :], value=float(match.group(1)), unit=match.group(2), test_id=test)
+
+
+def _bench_properties(element: ET.Element, where: str, test: str | None) -> list[BenchFigure]:
+    figures = []
+    for prop in element.findall("./properties/property"):
+        name = prop.get("name", "")
+        if name.startswith(BENCH_PREFIX):
+            figures.append(_parse_figure(name, prop.get("value", ""), where, test))
+    return figures
+
+
+def _testcase(case: ET.Element) -> TestResult:
+    tid = node_id(case.get("classname", ""), case.get("name", ""))
+    duration = float(case.get("time") or 0.0)
+    for tag, status in (("failure", "failed"), ("error", "error")):
+        node = case.find(tag)
+        if node is not None:
+            return TestResult(id=tid, status=status, duration_s=duration, message=_failure_text(node))
+    skipped = case.find("skipped")
+    if skipped is not None:
+        reason = skipped.get("message") or (skipped.text or "").strip() or None
+        return TestResult(
+            id=tid, status="skipped", duration_s=duration, message=reason, gpu_only=is_gpu_only_skip(reason)
+        )
+    return TestResult(id=tid, status="passed", duration_s=duration)
+
+
+def _failure_text(node: ET.Element, tail_lines: int = 30) -> str | None:
+    """The failure message plus the last lines of the traceback, which the review quotes."""
+    message = node.get("message")
+    body = (node.text or "").strip()
+    if not body:
+        return message
+    tail = "\n".join(body.splitlines()[-tail_lines:])
+    return f"{message}\n{tail}" if message and message not in tail else tail
+
+
+def parse_junit_xml(path: Path) -> tuple[list[TestResult], list[BenchFigure]]:
+    """Tests and bench figures of one JUnit XML report. Raises ValueError on a malformed report."""
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise ValueError(f"{path}: not valid JUnit XML: {exc}") from exc
+    if root.tag == "testsuites":
+        suites = root.findall("testsuite")
+    elif root.tag == "testsuite":
+        suites = [root]
+    else:
+        raise ValueError(f"{path}: root element is <{root.tag}>, expected <testsuites> or <testsuite>")
+    tests: list[TestResult] = []
+    bench: list[BenchFigure] = []
+    for suite in suites:
+        bench.extend(_bench_properties(suite, str(path), None))
+        for case in suite.iter("testcase"):
+            result = _testcase(case)
+            tests.append(result)
+            bench.extend(_bench_properties(case, str(path), result.id))
+    return tests, bench
