@@ -17,9 +17,9 @@ MAX_RESTARTS = 8
 def aot_compile_once(compile_wrapper: Any, entry: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``compile_wrapper.aot_compile((args, kwargs))`` and return the ``AOTCompiledFunction``.
 
-    ``compile_wrapper`` is the result of ``torch.compile(fn, fullgraph=True, ...)`` (torch 2.13 and
-    the older ``aot_compile.py`` this was designed against both expose ``aot_compile`` on it;
-    re-check on 2.11). A Dynamo restart is retried (at most
+    ``compile_wrapper`` is the result of ``torch.compile(fn, fullgraph=True, ...)`` (torch 2.11 exposes
+    ``aot_compile`` on it only while ``torch._dynamo.config.enable_aot_compile`` is set, hence the
+    patch around both creation and call). A Dynamo restart is retried (at most
     ``MAX_RESTARTS`` times, then the entry counts as unsupported). An error that means "AOT
     unsupported" (``fallback.classify_aot_failure``) becomes ``AOTUnsupportedError`` (cause: the
     original error); OOM, the ``assert_cache_hit`` miss and programmer errors propagate
@@ -27,7 +27,8 @@ def aot_compile_once(compile_wrapper: Any, entry: str, args: tuple[Any, ...], kw
     """
     for attempt in range(1, MAX_RESTARTS + 1):
         try:
-            return compile_wrapper.aot_compile((args, kwargs))
+            with torch._dynamo.config.patch(enable_aot_compile=True):
+                return compile_wrapper.aot_compile((args, kwargs))
         except CAUGHT_AOT_ERRORS as error:
             if isinstance(error, torch.OutOfMemoryError):
                 raise

@@ -110,7 +110,9 @@ def _build_aot_entry(state: EntryState) -> AOTEntry:
 
     def make_compile_wrapper() -> Any:
         state.backend = MagiBackend(state.config, state.model_index, state.model_tag)
-        return torch.compile(state.fn, fullgraph=True, backend=SerializingBackend(state.backend))
+        # torch 2.11 attaches `aot_compile` to the wrapper only while this flag is set (2.13 sets it by default).
+        with torch._dynamo.config.patch(enable_aot_compile=True):
+            return torch.compile(state.fn, fullgraph=True, backend=SerializingBackend(state.backend))
 
     return AOTEntry(
         name=name,
