@@ -35,8 +35,27 @@ def compile_piece(
     from torch._inductor import standalone_compile
 
     compilation_counter.num_inductor_compiles += 1
-    artifact = standalone_compile(gm, list(example_inputs), dynamic_shapes="from_tracing_context")
+    artifact = standalone_compile(gm, _dynamo_fake_inputs(gm, example_inputs), dynamic_shapes="from_tracing_context")
     return artifact, artifact
+
+
+def _dynamo_fake_inputs(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> list[Any]:
+    """The fake tensors Dynamo recorded on ``gm``'s placeholders, in place of the real example inputs.
+
+    Handing Inductor the real tensors makes AOTAutograd fakify them afresh: every dim gets a new
+    symbol with no source (parameters included), and a guard Inductor adds on such a symbol (CUDA
+    codegen's 32-bit indexing check) makes Dynamo's guard building fail with "sources must not be
+    empty". Dynamo's own fake values carry its symbols and sources. Inputs without a recorded fake
+    value (pieces of a split graph, already fake) pass through unchanged.
+    """
+    placeholders = gm.graph.find_nodes(op="placeholder")
+    assert len(placeholders) == len(example_inputs), "one example input per placeholder"
+    fakes = []
+    for node, value in zip(placeholders, example_inputs, strict=True):
+        recorded = node.meta.get("example_value")
+        is_fake_tensor = isinstance(recorded, torch.Tensor) and isinstance(value, torch.Tensor)
+        fakes.append(recorded if is_fake_tensor else value)
+    return fakes
 
 
 def save_artifact(artifact: Any, path: str) -> bool:
