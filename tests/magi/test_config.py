@@ -89,13 +89,13 @@ def test_hash_covers_codegen_fields_only():
         assert apply_config_patch(base, patch).hash == base.hash, patch
 
 
-def test_configuration_doc_lists_every_field_with_its_key_membership():
+def test_readme_configuration_table_lists_every_field_with_its_key_membership():
     import dataclasses
     import re
 
     from .conftest import REPO_ROOT
 
-    doc = (REPO_ROOT / "docs" / "configuration.md").read_text()
+    doc = (REPO_ROOT / "README.md").read_text()
     rows = {
         m[0]: (m[1], m[2]) for m in re.findall(r"^\| `([\w.]+)` \| `(\w+)` \| [^|]+ \| (yes|no) \|", doc, re.MULTILINE)
     }
