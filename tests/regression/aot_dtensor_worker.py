@@ -1,11 +1,13 @@
-"""One process of the DTensor fallback test (run by ``test_aot_jit_fallback.py``, not by pytest).
+"""One process of the natural-fallback test (run by ``test_aot_jit_fallback.py``, not by pytest).
 
 A single-rank gloo process group, a "DiT" whose weight is a sharded DTensor and a plain "VAE",
 both with ``aot=True`` and Inductor. The VAE compiles first (AOT); the DiT's AOT compile then
-fails for real on torch 2.13 (its AOTAutograd entry cannot be pickled), so it falls back to JIT,
-and the VAE keeps running from its AOT function on the DiT's output and at a new shape. (In the
-other order the VAE's AOT compile would fail too: see docs/aot.md, known limits.) Writes a JSON
-report to ``argv[1]``; ``MASTER_PORT`` and the cache root come from the environment.
+fails for real, with no patching: its class is defined inside a function, so the artifact cannot
+name it (a pickling error). DTensor graphs themselves AOT-compile since the backend compiles with
+Dynamo's recorded fake inputs. The DiT falls back to JIT, and the VAE keeps running from its AOT
+function on the DiT's output and at a new shape. (In the other order the VAE's AOT compile would
+fail too: see docs/aot.md, known limits.) Writes a JSON report to ``argv[1]``; ``MASTER_PORT`` and
+the cache root come from the environment.
 """
 
 import json
@@ -30,15 +32,20 @@ class Messages(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-@magi_compile(model_tag="dit", config_patch={"aot": True})
-class ShardedDiT(torch.nn.Module):
-    def __init__(self, mesh) -> None:
-        super().__init__()
-        self.weight = torch.nn.Parameter(distribute_tensor(torch.randn(8, 8), mesh, [Shard(0)]))
+def make_sharded_dit(mesh) -> torch.nn.Module:
+    """A DiT whose class is local to this function: an AOT artifact cannot refer to it."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        full = self.weight.redistribute(self.weight.device_mesh, [Replicate()]).to_local()
-        return torch.relu(x @ full)
+    @magi_compile(model_tag="dit", config_patch={"aot": True})
+    class ShardedDiT(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(distribute_tensor(torch.randn(8, 8), mesh, [Shard(0)]))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            full = self.weight.redistribute(self.weight.device_mesh, [Replicate()]).to_local()
+            return torch.relu(x @ full)
+
+    return ShardedDiT()
 
 
 @magi_compile(model_tag="vae", config_patch={"aot": True})
@@ -57,7 +64,7 @@ def main(out_path: str) -> None:
     messages = Messages()
     logging.getLogger("magi_compiler").addHandler(messages)
     torch.manual_seed(0)
-    dit, vae = ShardedDiT(init_device_mesh("cpu", (1,))), PlainVAE()
+    dit, vae = make_sharded_dit(init_device_mesh("cpu", (1,))), PlainVAE()
     x = torch.randn(4, 8)
     with torch.no_grad():
         vae(torch.randn(4, 8))

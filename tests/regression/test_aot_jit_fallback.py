@@ -342,8 +342,8 @@ def free_port() -> int:
 
 
 def test_dtensor_entry_falls_back_for_real_while_plain_entry_stays_aot(tmp_path):
-    """No patching: a DTensor graph's AOT compile fails on its own (torch 2.13: its AOTAutograd
-    entry cannot be pickled), the entry runs through JIT, the plain entry compiled before it
+    """No patching: the DTensor entry's AOT compile fails on its own (its class is local to a
+    function, so the artifact cannot be pickled), the entry runs through JIT, the plain entry compiled before it
     stays AOT and runs without compiling again (its input now the JIT entry's output, then a
     new shape)."""
     out = tmp_path / "report.json"
