@@ -5,8 +5,8 @@
 Compiles a small MLP wrapped with `data_parallel(mode)` through `magi_compile` (cache root
 from MAGI_COMPILE_CACHE_ROOT_DIR) and writes `<out>/rank<r>.json`: the cache directory the key
 selected (relative to the root), whether it existed before this process, the key factors,
-the compilation counter deltas and the package's warning lines. `--disable-fix` makes the
-`input_placements` factor ignore the DTensor inputs (as if it were not in the key), reproducing the bug the factor fixes.
+the compilation counter deltas and the package's warning lines. `--disable-fix` hashes an empty
+input list for the `input_placements` factor, reproducing the bug that factor fixes.
 """
 
 from __future__ import annotations
