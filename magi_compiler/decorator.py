@@ -78,6 +78,17 @@ def magi_compile(
     raise TypeError(f"magi_compile expects a class, a function or a bound method, got {type(obj).__name__}")
 
 
+def _new_entry_state(fn: Callable[..., Any], bound_self: Any, options: dict[str, Any]) -> EntryState:
+    """The compile state of one entry, built on its first call (the config is read then)."""
+    return EntryState(
+        fn,
+        _build_config(options["config_patch"]),
+        options["dynamic_arg_dims"],
+        options["model_tag"],
+        bound_self=bound_self,
+    )
+
+
 def _compile_class(cls: type, method_name: str, **options: Any) -> type:
     original = getattr(cls, method_name, None)
     if not inspect.isfunction(original):
@@ -90,13 +101,7 @@ def _compile_class(cls: type, method_name: str, **options: Any) -> type:
         states = self.__dict__.setdefault(_STATE_ATTR, {})
         state = states.get(method_name)
         if state is None:
-            state = EntryState(
-                original,
-                _build_config(options["config_patch"]),
-                options["dynamic_arg_dims"],
-                options["model_tag"],
-                bound_self=self,
-            )
+            state = _new_entry_state(original, self, options)
             states[method_name] = state
         return state(*args, **kwargs)
 
@@ -113,13 +118,7 @@ def _lazy_entry(fn: Callable[..., Any], bound_self: Any, **options: Any) -> Call
             return fn(*args, **kwargs) if bound_self is None else fn(bound_self, *args, **kwargs)
         state = holder.get("state")
         if state is None:
-            state = EntryState(
-                fn,
-                _build_config(options["config_patch"]),
-                options["dynamic_arg_dims"],
-                options["model_tag"],
-                bound_self=bound_self,
-            )
+            state = _new_entry_state(fn, bound_self, options)
             holder["state"] = state
         return state(*args, **kwargs)
 

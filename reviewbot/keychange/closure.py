@@ -147,14 +147,9 @@ def _referenced_names(node: ast.AST) -> list[list[str]]:
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
             chains.append([sub.id])
         elif isinstance(sub, ast.Attribute):
-            chain: list[str] = []
-            cur: ast.AST = sub
-            while isinstance(cur, ast.Attribute):
-                chain.append(cur.attr)
-                cur = cur.value
-            if isinstance(cur, ast.Name):
-                chain.append(cur.id)
-                chains.append(list(reversed(chain)))
+            attrs, base = unwind_attributes(sub)
+            if isinstance(base, ast.Name):
+                chains.append([base.id, *reversed(attrs)])
     return chains
 
 
@@ -243,3 +238,13 @@ def factor_names(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> 
                     names.append(key.value)
         return names
     return []
+
+
+def unwind_attributes(node: ast.AST) -> tuple[list[str], ast.AST]:
+    """The attribute names of ``a.b.c`` from the outermost (``c``) inwards, and the innermost
+    node that is not an attribute access (``a``'s ``Name``, or a call, subscript, ...)."""
+    attrs: list[str] = []
+    while isinstance(node, ast.Attribute):
+        attrs.append(node.attr)
+        node = node.value
+    return attrs, node

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 
 from reviewbot.findings import Finding, Severity
+from reviewbot.keychange.closure import unwind_attributes
 from reviewbot.rules.common import FileContext, contains_logging
 
 EXITS = (ast.Return, ast.Continue, ast.Break)
@@ -24,13 +25,9 @@ EXITS = (ast.Return, ast.Continue, ast.Break)
 def _is_config_chain(node: ast.AST, names: tuple[str, ...]) -> bool:
     if not isinstance(node, ast.Attribute):
         return False
-    segments: list[str] = []
-    cur: ast.AST = node
-    while isinstance(cur, ast.Attribute):
-        segments.append(cur.attr)
-        cur = cur.value
-    if isinstance(cur, ast.Name):
-        segments.append(cur.id)
+    segments, base = unwind_attributes(node)
+    if isinstance(base, ast.Name):
+        segments.append(base.id)
     # the config object itself must be a prefix segment, the flag the last one
     return any(any(n in seg.lower() for n in names) for seg in segments[1:])
 
