@@ -14,11 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shlex
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +28,7 @@ from junitparser import Error, Failure, JUnitXml, JUnitXmlError, Skipped
 from reviewbot import logger
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import RepoConfig, SuiteConfig
+from reviewbot.sandbox import build_argv, child_env, run_logged
 
 LOG_TAIL_LINES = 40
 
@@ -121,61 +119,6 @@ def available_gpus() -> int:
         logger.warning("nvidia-smi -L timed out; assuming no GPU")
         return 0
     return sum(1 for line in proc.stdout.splitlines() if line.startswith("GPU "))
-
-
-def build_argv(command: str, junit_path: Path | None = None) -> list[str]:
-    """Split a configured command; `python`/`torchrun` become this interpreter; JUnit path inserted."""
-    argv = shlex.split(command)
-    assert argv, "empty command"
-    if argv[0] in ("python", "python3"):
-        argv[0] = sys.executable
-    elif argv[0] == "torchrun":
-        argv[:1] = [sys.executable, "-m", "torch.distributed.run"]
-    if junit_path is not None:
-        if any("{junit}" in a for a in argv):
-            argv = [a.replace("{junit}", str(junit_path)) for a in argv]
-        elif "pytest" in argv:
-            argv.append(f"--junitxml={junit_path}")
-    return argv
-
-
-def child_env(worktree: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Environment for code of the reviewed revision: its tree first on PYTHONPATH, fixed hash
-    seed, proxies and tokens removed, offline switches for common hubs."""
-    drop_prefixes = ("GITHUB_", "REVIEWBOT_GITHUB", "GH_")
-    drop = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "PYTHONPATH"}
-    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith(drop_prefixes)}
-    env.update(
-        PYTHONPATH=str(worktree),
-        PYTHONHASHSEED="0",
-        PYTHONDONTWRITEBYTECODE="1",
-        NO_PROXY="*",
-        no_proxy="*",
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-    )
-    if extra:
-        env.update(extra)
-    return env
-
-
-def run_process(
-    argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float, log_path: Path
-) -> tuple[int | None, float]:
-    """Run in a new process group with output to `log_path`; on timeout kill the group.
-
-    Returns (returncode or None on timeout, seconds).
-    """
-    start = time.monotonic()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            rc: int | None = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            rc = None
-    return rc, time.monotonic() - start
 
 
 def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -302,7 +245,7 @@ def _run_one(
     result = SuiteResult(spec.name, sha, ERROR, spec.command, log_path=str(log), gpus=spec.gpus)
     progress(f"suite {spec.name}: running at {sha[:12]} (limit {limit:.0f}s)")
     try:
-        rc, seconds = run_process(argv, tree, child_env(tree, env), limit, log)
+        rc, seconds = run_logged(argv, tree, child_env(tree, env), limit, log)
     except FileNotFoundError as exc:
         result.status, result.reason = NOT_RUN, f"command not found: {exc.filename}"
         progress(f"suite {spec.name}: not run ({result.reason})")

@@ -1,31 +1,22 @@
 """The key probe: run the configured command in a worktree of a revision and read its JSON.
 
-The command runs in a fresh interpreter (the reviewing one when the command starts with
-`python`), with `PYTHONHASHSEED=0`, the revision's tree first on `PYTHONPATH`, proxy variables
-and GitHub tokens removed, offline switches set, and a time limit. It must print
-`{"cases": {NAME: {"factors": {FACTOR: HASH, ...}, "key": KEY}}}` on stdout. Where the machine
-allows unprivileged user namespaces (`unshare -rn`), it runs in an empty network namespace (no
-network at all, loopback down); elsewhere only the environment is cleaned, and `ProbeRun.isolated`
-says which. Running the probe
-executes the revision's code: the service only does so for trusted (or authorised) heads.
+The command runs through `reviewbot.sandbox` (a fresh interpreter, the reviewing one when the
+command starts with `python`; `PYTHONHASHSEED=0`; the revision's tree first on `PYTHONPATH`; a time
+limit) in an empty network namespace where the machine allows one (`ProbeRun.isolated` says
+whether it did). It must print `{"cases": {NAME: {"factors": {FACTOR: HASH, ...}, "key": KEY}}}` on
+stdout. Running the probe executes the revision's code: the service only does so for trusted (or
+authorised) heads.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
-import os
-import shutil
-import signal
-import subprocess
-import time
 from typing import Any
 
-from reviewbot import logger
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import ProbeConfig
-from reviewbot.suites import build_argv, child_env
+from reviewbot.sandbox import build_argv, child_env, run_captured
 
 
 @dataclasses.dataclass
@@ -38,20 +29,6 @@ class ProbeRun:
     error: str = ""
     seconds: float = 0.0
     isolated: bool = False
-
-
-@functools.cache
-def network_isolation_prefix() -> tuple[str, ...]:
-    """`("unshare", "-rn")` when an empty network namespace can be made here, else `()`."""
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        logger.info("unshare not found: the key probe runs with a cleaned environment but with network access")
-        return ()
-    proc = subprocess.run([unshare, "-rn", "true"], capture_output=True, check=False)
-    if proc.returncode != 0:
-        logger.info("unshare -rn refused (%s): the key probe runs with network access", proc.stderr.decode().strip())
-        return ()
-    return (unshare, "-rn")
 
 
 def parse_probe_output(text: str) -> dict[str, dict[str, Any]]:
@@ -70,32 +47,18 @@ def parse_probe_output(text: str) -> dict[str, dict[str, Any]]:
 
 def run_probe(git: GitRepo, revision: str, probe: ProbeConfig) -> ProbeRun:
     sha = git.rev_parse(revision)
-    prefix = network_isolation_prefix()
     with git.worktree(sha) as tree:
-        start = time.monotonic()
+        argv = build_argv(probe.command)
         try:
-            proc = subprocess.Popen(
-                [*prefix, *build_argv(probe.command)],
-                cwd=tree,
-                env=child_env(tree),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                start_new_session=True,
-            )
+            run = run_captured(argv, tree, child_env(tree), probe.timeout_s, isolate_network=True)
         except FileNotFoundError as exc:
             return ProbeRun(sha, "failed", error=f"probe command not found: {exc.filename}")
-        try:
-            stdout, stderr = proc.communicate(timeout=probe.timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            return ProbeRun(sha, "timeout", error=f"probe killed after {probe.timeout_s:.0f}s", seconds=probe.timeout_s)
-    seconds = time.monotonic() - start
-    if proc.returncode != 0:
-        tail = "\n".join(stderr.splitlines()[-15:])
-        return ProbeRun(sha, "failed", error=f"probe exited with code {proc.returncode}:\n{tail}", seconds=seconds)
+    if run.returncode is None:
+        return ProbeRun(sha, "timeout", error=f"probe killed after {probe.timeout_s:.0f}s", seconds=probe.timeout_s)
+    if run.returncode != 0:
+        tail = "\n".join(run.stderr.splitlines()[-15:])
+        return ProbeRun(sha, "failed", error=f"probe exited with code {run.returncode}:\n{tail}", seconds=run.seconds)
     try:
-        return ProbeRun(sha, "ok", parse_probe_output(stdout), seconds=seconds, isolated=bool(prefix))
+        return ProbeRun(sha, "ok", parse_probe_output(run.stdout), seconds=run.seconds, isolated=run.isolated)
     except ValueError as exc:
-        return ProbeRun(sha, "failed", error=f"probe output invalid: {exc}", seconds=seconds)
+        return ProbeRun(sha, "failed", error=f"probe output invalid: {exc}", seconds=run.seconds)

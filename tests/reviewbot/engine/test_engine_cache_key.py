@@ -278,7 +278,8 @@ def test_probe_runs_without_network_where_the_machine_allows_it(repo: Repo) -> N
     import socket
 
     from reviewbot.gitrepo import GitRepo
-    from reviewbot.keychange.probe import network_isolation_prefix, run_probe
+    from reviewbot.keychange.probe import run_probe
+    from reviewbot.sandbox import network_isolation_prefix
 
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
