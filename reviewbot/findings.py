@@ -1,12 +1,18 @@
-"""Findings: what a rule reports, and the fingerprint that recognises it across pushes.
+"""Findings: what a rule reports, the evidence behind it, and the fingerprint that recognises it
+across pushes.
 
-A `Finding` is language-neutral data: `message`, `why` and `fix` are English text; the
-renderer may show the Simplified Chinese variants (`message_zh`, ...) when the rule gave them.
-Identifiers, paths and severity labels stay in English in every language.
+A `Finding` is language-neutral data: a message id and its parameters; the text comes from the
+message catalogs (`reviewbot.messages`) in the review's language. `params` identify the finding and
+are hashed into the fingerprint; `extra` holds further values the texts show (keys, log paths,
+quoted claims) that may change from push to push without making it a new finding. Identifiers,
+paths and severity labels stay in English in every language.
 
-The fingerprint hashes (rule, path after renames, enclosing qualified name, normalised English
-message), so a finding keeps its fingerprint when lines move or unrelated code changes; digits
-and whitespace are removed from the message before hashing for the same reason.
+The fingerprint hashes (rule, path after renames, enclosing qualified name, message id, normalised
+params), so a finding keeps its fingerprint when lines move, unrelated code changes or a message is
+reworded; digits and whitespace are removed from the params before hashing for the same reason.
+
+`evidence` says what backs the finding: `pattern` (a static pattern only, unconfirmed), `test`
+(a failing test), `probe` (the cache-key probe) or `experiment` (an experiment the bot ran).
 """
 
 from __future__ import annotations
@@ -14,8 +20,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
+import json
 import re
+from collections.abc import Mapping
 from typing import Any
+
+from reviewbot import messages
 
 
 class Severity(enum.Enum):
@@ -49,6 +59,42 @@ def normalise_message(message: str) -> str:
     return _SPACE.sub(" ", _DIGITS.sub("", message)).strip().lower()
 
 
+class EvidenceKind(enum.Enum):
+    """What backs a finding, weakest first."""
+
+    PATTERN = "pattern"
+    TEST = "test"
+    PROBE = "probe"
+    EXPERIMENT = "experiment"
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """`message_id` names an evidence text in the catalogs (`message` part only)."""
+
+    kind: EvidenceKind
+    message_id: str
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def text(self, language: str) -> str:
+        return messages.render(self.message_id, self.params, language).message
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind.value,
+            "message_id": self.message_id,
+            "params": dict(self.params),
+            "text": self.text("en"),
+        }
+
+
+PATTERN_ONLY = Evidence(EvidenceKind.PATTERN, "evidence.pattern")
+
+
+def _canonical(params: Mapping[str, Any]) -> str:
+    return normalise_message(json.dumps(params, sort_keys=True, ensure_ascii=False, default=str))
+
+
 @dataclasses.dataclass(frozen=True)
 class Finding:
     """One problem at `path:line_start-line_end` (head revision, 1-based, inclusive).
@@ -62,19 +108,17 @@ class Finding:
     path: str
     line_start: int
     line_end: int
-    message: str
-    why: str
-    fix: str
+    message_id: str
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     qualname: str = ""
     in_diff: bool = True
-    message_zh: str = ""
-    why_zh: str = ""
-    fix_zh: str = ""
     details: str = ""
+    evidence: Evidence = PATTERN_ONLY
 
     @property
     def fingerprint(self) -> str:
-        text = "\x1f".join((self.rule, self.path, self.qualname, normalise_message(self.message)))
+        text = "\x1f".join((self.rule, self.path, self.qualname, self.message_id, _canonical(self.params)))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property
@@ -85,11 +129,21 @@ class Finding:
             return f"{self.path}:{self.line_start}-{self.line_end}"
         return f"{self.path}:{self.line_start}"
 
-    def text(self, language: str) -> tuple[str, str, str]:
-        """(message, why, fix) in `language`, falling back to English where no translation exists."""
-        if language == "zh":
-            return (self.message_zh or self.message, self.why_zh or self.why, self.fix_zh or self.fix)
-        return (self.message, self.why, self.fix)
+    def text(self, language: str) -> messages.Text:
+        """(message, why, fix) in `language`."""
+        return messages.render(self.message_id, {**self.extra, **self.params}, language)
+
+    @property
+    def message(self) -> str:
+        return self.text("en").message
+
+    @property
+    def why(self) -> str:
+        return self.text("en").why
+
+    @property
+    def fix(self) -> str:
+        return self.text("en").fix
 
     def with_severity(self, severity: Severity) -> Finding:
         return dataclasses.replace(self, severity=severity)
@@ -103,12 +157,13 @@ class Finding:
             "line_end": self.line_end,
             "qualname": self.qualname,
             "in_diff": self.in_diff,
+            "message_id": self.message_id,
+            "params": dict(self.params),
+            "extra": dict(self.extra),
             "message": self.message,
             "why": self.why,
             "fix": self.fix,
-            "message_zh": self.message_zh,
-            "why_zh": self.why_zh,
-            "fix_zh": self.fix_zh,
             "details": self.details,
+            "evidence": self.evidence.to_json(),
             "fingerprint": self.fingerprint,
         }

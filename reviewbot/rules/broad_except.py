@@ -73,9 +73,8 @@ def _handler_finding(
     handler: ast.ExceptHandler,
     rule: str,
     severity: Severity,
-    msg: tuple[str, str],
-    why: tuple[str, str],
-    fix: tuple[str, str],
+    message_id: str,
+    params: dict[str, object],
     details: str = "",
 ) -> Finding:
     end = handler.end_lineno or handler.lineno
@@ -85,12 +84,8 @@ def _handler_finding(
         path=ctx.path,
         line_start=handler.lineno,
         line_end=end,
-        message=msg[0],
-        why=why[0],
-        fix=fix[0],
-        message_zh=msg[1],
-        why_zh=why[1],
-        fix_zh=fix[1],
+        message_id=message_id,
+        params=params,
         qualname=ctx.qualname(handler.lineno),
         details=details,
     )
@@ -118,55 +113,13 @@ def check(ctx: FileContext) -> list[Finding]:
                     if names is None:
                         findings.append(
                             _handler_finding(
-                                ctx,
-                                handler,
-                                "broad-except",
-                                Severity.P3,
-                                (
-                                    "bare `except:` re-raises but still catches `KeyboardInterrupt` and `SystemExit`",
-                                    "裸 `except:` 虽然重新抛出，但仍会捕获 `KeyboardInterrupt` 和 `SystemExit`",
-                                ),
-                                (
-                                    "A bare handler reads as a catch-all; naming the type states the intent.",
-                                    "裸处理器看起来像是捕获一切；写明异常类型才能表达意图。",
-                                ),
-                                (
-                                    "Write `except BaseException:` (cleanup then `raise`) or the exact type.",
-                                    "改为 `except BaseException:`（清理后 `raise`）或写出确切的异常类型。",
-                                ),
-                                ruff_note,
+                                ctx, handler, "broad-except", Severity.P3, "broad-except.bare-reraises", {}, ruff_note
                             )
                         )
                     continue
                 findings.append(
                     _handler_finding(
-                        ctx,
-                        handler,
-                        "broad-except",
-                        Severity.P0,
-                        (
-                            f"`{label}` turns every error into a fallback or silence",
-                            f"`{label}` 把所有错误变成了回退路径或静默",
-                        ),
-                        (
-                            (
-                                "It swallows `AssertionError` (programmer errors), `torch.OutOfMemoryError` and Dynamo's "
-                                "internal errors along with the one failure it was written for, so real bugs surface later "
-                                "as wrong results or a silently slower path."
-                            ),
-                            (
-                                "它连同原本要处理的那一种失败一起吞掉了 `AssertionError`（程序员错误）、`torch.OutOfMemoryError` "
-                                "和 Dynamo 的内部错误，真正的缺陷会在之后以错误结果或悄然变慢的路径出现。"
-                            ),
-                        ),
-                        (
-                            (
-                                "Catch the narrowest exception the fallback is for, around the one call that raises it; "
-                                "let everything else propagate."
-                            ),
-                            "只在会抛出该异常的那一个调用周围捕获回退所针对的最窄异常类型，其他异常一律向上传播。",
-                        ),
-                        ruff_note,
+                        ctx, handler, "broad-except", Severity.P0, "broad-except.swallows", {"label": label}, ruff_note
                     )
                 )
                 continue
@@ -180,30 +133,8 @@ def check(ctx: FileContext) -> list[Finding]:
                             handler,
                             "runtime-error-fallback",
                             Severity.P0,
-                            (
-                                f"`{label}` falls back without re-raising `torch.OutOfMemoryError` first",
-                                f"`{label}` 回退前没有先重新抛出 `torch.OutOfMemoryError`",
-                            ),
-                            (
-                                (
-                                    "`torch.OutOfMemoryError` and Dynamo's internal errors (`torch._dynamo.exc.TorchDynamoException`) "
-                                    "are `RuntimeError` subclasses: this handler hides an OOM or a compiler bug behind the fallback."
-                                ),
-                                (
-                                    "`torch.OutOfMemoryError` 和 Dynamo 的内部错误（`torch._dynamo.exc.TorchDynamoException`）"
-                                    "都是 `RuntimeError` 的子类：这个处理器把显存不足或编译器缺陷藏在了回退路径后面。"
-                                ),
-                            ),
-                            (
-                                (
-                                    "Add `except torch.OutOfMemoryError: raise` before it (or `if isinstance(e, torch.OutOfMemoryError): raise`), "
-                                    "and narrow the try to the one call whose failure the fallback handles."
-                                ),
-                                (
-                                    "在它之前加上 `except torch.OutOfMemoryError: raise`（或 `if isinstance(e, torch.OutOfMemoryError): raise`），"
-                                    "并把 try 收窄到回退所针对的那一个调用。"
-                                ),
-                            ),
+                            "runtime-error-fallback.no-oom-reraise",
+                            {"label": label},
                         )
                     )
                 elif len(calls) > 1:
@@ -213,21 +144,8 @@ def check(ctx: FileContext) -> list[Finding]:
                             handler,
                             "runtime-error-fallback",
                             Severity.P2,
-                            (
-                                f"`{label}` covers {len(calls)} statements with calls, more than the one failure it means",
-                                f"`{label}` 覆盖了 {len(calls)} 条含调用的语句，超出了它要处理的那一种失败",
-                            ),
-                            (
-                                (
-                                    "OOM is re-raised, but Dynamo's internal errors are `RuntimeError` subclasses too: any of the "
-                                    "covered calls can fail into the fallback."
-                                ),
-                                "虽然 OOM 会被重新抛出，但 Dynamo 的内部错误同样是 `RuntimeError` 的子类：被覆盖的任一调用都可能落入回退。",
-                            ),
-                            (
-                                "Move the other calls out of the try so it guards only the call the fallback is for.",
-                                "把其他调用移出 try，让它只保护回退所针对的那一个调用。",
-                            ),
+                            "runtime-error-fallback.wide",
+                            {"label": label, "calls": len(calls)},
                         )
                     )
         swallows = any(not _reraises(h.body) for h in node.handlers)
@@ -240,12 +158,8 @@ def check(ctx: FileContext) -> list[Finding]:
                     path=ctx.path,
                     line_start=node.lineno,
                     line_end=last.end_lineno or first.lineno,
-                    message=f"try body holds {len(calls)} statements with calls; it should protect one",
-                    why="Each extra call widens what the handler silently treats as the expected failure.",
-                    fix="Keep only the call that raises the handled exception inside `try`; move the rest to `else:` or after.",
-                    message_zh=f"try 块包含 {len(calls)} 条含调用的语句，应当只保护一个调用",
-                    why_zh="每多一个调用，处理器就多把一种失败当作预期失败悄悄处理。",
-                    fix_zh="`try` 中只保留会抛出被处理异常的那个调用，其余移到 `else:` 或之后。",
+                    message_id="wide-try.many-calls",
+                    params={"calls": len(calls)},
                     qualname=ctx.qualname(node.lineno),
                 )
             )

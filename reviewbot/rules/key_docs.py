@@ -38,9 +38,10 @@ def _phrase_pattern(phrase: str) -> re.Pattern[str]:
 
 def find_stale_claims(
     text: str, vocabulary: dict[str, str], factors: list[str], gained: list[str], known: list[str] | None = None
-) -> list[tuple[str, str]]:
-    """(claim sentence, problem) for each stale claim in `text`. `known`: factor names of either
-    revision (a claim naming a factor the change removed is stale too)."""
+) -> list[tuple[str, dict[str, str]]]:
+    """(claim sentence, problem) for each stale claim in `text`; the problem is the message
+    parameters `problem` (absent | included | omits), `phrase`, `factor` and `missing`. `known`:
+    factor names of either revision (a claim naming a factor the change removed is stale too)."""
     if not factors:
         return []
     out: list[tuple[str, str]] = []
@@ -61,22 +62,20 @@ def find_stale_claims(
         negated = bool(NEGATIONS.search(sentence))
         for factor, phrase in mentioned.items():
             if not negated and factor not in factors:
-                out.append((sentence, f'claims "{phrase}" ({factor}) is part of the key; the key has no such factor'))
+                out.append((sentence, {"problem": "absent", "phrase": phrase, "factor": factor, "missing": ""}))
             elif negated and factor in factors:
-                out.append((sentence, f'says "{phrase}" ({factor}) is left out of the key; the key includes it'))
+                out.append((sentence, {"problem": "included", "phrase": phrase, "factor": factor, "missing": ""}))
         if not negated and len(mentioned) >= 2:
             missing = [g for g in gained if g not in mentioned]
             if missing:
-                out.append(
-                    (sentence, f"lists the key's factors but omits {', '.join(missing)}, which this change added")
-                )
+                out.append((sentence, {"problem": "omits", "phrase": "", "factor": "", "missing": ", ".join(missing)}))
     return out
 
 
 def _stale_finding(
-    path: str, start: int, end: int, qualname: str, claim: str, problem: str, factors: list[str], where: str
+    path: str, start: int, end: int, qualname: str, claim: str, problem: dict[str, str], factors: list[str], where: str
 ) -> Finding:
-    actual = ", ".join(factors)
+    """`where`: pr | test | closure (which kind of text holds the claim)."""
     quoted = claim if len(claim) <= 200 else claim[:197] + "..."
     return Finding(
         rule="stale-key-doc",
@@ -84,13 +83,9 @@ def _stale_finding(
         path=path,
         line_start=start,
         line_end=end,
-        message=f"{where} {problem}",
-        why=f'The claim "{quoted}" contradicts the key, whose factors are: {actual}. Readers size cache '
-        "invalidation and debug cache misses from this text.",
-        fix=f"Rewrite the claim to match the factors ({actual}), or change the key if the claim is the intent.",
-        message_zh=f"{where} {problem}",
-        why_zh=f"说法「{quoted}」与缓存键不符，键的实际因子为：{actual}。读者会据此判断缓存失效范围并排查缓存未命中。",
-        fix_zh=f"按实际因子（{actual}）改写该说法；如果该说法才是本意，则修改缓存键。",
+        message_id="stale-key-doc.claim",
+        params={"where": where, **problem},
+        extra={"quoted": quoted, "actual": ", ".join(factors)},
         qualname=qualname,
         details=quoted,
     )
@@ -145,7 +140,7 @@ def check_file(ctx: FileContext) -> list[Finding]:
             module_doc = start == 1 or (ctx.tree.body and ctx.tree.body[0].lineno == start)
             if not (in_closure or test_file or (spans and module_doc)):
                 continue
-            where = "test docstring" if test_file else "key-closure text"
+            where = "test" if test_file else "closure"
             for claim, problem in find_stale_claims(
                 text, ctx.config.vocabulary, ctx.factors, ctx.factors_gained, ctx.factors_known
             ):
@@ -183,14 +178,8 @@ def _unused_params(ctx: FileContext) -> list[Finding]:
                     path=ctx.path,
                     line_start=node.lineno,
                     line_end=node.end_lineno or node.lineno,
-                    message=f"parameter `{name}` of key function `{qual}` is never used",
-                    why="A parameter of a key function reads as an input to the cache key; one the body ignores "
-                    "suggests a factor that is not there.",
-                    fix=f"Remove `{name}`, or mark it as deliberately ignored (rename to `_{name}` or `del {name}` "
-                    "with a comment saying why).",
-                    message_zh=f"缓存键函数 `{qual}` 的参数 `{name}` 从未被使用",
-                    why_zh="缓存键函数的参数看起来是键的输入；函数体忽略它，暗示存在一个实际并不存在的因子。",
-                    fix_zh=f"删除 `{name}`，或将其标明为有意忽略（改名为 `_{name}`，或 `del {name}` 并注释原因）。",
+                    message_id="unused-key-param.unused",
+                    params={"name": name, "function": qual},
                     qualname=qual,
                 )
             )
@@ -201,6 +190,6 @@ def check_pr_body(
     body: str, vocabulary: dict[str, str], factors: list[str], gained: list[str], known: list[str] | None = None
 ) -> list[Finding]:
     return [
-        _stale_finding("PR description", 0, 0, "", claim, problem, factors, "the PR description")
+        _stale_finding("PR description", 0, 0, "", claim, problem, factors, "pr")
         for claim, problem in find_stale_claims(body, vocabulary, factors, gained, known)
     ]

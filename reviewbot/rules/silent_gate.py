@@ -82,13 +82,8 @@ def _gate_finding(ctx: FileContext, node: ast.If) -> Finding:
         path=ctx.path,
         line_start=node.lineno,
         line_end=node.end_lineno or node.lineno,
-        message=f"`if {cond}` skips work a configuration flag asked for without logging",
-        why="A user who enabled the flag sees no effect and no reason; the skip is invisible in logs and bug reports.",
-        fix="Log on the skipping path (the `reviewbot`/`magi_compiler` logger, naming the flag and the condition), "
-        "or raise if the combination is invalid.",
-        message_zh=f"`if {cond}` 在没有日志的情况下跳过了配置开关要求执行的工作",
-        why_zh="打开开关的用户看不到任何效果，也看不到原因；这次跳过在日志和问题报告中都不可见。",
-        fix_zh="在跳过路径上记录日志（使用 `reviewbot`/`magi_compiler` logger，写明开关和条件），或在组合无效时抛出异常。",
+        message_id="silent-gate.skips",
+        params={"cond": cond},
         qualname=ctx.qualname(node.lineno),
     )
 

@@ -148,18 +148,14 @@ def test_this_repositorys_own_config_is_valid() -> None:
 
 
 def test_fingerprint_survives_line_moves_and_ignores_language() -> None:
-    a = Finding("wide-try", Severity.P2, "a.py", 10, 12, "try body holds 2 statements", "w", "f", qualname="f")
-    b = Finding(
-        "wide-try",
-        Severity.P2,
-        "a.py",
-        40,
-        42,
-        "try body holds  3 statements",
-        "w2",
-        "f2",
-        qualname="f",
-        message_zh="x",
-    )
-    c = Finding("wide-try", Severity.P2, "b.py", 10, 12, "try body holds 2 statements", "w", "f", qualname="f")
+    def wide_try(path: str, line: int, calls: int) -> Finding:
+        return Finding(
+            "wide-try", Severity.P2, path, line, line + 2, "wide-try.many-calls", {"calls": calls}, qualname="f"
+        )
+
+    a, b, c = wide_try("a.py", 10, 2), wide_try("a.py", 40, 3), wide_try("b.py", 10, 2)
     assert a.fingerprint == b.fingerprint != c.fingerprint
+    # the text comes from the catalogs; the fingerprint hashes the id and params, not the wording
+    assert a.text("en").message == "try body holds 2 statements with calls; it should protect one"
+    assert a.text("zh").message != a.text("en").message
+    assert a.to_json()["fingerprint"] == a.fingerprint
