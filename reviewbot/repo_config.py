@@ -27,9 +27,9 @@ from typing import Any
 
 import yaml
 
-from reviewbot.findings import Severity
 from reviewbot.gitrepo import GitRepo
 from reviewbot.release_notes.settings import ReleaseNotesSettings, parse_release_notes_settings
+from reviewbot.severity import Severity
 
 CONFIG_FILE = ".reviewbot.yml"
 LANGUAGES = ("en", "zh")
