@@ -43,7 +43,7 @@ from reviewbot.rules import FILE_RULES, FileContext, key_docs, suite_results
 from reviewbot.rules import cache_key as cache_key_rule
 from reviewbot.rules.common import QualnameIndex
 from reviewbot.suites import SuiteResult, run_suites
-from reviewbot.testplan import TestPlanRow, verify_test_plan
+from reviewbot.testplan import FAILS_AT_HEAD, TestPlanRow, verify_test_plan
 
 SUITE_MODES = ("none", "static", "all")
 ProgressFn = Callable[[str], None]
@@ -321,7 +321,6 @@ def run_review(
         if pr_body and suites != "none":
             t = time.monotonic()
             test_plan = verify_test_plan(git, merge_base, head_sha, pr_body, changes, log_dir=log_dir, progress=say)
-            findings += suite_results.from_test_plan(test_plan)
             timings["test_plan"] = time.monotonic() - t
         elif pr_body:
             logger.info("test plan not verified: --suites none runs no code of the revision")
@@ -330,8 +329,11 @@ def run_review(
         if suite_names:
             t = time.monotonic()
             results = run_suites(git.path, head_sha, suite_names, config=config, log_dir=log_dir, progress=say)
-            findings += suite_results.from_suites(results, config)
             timings["suites"] = time.monotonic() - t
+        anchor = suite_results.TestAnchor(git, head_sha, changes)
+        planned = {row.test_id for row in test_plan if row.status == FAILS_AT_HEAD}
+        failing = suite_results.from_suites(results, config, anchor, planned)
+        findings += suite_results.from_test_plan(test_plan, anchor, {f.qualname for f in failing}) + failing
 
     findings = [
         f.with_severity(config.severity_overrides[f.rule]) if f.rule in config.severity_overrides else f

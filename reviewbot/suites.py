@@ -28,6 +28,7 @@ from junitparser import Error, Failure, JUnitXml, JUnitXmlError, Skipped
 from reviewbot import logger
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import RepoConfig, SuiteConfig
+from reviewbot.results.junit import failing_line, failure_excerpt, node_id
 from reviewbot.sandbox import build_argv, child_env, run_logged
 
 LOG_TAIL_LINES = 40
@@ -42,13 +43,25 @@ ERROR = "error"
 
 @dataclasses.dataclass
 class TestCaseResult:
-    """One JUnit test case. `id` is `file::Class::name` or `classname::name` as pytest reported it."""
+    """One JUnit test case. `id` is pytest's node id (`file.py::Class::name`) rebuilt from JUnit.
+
+    For a failure or error, `excerpt` is this test's own message and traceback tail from the JUnit
+    report, and `line` the deepest traceback line in the test's own file (0 when the traceback
+    names none).
+    """
 
     id: str
     name: str
     outcome: str
     message: str = ""
     duration_s: float = 0.0
+    line: int = 0
+    excerpt: str = ""
+
+    @property
+    def path(self) -> str:
+        """The test file (the node id up to its first `::`), or "" for an id without a file."""
+        return self.id.split("::")[0] if "::" in self.id else ""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -132,17 +145,18 @@ def parse_junit(path: Path) -> list[TestCaseResult]:
     suites = [xml] if xml._tag == "testsuite" else list(xml)
     for suite in suites:
         for case in suite:
-            outcome, message = "passed", ""
+            test = TestCaseResult(node_id(case.classname or "", case.name), case.name, "passed")
+            test.duration_s = float(case.time or 0.0)
             for res in case.result:
-                if isinstance(res, Failure):
-                    outcome, message = "failed", res.message or ""
-                elif isinstance(res, Error):
-                    outcome, message = "error", res.message or ""
+                if isinstance(res, (Failure, Error)):
+                    test.outcome = "failed" if isinstance(res, Failure) else "error"
+                    test.message = res.message or ""
+                    body = res.text or ""
+                    test.excerpt = failure_excerpt(test.message, body) or ""
+                    test.line = failing_line(body, test.path)
                 elif isinstance(res, Skipped):
-                    outcome, message = "skipped", res.message or ""
-            classname = case.classname or ""
-            test_id = f"{classname.replace('.', '/')}.py::{case.name}" if classname else case.name
-            results.append(TestCaseResult(test_id, case.name, outcome, message, float(case.time or 0.0)))
+                    test.outcome, test.message = "skipped", res.message or ""
+            results.append(test)
     return results
 
 

@@ -56,6 +56,10 @@ class TestPlanRow:
     head_outcome: str = ""
     base_outcome: str = ""
     detail: str = ""
+    # For `fails-at-head`: the failing case's node id, its failing line and its own output excerpt.
+    test_id: str = ""
+    line: int = 0
+    excerpt: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -105,16 +109,27 @@ def _locate(git: GitRepo, rev: str, files: list[str], test: PlannedTest) -> tupl
     """(path, first line, last line) of the test's def at `rev`."""
     candidates = [test.path_hint] if test.path_hint in files else files
     for path in candidates:
-        text = git.read(rev, path)
-        if text is None or test.name not in text:
-            continue
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == test.name:
-                return path, node.lineno, node.end_lineno or node.lineno
+        where = locate_test(git, rev, path, test.name)
+        if where is not None:
+            return path, *where
+    return None
+
+
+def locate_test(git: GitRepo, rev: str, path: str, name: str) -> tuple[int, int] | None:
+    """(first line, last line) of the def or class `name` in `path` at `rev`; None if `path` does
+    not exist there, does not parse, or defines no `name`. A parametrised id (`name[...]`) is
+    looked up by its function name."""
+    name = name.split("[")[0]
+    text = git.read(rev, path)
+    if text is None or name not in text:
+        return None
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return node.lineno, node.end_lineno or node.lineno
     return None
 
 
@@ -190,6 +205,7 @@ def verify_test_plan(
         row.head_outcome = case.outcome
         if case.outcome in ("failed", "error"):
             row.status, row.detail = FAILS_AT_HEAD, case.message
+            row.test_id, row.line, row.excerpt = case.id, case.line, case.excerpt
             continue
         if case.outcome == "skipped":
             row.status, row.detail = NOT_RUN, f"skipped at head: {case.message}"

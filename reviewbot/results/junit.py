@@ -14,6 +14,10 @@ from reviewbot.results.schema import BenchFigure, TestResult, is_gpu_only_skip
 
 BENCH_PREFIX = "bench."
 _NUMBER_AND_UNIT = re.compile(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(\S.*)?")
+# A traceback frame location as pytest prints it: `path/to/file.py:35: AssertionError` (long) or
+# `path/to/file.py:35: in test_x` (short).
+_FRAME = re.compile(r"^(?P<path>[^\s:][^:\n]*\.py):(?P<line>\d+):(?: |$)", re.MULTILINE)
+EXCERPT_LINES = 30
 
 
 def node_id(classname: str, name: str) -> str:
@@ -59,14 +63,28 @@ def _testcase(case: ET.Element) -> TestResult:
     return TestResult(id=tid, status="passed", duration_s=duration)
 
 
-def _failure_text(node: ET.Element, tail_lines: int = 30) -> str | None:
-    """The failure message plus the last lines of the traceback, which the review quotes."""
-    message = node.get("message")
-    body = (node.text or "").strip()
+def _failure_text(node: ET.Element) -> str | None:
+    return failure_excerpt(node.get("message"), node.text or "")
+
+
+def failure_excerpt(message: str | None, body: str, tail_lines: int = EXCERPT_LINES) -> str | None:
+    """One test's failure message plus the last `tail_lines` lines of its own traceback (JUnit body).
+
+    The review quotes this per test, so every failure shows its own output, not the suite log's end.
+    """
+    assert tail_lines > 0, tail_lines
+    body = body.strip()
     if not body:
-        return message
+        return message or None
     tail = "\n".join(body.splitlines()[-tail_lines:])
     return f"{message}\n{tail}" if message and message not in tail else tail
+
+
+def failing_line(body: str, path: str) -> int:
+    """The line of the deepest traceback frame in `path` (repo-relative, as pytest prints it), 0 if
+    the traceback names no frame in that file."""
+    lines = [int(m.group("line")) for m in _FRAME.finditer(body) if m.group("path").strip() == path]
+    return lines[-1] if lines else 0
 
 
 def parse_junit_xml(path: Path) -> tuple[list[TestResult], list[BenchFigure]]:

@@ -1,31 +1,66 @@
 """`suite-failure` (P0-BLOCKER) and `test-plan` findings, from suite runs and the test-plan table.
 
-A failed or errored regression test is P0 with its id and the log tail. A suite that could not run
-produces no finding: the review lists it plainly as not run, and it never counts as passed.
+One finding per failing test: a failed or errored regression test is P0 (its evidence is the
+failing test itself), anchored to the deepest traceback line in the test's own file (else the
+test's def), with that test's own message and output excerpt from the JUnit report. A test that
+fails in a suite and is also named in the PR's test plan is reported once, as the suite failure,
+which says that the plan names it. A suite that could not run produces no finding: the review
+lists it plainly as not run, and it never counts as passed.
 Test-plan rows: `fails-at-head` is P0; `passes-on-both` and `not-found` are P4.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Collection, Sequence
+
+from reviewbot.diff import FileChange
 from reviewbot.findings import PATTERN_ONLY, Evidence, EvidenceKind, Finding, Severity
+from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import RepoConfig
 from reviewbot.suites import SuiteResult
-from reviewbot.testplan import FAILS_AT_HEAD, NOT_FOUND, PASSES_ON_BOTH, TestPlanRow
+from reviewbot.testplan import FAILS_AT_HEAD, NOT_FOUND, PASSES_ON_BOTH, TestPlanRow, locate_test
 
 
-def from_suites(results: list[SuiteResult], config: RepoConfig) -> list[Finding]:
+@dataclasses.dataclass(frozen=True)
+class TestAnchor:
+    """Anchors failing tests in the head revision: the line to report and whether the PR changed it."""
+
+    git: GitRepo
+    head: str
+    changes: Sequence[FileChange]
+
+    def anchor(self, path: str, name: str, line: int) -> tuple[int, bool]:
+        """(line, in_diff) for test `name` in `path`: `line` when known (> 0), else the test's def
+        line at head, else 0 (the finding is then anchored to the file only)."""
+        if line <= 0 and path:
+            where = locate_test(self.git, self.head, path, name.split("::")[-1])
+            line = where[0] if where is not None else 0
+        in_diff = line > 0 and any(c.path == path and c.touches(line, line) for c in self.changes)
+        return line, in_diff
+
+
+def from_suites(
+    results: list[SuiteResult], config: RepoConfig, anchor: TestAnchor, planned: Collection[str] = ()
+) -> list[Finding]:
+    """One P0 per failing test id (a test failing in several suites is reported for the first).
+    `planned`: node ids of failing tests the PR's test plan names."""
     findings: list[Finding] = []
+    seen: set[str] = set()
     for result in results:
         means = config.suites[result.name].failure_means if result.name in config.suites else ""
         for case in result.failures:
-            path = case.id.split("::")[0] if "::" in case.id else result.name
+            if case.id in seen:
+                continue
+            seen.add(case.id)
+            line, in_diff = anchor.anchor(case.path, case.name, case.line)
             findings.append(
                 Finding(
                     rule="suite-failure",
                     severity=Severity.P0,
-                    path=path,
-                    line_start=0,
-                    line_end=0,
+                    path=case.path or result.name,
+                    line_start=line,
+                    line_end=line,
                     message_id="suite-failure.test-failed",
                     params={"test": case.id, "outcome": case.outcome, "suite": result.name},
                     extra={
@@ -33,10 +68,11 @@ def from_suites(results: list[SuiteResult], config: RepoConfig) -> list[Finding]
                         "failure": case.message,
                         "command": result.command,
                         "log_path": result.log_path,
+                        "planned": case.id in planned,
                     },
                     qualname=case.id,
-                    in_diff=False,
-                    details=result.log_tail,
+                    in_diff=in_diff,
+                    details=case.excerpt,
                     evidence=Evidence(
                         EvidenceKind.TEST,
                         "evidence.failing-test",
@@ -54,30 +90,37 @@ _PLAN_MESSAGES = {
 }
 
 
-def from_test_plan(rows: list[TestPlanRow]) -> list[Finding]:
+def from_test_plan(rows: list[TestPlanRow], anchor: TestAnchor, reported: Collection[str] = ()) -> list[Finding]:
+    """Findings for test-plan rows; a `fails-at-head` row whose failing test id is in `reported`
+    (already a suite-failure finding) gives none."""
     findings: list[Finding] = []
     for row in rows:
         if row.status not in _PLAN_MESSAGES:
             continue
+        failing = row.status == FAILS_AT_HEAD
+        if failing and row.test_id in reported:
+            continue
         severity, message_id = _PLAN_MESSAGES[row.status]
+        line, in_diff = anchor.anchor(row.path, row.test, row.line) if row.path else (0, False)
         findings.append(
             Finding(
                 rule="test-plan",
                 severity=severity,
                 path=row.path or "PR description",
-                line_start=0,
-                line_end=0,
+                line_start=line,
+                line_end=line,
                 message_id=message_id,
                 params={"test": row.test},
-                extra={"detail": row.detail},
+                extra={"detail": row.detail, "test_id": row.test_id, "outcome": row.head_outcome},
                 qualname=row.test,
-                in_diff=False,
+                in_diff=in_diff,
+                details=row.excerpt,
                 evidence=Evidence(
                     EvidenceKind.TEST,
                     "evidence.failing-test",
-                    {"test": row.test, "outcome": row.head_outcome or "failed", "suite": "test plan"},
+                    {"test": row.test_id or row.test, "outcome": row.head_outcome or "failed", "suite": "test plan"},
                 )
-                if row.status == FAILS_AT_HEAD
+                if failing
                 else PATTERN_ONLY,
             )
         )
