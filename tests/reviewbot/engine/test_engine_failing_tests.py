@@ -123,3 +123,5 @@ def test_the_markdown_quotes_each_failure_once_under_its_own_finding(review: Rev
     for location in ("tests/test_shapes.py:5", "tests/test_shapes.py:10", "tests/test_new.py:5"):
         assert text.count(f"**`{location}`**") == 1, location
     assert text.count("Test output (JUnit)") == 3
+    zh = review.to_markdown("zh")
+    assert zh.count("测试输出（JUnit）") == 3 and "PR 的测试计划声称该测试验证了本次改动" in zh
