@@ -31,6 +31,7 @@ from magi_compiler.cache_key import cache_key, cache_key_factors
 from magi_compiler.compiler_interface import INDUCTOR, compile_piece, load_artifact, save_artifact
 from magi_compiler.config import CompileConfig
 from magi_compiler.counters import compilation_counter
+from magi_compiler.dynamic_dims import symbolic_local_dims
 from magi_compiler.log import logger
 from magi_compiler.passes import build_full_graph_passes, inductor_config_patch
 from magi_compiler.splitting import Piece, split_graph
@@ -58,6 +59,8 @@ class MagiBackend:
         self.key_factors: dict[str, str] | None = None
         self.graphs_compiled = 0
         self.restarts_of_current_graph = 0
+        # per local argument of the traced frame, the dims symbolic in the last graph traced
+        self.symbolic_dims: dict[str, frozenset[int]] = {}
 
     @property
     def model_name(self) -> str:
@@ -69,6 +72,7 @@ class MagiBackend:
 
     def __call__(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         compilation_counter.num_graphs_seen += 1
+        self.symbolic_dims = symbolic_local_dims(gm)
         index = None
         if self.config.disable_cache:
             logger.info("%s: disable_cache is set; compiling without the artifact cache", self.model_name)

@@ -1,6 +1,6 @@
 """The compile state behind one ``@magi_compile`` entry (one per instance for classes).
 
-First call: validates and marks the dynamic dims, then compiles through a fresh
+First call: validates and marks the dynamic dims (:mod:`magi_compiler.dynamic_dims`), then compiles through a fresh
 ``torch.compile(fullgraph=True)`` wrapper and a fresh ``MagiBackend``
 (:meth:`EntryState.compile_jit`). Nested decorated calls made while Dynamo traces run
 inline (``torch.compiler.is_compiling()``).
@@ -9,7 +9,8 @@ The bytecode swap. While Dynamo converts the entry's frame, a bytecode hook capt
 transformed code object; later calls run that code directly (as a function with the
 entry's globals and closure), skipping Dynamo's frame evaluation and guard checks. The
 contract the user accepts with ``bytecode_swap=True`` (the default): between calls only
-the sizes of the dims marked dynamic (``dynamic_arg_dims``) change; module attributes,
+the sizes of the dynamic dims change (those named in ``dynamic_arg_dims``; without it, the
+inferred dims 0 that the traced graph kept symbolic); module attributes,
 parameters' shapes and dtypes, global flags other than those below, and non-tensor,
 non-scalar arguments keep what they were when the code was captured. A cheap dispatch
 signature still guards the arguments themselves: each tensor argument's dtype, device,
@@ -40,6 +41,7 @@ from typing import Any
 import torch
 from torch._dynamo.exc import BackendCompilerFailed
 
+from magi_compiler import dynamic_dims
 from magi_compiler.aot.mode import call_aot  # AOT branch (owned by magi_compiler/aot)
 from magi_compiler.backend import CacheMissError, MagiBackend, model_name
 from magi_compiler.config import CompileConfig, CompileMode
@@ -122,6 +124,11 @@ class EntryState:
         return normalized
 
     @property
+    def dims_are_strict(self) -> bool:
+        """Whether the dynamic dims were named by the user (strict) or inferred (soft)."""
+        return self._explicit_dims is not None
+
+    @property
     def model_name(self) -> str:
         assert self.model_index is not None, "the model has no index before its first compile"
         return model_name(self.model_index, self.model_tag)
@@ -152,14 +159,26 @@ class EntryState:
         named.extend(kwargs.items())
         return named
 
+    def _signature_dims(self, name: str | None, value: Any) -> tuple[int, ...]:
+        """The dims the dispatch signature lets vary: the named ones, or the inferred ones the
+        traced graph kept symbolic."""
+        dims = self._dims_for(name, value)
+        if self._explicit_dims is not None or not dims:
+            return dims
+        assert self.backend is not None, "the signature of an inferred dim needs the traced graph"
+        symbolic = self.backend.symbolic_dims.get(name, frozenset()) if name is not None else frozenset()
+        return tuple(d for d in dims if d in symbolic)
+
     def _dispatch_signature(self, full_args: tuple, kwargs: Mapping[str, Any]) -> tuple:
         names = self._positional_names
         described = [
-            _describe(value, self._dims_for(names[i] if i < len(names) else self._varargs_name, value))
+            _describe(value, self._signature_dims(names[i] if i < len(names) else self._varargs_name, value))
             for i, value in enumerate(full_args)
         ]
         if kwargs:
-            described.extend((name, _describe(value, self._dims_for(name, value))) for name, value in kwargs.items())
+            described.extend(
+                (name, _describe(value, self._signature_dims(name, value))) for name, value in kwargs.items()
+            )
         modes = (
             torch.is_grad_enabled(),
             torch.is_inference_mode_enabled(),
@@ -169,18 +188,12 @@ class EntryState:
         return (modes, tuple(described))
 
     def mark_dynamic_dims(self, full_args: tuple, kwargs: Mapping[str, Any]) -> None:
-        """Mark the dynamic dims; a size of 0 or 1 there raises ``ValueError`` (Dynamo's 0/1 specialization)."""
+        """Mark the dynamic dims (:mod:`magi_compiler.dynamic_dims`): named dims strictly (a size
+        of 0 or 1 raises ``ValueError``), inferred ones softly."""
         for name, value in self._named_args(full_args, kwargs):
-            for dim in self._dims_for(name, value):
-                size = value.shape[dim]
-                if size < 2:
-                    raise ValueError(
-                        f"argument {name!r} has size {size} on its dynamic dim {dim} in the first call. Dynamo "
-                        "specializes sizes 0 and 1 (it assumes every dynamic size is at least 2), so the graph "
-                        "compiled from this call would be fixed to this size. Make the first call with a size of "
-                        "at least 2 on that dim, or leave the dim out of dynamic_arg_dims."
-                    )
-                torch._dynamo.mark_dynamic(value, dim)
+            dims = self._dims_for(name, value)
+            if dims:
+                dynamic_dims.mark(name, value, dims, strict=self.dims_are_strict)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         full_args = self._full_args(args)
@@ -201,6 +214,8 @@ class EntryState:
                 return swapped(*full_args, **kwargs)
         if self.compiled_callable is None:
             return self.first_compile(full_args, kwargs)
+        if not self.dims_are_strict:  # soft marks live on the tensors: a recompile needs them again
+            self.mark_dynamic_dims(full_args, kwargs)
         return self._call_capturing(full_args, kwargs)
 
     def first_compile(self, full_args: tuple, kwargs: Mapping[str, Any]) -> Any:

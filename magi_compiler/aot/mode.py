@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from magi_compiler import dynamic_dims
 from magi_compiler.aot.entry import AOTEntry
 from magi_compiler.aot.fallback import AOTUnsupportedError
 from magi_compiler.aot.serializable import SerializingBackend
@@ -67,9 +68,8 @@ def _mark_dynamic(state: EntryState, args: tuple[Any, ...], kwargs: Mapping[str,
         state.mark_dynamic_dims(args, kwargs)
         return
     for name, value in state._named_args(args, kwargs):
-        for dim in state._dims_for(name, value):
-            if value.shape[dim] >= 2:
-                torch._dynamo.mark_dynamic(value, dim)
+        dims = tuple(dim for dim in state._dims_for(name, value) if value.shape[dim] >= 2)
+        dynamic_dims.mark(name, value, dims, strict=state.dims_are_strict)
 
 
 def _dynamo_cache_entries(state: EntryState) -> int:

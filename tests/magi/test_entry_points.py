@@ -164,13 +164,41 @@ def test_bytecode_swap_off_keeps_guards(module_cache_env):
 
 
 @pytest.mark.parametrize("size", [0, 1])
-def test_size_0_or_1_on_dynamic_dim_is_rejected(module_cache_env, size):
-    compiled = magi_compile(config_patch={"backend": "eager"})(scaled_tanh)
-    with pytest.raises(ValueError, match="specializes sizes 0 and 1"):
-        compiled(torch.randn(size, 4))
-    other = magi_compile(dynamic_arg_dims={"x": 1}, config_patch={"backend": "eager"})(scaled_tanh)
+def test_size_0_or_1_is_rejected_on_named_dims_only(module_cache_env, size):
+    inferred = magi_compile(config_patch={"backend": "eager"})(scaled_tanh)
+    x = torch.randn(size, 4)
+    torch.testing.assert_close(inferred(x), scaled_tanh(x))
+    named = magi_compile(dynamic_arg_dims={"x": 1}, config_patch={"backend": "eager"})(scaled_tanh)
     with pytest.raises(ValueError, match="dynamic dim 1"):
-        other(torch.randn(4, size))
+        named(torch.randn(4, size))
+
+
+def gelu_matmul(x, w):
+    return torch.nn.functional.gelu(x @ w)
+
+
+def test_inferred_dims_are_soft(module_cache_env):
+    # w's dim 0 is specialized by the matmul: an inferred dim must not make that an error,
+    # and the bytecode swap must not treat it as free to change
+    compiled = magi_compile(config_patch={"backend": "eager"})(gelu_matmul)
+    w = torch.randn(8, 4)
+    with compilation_counter.expect(num_backend_compilations=1):
+        for rows in (3, 5):
+            x = torch.randn(rows, 8)
+            torch.testing.assert_close(compiled(x, w), gelu_matmul(x, w))
+    wider_w, x = torch.randn(6, 4), torch.randn(3, 6)
+    with compilation_counter.expect(num_swapped_calls=0):
+        torch.testing.assert_close(compiled(x, wider_w), gelu_matmul(x, wider_w))
+
+
+def relu_matmul(x, w):
+    return torch.relu(x @ w)
+
+
+def test_named_dims_stay_strict(module_cache_env):
+    compiled = magi_compile(dynamic_arg_dims={"x": 0, "w": 0}, config_patch={"backend": "eager"})(relu_matmul)
+    with pytest.raises(Exception, match="ConstraintViolation|specialized|not all values of"):
+        compiled(torch.randn(3, 8), torch.randn(8, 4))
 
 
 def test_nested_decorated_calls_run_inline(module_cache_env):
