@@ -1,7 +1,8 @@
 """The artifact-cache key: the single place that decides what feeds it.
 
 ``cache_key_factors`` returns, in this order, the factors ``compile_config``,
-``inductor_config``, ``compiler_version``, ``traced_sources`` and ``input_placements``;
+``inductor_config``, ``compiler_version``, ``compiler_source``, ``traced_sources`` and
+``input_placements``;
 ``cache_key`` hashes that dict into the key directory name. Nothing else feeds the key:
 the graph's code and plain-tensor dtypes are deliberately left out (Dynamo's restart
 analysis traces one graph twice with different code, and both traces must share one
@@ -22,6 +23,7 @@ import platform
 import re
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -29,7 +31,29 @@ import torch
 from magi_compiler.config import CompileConfig, apply_config_patch
 from magi_compiler.placement_hash import compute_input_placement_hash
 
-FACTOR_NAMES = ("compile_config", "inductor_config", "compiler_version", "traced_sources", "input_placements")
+FACTOR_NAMES = (
+    "compile_config",
+    "inductor_config",
+    "compiler_version",
+    "compiler_source",
+    "traced_sources",
+    "input_placements",
+)
+
+# magi_compiler's modules that shape the generated code or the artifacts (paths relative to the
+# package): an edit to one must select a new cache directory. Every module of ``passes/`` counts.
+# Add a module here when it starts to change what is compiled or saved.
+GENERATED_CODE_MODULES = (
+    "backend.py",
+    "splitting.py",
+    "compiler_interface.py",
+    "dynamic_dims.py",
+    "placement_hash.py",
+    "aot/serializable.py",
+    "aot/artifact.py",
+    "distributed/data_parallel.py",
+)
+_PACKAGE_DIR = Path(__file__).resolve().parent
 
 # Inductor options naming places on this machine: they do not change generated code and
 # would keep a cache from being reused elsewhere.
@@ -76,6 +100,14 @@ def compiler_version_hash() -> str:
     return _digest(json.dumps(parts, sort_keys=True))
 
 
+def compiler_source_hash(package_dir: Path = _PACKAGE_DIR) -> str:
+    """Hash of the source of ``GENERATED_CODE_MODULES`` and every module of ``passes/`` under
+    ``package_dir``, by relative path (a relocated install keeps its key)."""
+    modules = sorted({*GENERATED_CODE_MODULES, *(f"passes/{p.name}" for p in (package_dir / "passes").glob("*.py"))})
+    digests = {name: hashlib.sha256((package_dir / name).read_bytes()).hexdigest() for name in modules}
+    return _digest(json.dumps(digests, sort_keys=True))
+
+
 def traced_sources_hash(traced_files: Sequence[str]) -> str:
     """Hash of the contents of the source files Dynamo traced.
 
@@ -99,6 +131,7 @@ def cache_key_factors(
         "compile_config": config.hash,
         "inductor_config": inductor_config_hash(),
         "compiler_version": compiler_version_hash(),
+        "compiler_source": compiler_source_hash(),
         "traced_sources": traced_sources_hash(traced_files),
         "input_placements": compute_input_placement_hash(example_inputs),
     }

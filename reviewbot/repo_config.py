@@ -41,6 +41,7 @@ DEFAULT_VOCABULARY: dict[str, str] = {
     "inductor_config": "inductor_config",
     "compiler version": "compiler_version",
     "torch version": "compiler_version",
+    "compiler source": "compiler_source",
     "traced sources": "traced_sources",
     "source files": "traced_sources",
     "placements": "input_placements",

@@ -27,7 +27,7 @@ from magi_compiler.aot.fallback import AOTUnsupportedError
 from magi_compiler.aot.serializable import SerializingBackend
 from magi_compiler.backend import MagiBackend
 from magi_compiler.cache import model_cache_dir
-from magi_compiler.cache_key import compiler_version_hash, inductor_config_hash
+from magi_compiler.cache_key import compiler_source_hash, compiler_version_hash, inductor_config_hash
 
 if TYPE_CHECKING:
     from magi_compiler.entry_state import EntryState
@@ -55,6 +55,7 @@ def artifact_path(state: EntryState) -> Path:
         "compile_config": state.config.hash,
         "inductor_config": inductor_config_hash(),
         "compiler_version": compiler_version_hash(),
+        "compiler_source": compiler_source_hash(),
     }
     key = hashlib.sha256(json.dumps(factors, sort_keys=True).encode()).hexdigest()[:16]
     directory = model_cache_dir(state.config.resolved_cache_root_dir, state.model_index, state.model_tag, AOT_SUBDIR)

@@ -1,6 +1,7 @@
 """cache_key_factors, the placement factor and ``python -m magi_compiler.cache_key --explain``."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -24,6 +25,7 @@ def test_factor_names_and_order(tmp_path):
             "compile_config",
             "inductor_config",
             "compiler_version",
+            "compiler_source",
             "traced_sources",
             "input_placements",
         )
@@ -47,6 +49,40 @@ def test_key_tracks_codegen_config_and_source_edits_only(tmp_path):
     assert traced_sources_hash([str(moved / "model.py"), "<string>"]) == traced_sources_hash([str(source)])
     source.write_text("def f(x):\n    return x + 2\n")
     assert cache_key(cache_key_factors(base, [str(source)], [])) != key
+
+
+def _explain_key(package_parent, tmp_path) -> dict:
+    env = script_env(tmp_path)
+    env["PYTHONPATH"] = str(package_parent)
+    proc = subprocess.run(
+        [sys.executable, "-m", "magi_compiler.cache_key", "--explain", "--json"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(proc.stdout)["cases"]["default"]
+
+
+def test_key_sees_magi_compilers_own_source(tmp_path):
+    # two copies of the package at different paths: same key; an edited pass: a new key
+    copies = [tmp_path / "a", tmp_path / "b"]
+    for copy in copies:
+        shutil.copytree(
+            REPO_ROOT / "magi_compiler", copy / "magi_compiler", ignore=shutil.ignore_patterns("__pycache__")
+        )
+    first, second = (_explain_key(copy, tmp_path) for copy in copies)
+    assert first == second
+    pass_file = copies[1] / "magi_compiler" / "passes" / "noop_elimination.py"
+    pass_file.write_text(pass_file.read_text() + "\n# an edit that changes generated code\n")
+    edited = _explain_key(copies[1], tmp_path)
+    assert edited["factors"]["compiler_source"] != first["factors"]["compiler_source"]
+    assert edited["key"] != first["key"]
+    assert {k: v for k, v in edited["factors"].items() if k != "compiler_source"} == {
+        k: v for k, v in first["factors"].items() if k != "compiler_source"
+    }
 
 
 def test_placement_hash_ignores_plain_inputs():
