@@ -306,7 +306,11 @@ def run_review(
         t = time.monotonic()
         findings, guards = _file_findings(git, merge_base, head_sha, changes, config, key_change, say)
         if key_change is not None:
-            findings += cache_key_rule.check(key_change)
+            by_path = {c.path: c for c in changes}
+            for finding in cache_key_rule.check(key_change):
+                change = by_path.get(finding.path)
+                touched = change is not None and change.touches(finding.line_start, finding.line_end)
+                findings.append(dataclasses.replace(finding, in_diff=touched))
             if pr_body:
                 findings += key_docs.check_pr_body(
                     pr_body,

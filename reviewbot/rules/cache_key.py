@@ -2,7 +2,8 @@
 
 A change the probe confirms is a P4 finding naming the changed factors and the old and new key of
 every reference case (the service labels the PR `cache: invalidates`, the release notes warn).
-A change the probe does not confirm appears in the summary only. A field added to a hashed config
+A change the probe does not confirm appears in the summary only; the engine anchors a confirmed one
+on the changed lines it names when the diff touches them. A field added to a hashed config
 class that the key does not see is P0: two configs differing only in that field share artifacts.
 """
 
@@ -45,7 +46,6 @@ def check(change: KeyChange) -> list[Finding]:
                 params={"factors": factors},
                 extra={"rows": rows},
                 qualname=first.name if first else "",
-                in_diff=False,
                 details=rows,
                 evidence=Evidence(
                     EvidenceKind.PROBE, "evidence.key-probe", {"cases": sum(1 for c in change.cases if c.changed)}

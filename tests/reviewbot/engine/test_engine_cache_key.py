@@ -155,6 +155,7 @@ def test_added_factor_is_confirmed_by_probe(repo: Repo) -> None:
     (finding,) = [f for f in review.findings if f.rule == "cache-key-change"]
     assert finding.severity is Severity.P4
     assert "graph_signature" in finding.message
+    assert finding.in_diff  # anchored on the lines the PR changed, so it can be posted inline
     assert change.cases[0].old_key in finding.why
     # the module docstring lists the factors but omits the gained one
     stale = [f for f in review.findings if f.rule == "stale-key-doc"]
