@@ -183,6 +183,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.explain:
         parser.error("nothing to do: pass --explain")
+    if args.from_env:
+        try:
+            CompileConfig.from_env()
+        except ValueError as exc:  # a malformed MAGI_COMPILE_* value, named in the message
+            print(f"{parser.prog}: {exc}", file=sys.stderr)
+            return 2
     report = explain(include_environment=args.from_env)
     if args.json:
         print(json.dumps(report, indent=2))

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from reviewbot.engine import SUITE_MODES, run_review
-from reviewbot.gitrepo import GitError, GitRepo
+from reviewbot.gitrepo import GitRepo
 from reviewbot.render import render_markdown
 from reviewbot.repo_config import LANGUAGES, ConfigError, load_config
 from reviewbot.suites import reviewbot_dir
@@ -83,19 +83,27 @@ def _save(repo: Path, branch: str, sha: str, text: str, suffix: str) -> Path:
     raise FileExistsError(f"could not find a free review file name in {directory}")
 
 
+def _fail(message: str) -> int:
+    """Bad input: one line on stderr and exit code 2 (1 is a blocking review)."""
+    print(f"reviewbot review: {message}", file=sys.stderr)
+    return 2
+
+
 def run(args: argparse.Namespace) -> int:
     if args.suites not in SUITE_MODES and not re.fullmatch(r"[\w.-]+(,[\w.-]+)*", args.suites):
-        raise SystemExit(f"reviewbot review: --suites must be one of {SUITE_MODES} or suite names")
+        return _fail(f"--suites must be one of {', '.join(SUITE_MODES)} or comma-separated suite names")
     with GitRepo(args.repo) as git:
+        if git.git("rev-parse", "--git-dir", check=False).strip() == "":
+            return _fail(f"{args.repo} is not a git repository")
+        if not git.has_revision(args.head):
+            return _fail(f"--head {args.head!r} names no revision in {args.repo}")
+        head = git.rev_parse(args.head)
+        if args.base is not None and not git.has_revision(args.base):
+            return _fail(f"--base {args.base!r} names no revision in {args.repo}")
         try:
-            head = git.rev_parse(args.head)
-        except GitError:
-            print(
-                f"reviewbot review: {args.repo} is not a git repository or {args.head!r} is not a revision",
-                file=sys.stderr,
-            )
-            return 2
-        base = args.base or _default_base(git)
+            base = args.base or _default_base(git)
+        except ValueError as exc:
+            return _fail(str(exc))
         branch = git.current_branch() if args.head == "HEAD" else args.head
         notes: list[str] = []
         if git.merge_base(base, head) == head:
@@ -109,18 +117,22 @@ def run(args: argparse.Namespace) -> int:
                 f"{args.head} is already contained in {base}: nothing is proposed to merge. "
                 f"Reviewing the last commit ({args.head}~1..{args.head}) instead."
             )
-            _progress(note)
             notes.append(note)
             base = f"{head}~1"
         root = git.toplevel()
     try:
         config = load_config(root, head)
     except ConfigError as exc:
-        print(f"reviewbot review: .reviewbot.yml: {exc}", file=sys.stderr)
-        return 2
+        return _fail(f".reviewbot.yml: {exc}")
+    if args.suites not in SUITE_MODES:
+        unknown = [name for name in args.suites.split(",") if name not in config.suites]
+        if unknown:
+            configured = ", ".join(config.suites) or "none"
+            return _fail(f"--suites names unknown suite(s) {', '.join(unknown)}; configured at head: {configured}")
     if args.pr_body is not None and not args.pr_body.is_file():
-        print(f"reviewbot review: --pr-body {args.pr_body}: no such file", file=sys.stderr)
-        return 2
+        return _fail(f"--pr-body {args.pr_body}: no such file")
+    for note in notes:
+        _progress(note)
     pr_body = args.pr_body.read_text() if args.pr_body else None
     review = run_review(
         root, base, head, pr_body=pr_body, pr_title=args.pr_title, suites=args.suites, config=config, progress=_progress

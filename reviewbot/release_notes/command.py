@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from reviewbot.gitrepo import GitRepo
 from reviewbot.release_notes import github_lookup
 from reviewbot.release_notes.categorize import group
 from reviewbot.release_notes.config import load_release_config
@@ -46,6 +47,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def build_notes(args: argparse.Namespace) -> ReleaseNotes:
     repo = args.repo.resolve()
+    if not repo.is_dir() or GitRepo(repo).git("rev-parse", "--git-dir", check=False).strip() == "":
+        raise ValueError(f"--repo {args.repo} is not a git repository")
     from_sha, to_sha = resolve(repo, args.from_ref), resolve(repo, args.to_ref)
     config = load_release_config(repo, to_sha)
     _progress(f"collecting changes {args.from_ref}..{args.to_ref}")

@@ -44,12 +44,17 @@ def select_suites(config: RepoConfig, spec: str | Sequence[str]) -> list[str]:
     none), or a comma-separated list (or a sequence of names). Keywords keep config order; a list
     keeps its order. Unknown names raise ValueError listing the known ones."""
     names = [n.strip() for n in (spec.split(",") if isinstance(spec, str) else spec) if n.strip()]
-    if names == ["all"]:
-        return list(config.suites)
-    if names == ["gpu"]:
-        return [n for n, suite in config.suites.items() if suite.gpus > 0]
-    if names == ["cpu"]:
-        return [n for n, suite in config.suites.items() if suite.gpus == 0]
+    keywords = {
+        "all": lambda suite: True,
+        "gpu": lambda suite: suite.gpus > 0,
+        "cpu": lambda suite: suite.gpus == 0,
+    }
+    if len(names) == 1 and names[0] in keywords:
+        selected = [n for n, suite in config.suites.items() if keywords[names[0]](suite)]
+        if not selected:
+            configured = ", ".join(config.suites) or "none"
+            raise ValueError(f"--suites {names[0]!r} matched no suite (nothing to run); configured: {configured}")
+        return selected
     unknown = [n for n in names if n not in config.suites]
     if unknown:
         raise ValueError(f"unknown suite(s) {', '.join(unknown)}; configured: {', '.join(config.suites) or 'none'}")

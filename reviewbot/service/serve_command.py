@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 
 from reviewbot.service import settings as settings_mod
 
@@ -25,7 +26,19 @@ def run(args: argparse.Namespace) -> int:
 
     from reviewbot.service.app import create_app
 
-    settings = settings_mod.load(args)
+    try:
+        settings = settings_mod.load(args)
+        secret = settings.secret("webhook_secret")
+    except ValueError as exc:
+        print(f"reviewbot serve: {exc}", file=sys.stderr)
+        return 2
+    if not secret:
+        print(
+            "reviewbot serve: no webhook secret: set REVIEWBOT_WEBHOOK_SECRET or --webhook-secret-file FILE "
+            "(deliveries cannot be verified without it)",
+            file=sys.stderr,
+        )
+        return 2
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("reviewbot").setLevel(settings.log_level)
     app = create_app(settings)

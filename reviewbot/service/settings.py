@@ -164,6 +164,8 @@ class Settings:
         value = self.values[name]
         path = self.values.get(f"{name}_file")
         if not value and path:
+            if not Path(path).is_file():
+                raise ValueError(f"{name}_file {path}: no such file")
             return Path(path).read_text().strip()
         return value
 
@@ -192,10 +194,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load(args: argparse.Namespace | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """The settings from flags, environment and ``--config`` file; ``ValueError`` names a bad one."""
     env = os.environ if env is None else env
     values: dict[str, Any] = {s.name: s.default for s in SETTINGS}
     config_path = getattr(args, "config", None) if args is not None else env.get(f"{ENV_PREFIX}CONFIG")
     if config_path:
+        if not Path(config_path).is_file():
+            raise ValueError(f"--config {config_path}: no such file")
         data = yaml.safe_load(Path(config_path).read_text()) or {}
         if not isinstance(data, dict):
             raise ValueError(f"{config_path}: expected a mapping of settings")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import sys
 
 from reviewbot.service import settings as settings_mod
 
@@ -24,7 +25,11 @@ def run(args: argparse.Namespace) -> int:
     from reviewbot.service.db import make_sessionmaker
     from reviewbot.service.worker import Worker
 
-    settings = settings_mod.load(args)
+    try:
+        settings = settings_mod.load(args)
+    except ValueError as exc:
+        print(f"reviewbot worker: {exc}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("reviewbot").setLevel(settings.log_level)
     worker = Worker(settings, make_sessionmaker(settings.database_url))

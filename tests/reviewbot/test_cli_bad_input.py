@@ -1,0 +1,96 @@
+"""Every command's bad input: one line on stderr, exit code 2, no traceback (exit 1 is kept for a
+blocking review). Each case runs the real command in a fresh process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REVIEWBOT_", "MAGI_COMPILE_"))}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    env["HOME"] = str(tmp_path)
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def git_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = tmp_path_factory.mktemp("repo")
+    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "t@example.com"], ["config", "user.name", "t"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    for value in (1, 2):
+        (repo / "a.py").write_text(f"x = {value}\n")
+        subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+        subprocess.run(["git", "commit", "-qm", f"commit {value}"], cwd=repo, check=True)
+    return repo
+
+
+def _run(argv: list[str], tmp_path: Path, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *argv],
+        cwd=cwd or tmp_path,
+        env=_env(tmp_path, **env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _one_line(proc: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--base", "no-such-rev"], ["--base 'no-such-rev' names no revision"]),
+        (["--head", "no-such-rev"], ["--head 'no-such-rev' names no revision"]),
+        (["--suites", "no_such_suite"], ["unknown suite(s) no_such_suite"]),
+        (["--suites", "a;b"], ["--suites must be one of"]),
+    ],
+)
+def test_review_bad_input(git_repo: Path, tmp_path: Path, args: list[str], fragments: list[str]) -> None:
+    _one_line(_run(["-m", "reviewbot", "review", "--repo", str(git_repo), *args], tmp_path), *fragments)
+
+
+def test_review_outside_a_repository(tmp_path: Path) -> None:
+    _one_line(_run(["-m", "reviewbot", "review", "--repo", str(tmp_path)], tmp_path), "is not a git repository")
+
+
+def test_serve_without_secret_or_with_a_missing_secret_file(tmp_path: Path) -> None:
+    _one_line(_run(["-m", "reviewbot", "serve"], tmp_path), "no webhook secret")
+    missing = tmp_path / "missing-secret"
+    _one_line(
+        _run(["-m", "reviewbot", "serve"], tmp_path, REVIEWBOT_WEBHOOK_SECRET_FILE=str(missing)),
+        f"webhook_secret_file {missing}: no such file",
+    )
+
+
+def test_release_notes_on_a_directory_that_is_not_a_repository(tmp_path: Path) -> None:
+    proc = _run(["-m", "reviewbot", "release-notes", "--repo", str(tmp_path), "--from", "a", "--to", "b"], tmp_path)
+    _one_line(proc, "is not a git repository")
+
+
+def test_run_regression_selecting_nothing(tmp_path: Path) -> None:
+    # this repository's suites all ask for a GPU, so "cpu" selects none of them
+    proc = _run(
+        ["ci/run_regression.py", "--suites", "cpu", "--out-dir", str(tmp_path / "out")], tmp_path, cwd=REPO_ROOT
+    )
+    _one_line(proc, "matched no suite", "nothing to run")
+
+
+def test_cache_key_from_env_with_a_malformed_value(tmp_path: Path) -> None:
+    proc = _run(["-m", "magi_compiler.cache_key", "--explain", "--from-env"], tmp_path, MAGI_COMPILE_AOT="maybe")
+    _one_line(proc, "MAGI_COMPILE_AOT='maybe' is not a boolean")
