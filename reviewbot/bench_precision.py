@@ -67,16 +67,16 @@ def _require(entry: dict[str, Any], key: str, where: str) -> Any:
 
 
 def load_labels(case_dir: Path) -> list[Label]:
-    """Read `labels.yml` of one case; ValueError on a malformed entry."""
+    """Read `labels.yml` of one case; ValueError on a missing key, TypeError on a wrongly typed value."""
     data = yaml.safe_load((case_dir / "labels.yml").read_text())
     if not isinstance(data, dict):
-        raise ValueError(f"{case_dir / 'labels.yml'}: not a mapping")
+        raise TypeError(f"{case_dir / 'labels.yml'}: not a mapping")
     labels: list[Label] = []
     for i, entry in enumerate(data.get("findings") or []):
         where = f"{case_dir.name}/labels.yml findings[{i}]"
         real = _require(entry, "label", where)
         if not isinstance(real, bool):
-            raise ValueError(f"{where}: label must be true or false")
+            raise TypeError(f"{where}: label must be true or false")
         labels.append(
             Label(
                 rule=_require(entry, "rule", where),
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         cases = case_dirs(args.corpus, args.case)
         for case in cases:
             load_labels(case)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         print(f"bench_precision: {exc}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="reviewbot-precision-") as tmp:
