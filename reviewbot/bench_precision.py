@@ -1,0 +1,218 @@
+"""Benchmark: precision and recall of the static review on a labelled corpus of real commits.
+
+    python -m reviewbot.bench_precision [--corpus DIR] [--case NAME ...]
+
+Each case is a directory of the corpus (default: `reviewbot/bench_precision_corpus/`) holding
+
+- `case.bundle`: a git bundle with branches `base` (the upstream parent, touched files only) and
+  `head` (the upstream commit, same files);
+- `LICENSE`: the upstream licence; `README.md`: the source URL and commit SHA;
+- `labels.yml`: `source`, `commit`, and two lists. `findings`: every finding the bot gives, as
+  `{rule, path, line, severity, label: true|false, reason}`; `problems`: real problems in the change
+  the bot should find, as `{rule, path, line, reason}` (they count for recall whether found or not).
+
+A finding matches a label when rule and path are equal and the label's line lies in the finding's
+line range. Findings that match no label are printed as "unlabelled" for a human to label; they
+count neither for nor against precision. The review runs with `suites="none"` (static rules and the
+static key check, no probe, no experiments); its wall time per case is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from reviewbot.engine import run_review
+from reviewbot.findings import Finding
+from reviewbot.severity import Severity
+
+DEFAULT_CORPUS = Path(__file__).parent / "bench_precision_corpus"
+
+
+@dataclasses.dataclass(frozen=True)
+class Label:
+    """One labelled finding (`real` is None for a problem entry, which is always real)."""
+
+    rule: str
+    path: str
+    line: int
+    severity: Severity | None
+    real: bool
+    reason: str
+    expected_problem: bool
+
+
+@dataclasses.dataclass
+class CaseResult:
+    name: str
+    seconds: float
+    matched: list[tuple[Finding, Label]]
+    unlabelled: list[Finding]
+    missed: list[Label]
+
+
+def _require(entry: dict[str, Any], key: str, where: str) -> Any:
+    if key not in entry:
+        raise ValueError(f"{where}: label lacks {key!r}")
+    return entry[key]
+
+
+def load_labels(case_dir: Path) -> list[Label]:
+    """Read `labels.yml` of one case; ValueError on a missing key, TypeError on a wrongly typed value."""
+    data = yaml.safe_load((case_dir / "labels.yml").read_text())
+    if not isinstance(data, dict):
+        raise TypeError(f"{case_dir / 'labels.yml'}: not a mapping")
+    labels: list[Label] = []
+    for i, entry in enumerate(data.get("findings") or []):
+        where = f"{case_dir.name}/labels.yml findings[{i}]"
+        real = _require(entry, "label", where)
+        if not isinstance(real, bool):
+            raise TypeError(f"{where}: label must be true or false")
+        labels.append(
+            Label(
+                rule=_require(entry, "rule", where),
+                path=_require(entry, "path", where),
+                line=int(_require(entry, "line", where)),
+                severity=Severity.parse(str(_require(entry, "severity", where))),
+                real=real,
+                reason=_require(entry, "reason", where),
+                expected_problem=False,
+            )
+        )
+    for i, entry in enumerate(data.get("problems") or []):
+        where = f"{case_dir.name}/labels.yml problems[{i}]"
+        labels.append(
+            Label(
+                rule=_require(entry, "rule", where),
+                path=_require(entry, "path", where),
+                line=int(_require(entry, "line", where)),
+                severity=None,
+                real=True,
+                reason=_require(entry, "reason", where),
+                expected_problem=True,
+            )
+        )
+    return labels
+
+
+def _matches(finding: Finding, label: Label) -> bool:
+    end = max(finding.line_end, finding.line_start)
+    return finding.rule == label.rule and finding.path == label.path and finding.line_start <= label.line <= end
+
+
+def run_case(case_dir: Path, work: Path) -> CaseResult:
+    """Clone the case's bundle into `work`, review `base..head` statically and match the labels."""
+    bundle = case_dir / "case.bundle"
+    if not bundle.is_file():
+        raise ValueError(f"{case_dir}: no case.bundle")
+    labels = load_labels(case_dir)
+    repo = work / case_dir.name
+    subprocess.run(["git", "clone", "-q", str(bundle), str(repo)], check=True, capture_output=True)
+    subprocess.run(["git", "branch", "-q", "base", "origin/base"], cwd=repo, check=True, capture_output=True)
+    start = time.perf_counter()
+    review = run_review(repo, "base", "origin/head", suites="none")
+    seconds = time.perf_counter() - start
+    matched: list[tuple[Finding, Label]] = []
+    unlabelled: list[Finding] = []
+    used: set[int] = set()
+    for finding in review.findings:
+        hit = next((i for i, label in enumerate(labels) if i not in used and _matches(finding, label)), None)
+        if hit is None:
+            unlabelled.append(finding)
+        else:
+            used.add(hit)
+            matched.append((finding, labels[hit]))
+    missed = [label for i, label in enumerate(labels) if i not in used and label.real]
+    return CaseResult(case_dir.name, seconds, matched, unlabelled, missed)
+
+
+def _ratio(num: int, den: int) -> str:
+    return f"{100.0 * num / den:5.1f}%" if den else "   n/a"
+
+
+def table(results: list[CaseResult]) -> str:
+    """Per rule and per severity: labelled findings, true, false, precision, real problems, found, recall."""
+    rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # tp, fp, found real, missed real
+    for result in results:
+        for finding, label in result.matched:
+            keys = (f"rule {finding.rule}", f"severity {finding.severity.name}", "all")
+            for key in keys:
+                rows[key][0 if label.real else 1] += 1
+                if label.real:
+                    rows[key][2] += 1
+        for label in result.missed:
+            for key in (f"rule {label.rule}", "all"):
+                rows[key][3] += 1
+    lines = [f"{'group':<28} {'true':>5} {'false':>5} {'precision':>9} {'real':>5} {'found':>5} {'recall':>7}"]
+    for key in sorted(rows, key=lambda k: (k == "all", k)):
+        tp, fp, found, missed = rows[key]
+        lines.append(
+            f"{key:<28} {tp:>5} {fp:>5} {_ratio(tp, tp + fp):>9} {found + missed:>5} {found:>5} "
+            f"{_ratio(found, found + missed):>7}"
+        )
+    return "\n".join(lines)
+
+
+def report(results: list[CaseResult]) -> str:
+    """The full printed report: per-case times and unlabelled/missed lists, then the table."""
+    out: list[str] = []
+    for result in results:
+        out.append(
+            f"case {result.name}: static review {result.seconds:.3f} s, {len(result.matched)} labelled, "
+            f"{len(result.unlabelled)} unlabelled, {len(result.missed)} missed"
+        )
+        for finding in result.unlabelled:
+            out.append(
+                f"  unlabelled: {finding.rule} {finding.severity.name} {finding.path}:{finding.line_start} "
+                f"({finding.message_id})"
+            )
+        for label in result.missed:
+            out.append(f"  missed: {label.rule} {label.path}:{label.line} ({label.reason})")
+    out.append("")
+    out.append(table(results))
+    return "\n".join(out)
+
+
+def case_dirs(corpus: Path, names: list[str] | None) -> list[Path]:
+    """The case directories of `corpus` (those holding `labels.yml`), or the named ones."""
+    if not corpus.is_dir():
+        raise ValueError(f"corpus {corpus} is not a directory")
+    found = sorted(p for p in corpus.iterdir() if (p / "labels.yml").is_file())
+    if names:
+        by_name = {p.name: p for p in found}
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            raise ValueError(f"unknown case(s): {', '.join(unknown)}")
+        return [by_name[n] for n in names]
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="corpus directory")
+    parser.add_argument("--case", action="append", help="review only this case (repeatable)")
+    args = parser.parse_args(argv)
+    try:
+        cases = case_dirs(args.corpus, args.case)
+        for case in cases:
+            load_labels(case)
+    except (ValueError, TypeError) as exc:
+        print(f"bench_precision: {exc}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="reviewbot-precision-") as tmp:
+        results = [run_case(case, Path(tmp)) for case in cases]
+    print(report(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

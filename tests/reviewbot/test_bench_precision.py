@@ -1,0 +1,130 @@
+"""The precision benchmark: its corpus is consistent, and its table agrees with the labels."""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from reviewbot import bench_precision
+from tests.reviewbot.engine.engine_gitrepos import Repo
+
+
+@pytest.fixture(autouse=True)
+def _tmp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("MAGI_COMPILE_CACHE_ROOT_DIR", str(tmp_path / "magi"))
+
+
+def _table(output: str) -> dict[str, list[str]]:
+    lines = output.split("\n\n", 1)[1].splitlines()
+    assert lines[0].split()[0] == "group"
+    rows: dict[str, list[str]] = {}
+    for line in lines[1:]:
+        parts = line.split()
+        name = " ".join(parts[:2]) if parts[0] in ("rule", "severity") else parts[0]
+        rows[name] = parts[len(name.split()) :]
+    return rows
+
+
+def test_every_label_references_an_existing_case_and_file(tmp_path: Path) -> None:
+    cases = bench_precision.case_dirs(bench_precision.DEFAULT_CORPUS, None)
+    assert len(cases) >= 3
+    for case in cases:
+        data = yaml.safe_load((case / "labels.yml").read_text())
+        assert data["source"].startswith("https://github.com/")
+        assert len(data["commit"]) == 40
+        assert data["commit"] in (case / "README.md").read_text()
+        assert (case / "LICENSE").stat().st_size > 0
+        heads = subprocess.run(
+            ["git", "bundle", "list-heads", str(case / "case.bundle")], capture_output=True, text=True, check=True
+        ).stdout
+        assert "refs/heads/base" in heads and "refs/heads/head" in heads
+        clone = tmp_path / case.name
+        subprocess.run(["git", "clone", "-q", "--bare", str(case / "case.bundle"), str(clone)], check=True)
+        for label in bench_precision.load_labels(case):
+            shown = subprocess.run(
+                ["git", "cat-file", "-e", f"head:{label.path}"], cwd=clone, capture_output=True, check=False
+            )
+            assert shown.returncode == 0, f"{case.name}: {label.path} not in the case's head"
+
+
+def test_table_of_one_real_case_matches_its_labels(capsys: pytest.CaptureFixture[str]) -> None:
+    case = bench_precision.DEFAULT_CORPUS / "titan-rl-shutdown"
+    labels = bench_precision.load_labels(case)
+    assert bench_precision.main(["--case", "titan-rl-shutdown"]) == 0
+    out = capsys.readouterr().out
+    assert "case titan-rl-shutdown: static review" in out
+    assert f"{len(labels)} labelled, 0 unlabelled, 0 missed" in out
+    rows = _table(out)
+    by_rule = Counter((label.rule, label.real) for label in labels)
+    for rule in {label.rule for label in labels}:
+        true, false = by_rule[(rule, True)], by_rule[(rule, False)]
+        assert rows[f"rule {rule}"][:2] == [str(true), str(false)]
+    assert rows["all"][:2] == [str(sum(l.real for l in labels)), str(sum(not l.real for l in labels))]
+
+
+def _crafted_case(tmp_path: Path) -> Path:
+    repo = Repo(tmp_path / "src")
+    repo.commit({"pkg/load.py": "def load(path):\n    return open(path).read()\n"}, "base")
+    repo.branch("head")
+    repo.commit(
+        {
+            "pkg/load.py": (
+                "def load(path):\n    try:\n        return open(path).read()\n    except Exception:\n        return ''\n"
+            ),
+            "pkg/other.py": "def other(x):\n    try:\n        return int(x)\n    except Exception:\n        return 0\n",
+        },
+        "swallow",
+    )
+    repo.git("branch", "-m", "main", "base")
+    case = tmp_path / "corpus" / "crafted"
+    case.mkdir(parents=True)
+    repo.git("bundle", "create", "-q", str(case / "case.bundle"), "base", "head")
+    case.joinpath("labels.yml").write_text(
+        yaml.safe_dump(
+            {
+                "source": "https://github.com/example/crafted",
+                "commit": "0" * 40,
+                "findings": [
+                    {
+                        "rule": "broad-except",
+                        "path": "pkg/load.py",
+                        "line": 4,
+                        "severity": "P0",
+                        "label": True,
+                        "reason": "a read error becomes an empty file",
+                    }
+                ],
+                "problems": [{"rule": "silent-gate", "path": "pkg/load.py", "line": 2, "reason": "crafted miss"}],
+            }
+        )
+    )
+    return case.parent
+
+
+def test_unlabelled_findings_are_listed_and_misses_lower_recall(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = _crafted_case(tmp_path)
+    assert bench_precision.main(["--corpus", str(corpus)]) == 0
+    out = capsys.readouterr().out
+    assert "1 labelled, 1 unlabelled, 1 missed" in out
+    assert "unlabelled: broad-except P0 pkg/other.py:" in out
+    assert "missed: silent-gate pkg/load.py:2 (crafted miss)" in out
+    rows = _table(out)
+    assert rows["rule broad-except"] == ["1", "0", "100.0%", "1", "1", "100.0%"]
+    assert rows["rule silent-gate"] == ["0", "0", "n/a", "1", "0", "0.0%"]
+    assert rows["all"] == ["1", "0", "100.0%", "2", "1", "50.0%"]
+
+
+def test_bad_corpus_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench_precision.main(["--corpus", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not a directory" in err
+    assert bench_precision.main(["--case", "no-such-case"]) == 2
+    assert "unknown case(s): no-such-case" in capsys.readouterr().err
