@@ -33,7 +33,7 @@ from typing import Any
 
 from reviewbot import logger
 from reviewbot.diff import FileChange, diff_files
-from reviewbot.findings import Finding, Severity
+from reviewbot.findings import Finding, Severity, apply_evidence_policy
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange import KeyChange, detect_key_change
 from reviewbot.repo_config import ConfigError, RepoConfig, load_config
@@ -340,7 +340,9 @@ def run_review(
         findings += suite_results.from_test_plan(test_plan, anchor, {f.qualname for f in failing}) + failing
 
     findings = [
-        f.with_severity(config.severity_overrides[f.rule]) if f.rule in config.severity_overrides else f
+        apply_evidence_policy(
+            f.with_severity(config.severity_overrides[f.rule]) if f.rule in config.severity_overrides else f
+        )
         for f in findings
     ]
     findings.sort(key=lambda f: (f.severity.rank, f.path, f.line_start, f.rule))

@@ -12,7 +12,8 @@ params), so a finding keeps its fingerprint when lines move, unrelated code chan
 reworded; digits and whitespace are removed from the params before hashing for the same reason.
 
 `evidence` says what backs the finding: `pattern` (a static pattern only, unconfirmed), `test`
-(a failing test), `probe` (the cache-key probe) or `experiment` (an experiment the bot ran).
+(a failing test), `probe` (the cache-key probe) or `experiment` (an experiment the bot ran). The
+severity follows the evidence (`apply_evidence_policy`): a pattern alone is at most `P2-MAINTAIN`.
 """
 
 from __future__ import annotations
@@ -67,6 +68,19 @@ class Evidence:
 
 
 PATTERN_ONLY = Evidence(EvidenceKind.PATTERN, "evidence.pattern")
+
+# The most severe label a finding backed by a static pattern alone may carry.
+UNCONFIRMED_CAP = Severity.P2
+
+
+def apply_evidence_policy(finding: Finding) -> Finding:
+    """A `P0-BLOCKER` needs proof (a failing test, the key probe or an experiment): one backed by a
+    pattern alone becomes `UNCONFIRMED_CAP` and its evidence says it is unconfirmed and what it would
+    have been. Applied once, by the engine, after the configured severity overrides."""
+    if finding.evidence.kind is not EvidenceKind.PATTERN or finding.severity.rank >= UNCONFIRMED_CAP.rank:
+        return finding
+    evidence = Evidence(EvidenceKind.PATTERN, "evidence.unconfirmed", {"claimed": finding.severity.value})
+    return dataclasses.replace(finding, severity=UNCONFIRMED_CAP, evidence=evidence)
 
 
 def _canonical(params: Mapping[str, Any]) -> str:

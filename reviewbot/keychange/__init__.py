@@ -170,14 +170,14 @@ def diff_closures(base: dict[str, ClosureItem], head: dict[str, ClosureItem]) ->
     return sorted(changes, key=lambda c: (c.path, c.line, c.name))
 
 
-_GENERIC_FIELD_WALKS = {"fields", "asdict", "astuple", "vars", "__dict__"}
+_GENERIC_FIELD_WALKS = {"fields", "asdict", "astuple", "vars", "__dict__", "model_dump", "model_dump_json"}
 
 
 def _field_seen_by_hash(index: ModuleIndex, item: ClosureItem, field: str) -> tuple[bool, str]:
     """Whether the class's hashing methods see `field`: (seen, evidence).
 
     A method whose name contains "hash" that walks fields generically (`dataclasses.fields`,
-    `asdict`, `vars`, `__dict__`) sees every field not named in it as a string (an exclusion list);
+    `asdict`, `vars`, `__dict__`, pydantic's `model_dump`/`model_dump_json`) sees every field not named in it as a string (an exclusion list);
     one that names fields explicitly sees only those. No hashing method: the key function hashes
     the object whole, which sees every field.
     """

@@ -4,17 +4,19 @@ A change the probe confirms is a P4 finding naming the changed factors and the o
 every reference case (the service labels the PR `cache: invalidates`, the release notes warn).
 A change the probe does not confirm appears in the summary only; the engine anchors a confirmed one
 on the changed lines it names when the diff touches them. A field added to a hashed config
-class that the key does not see is P0: two configs differing only in that field share artifacts.
+class that the key does not see is P0 when the probe ran and kept every key (two configs differing only
+in that field share artifacts); from the static analysis alone it stays unconfirmed (P2).
 """
 
 from __future__ import annotations
 
-from reviewbot.findings import Evidence, EvidenceKind, Finding, Severity
+from reviewbot.findings import PATTERN_ONLY, Evidence, EvidenceKind, Finding, Severity
 from reviewbot.keychange import KeyChange
 
 
 def check(change: KeyChange) -> list[Finding]:
     findings: list[Finding] = []
+    probed_field = Evidence(EvidenceKind.PROBE, "evidence.key-probe-unchanged", {"cases": len(change.cases)})
     for field in change.new_fields:
         if not field.ignored:
             continue
@@ -29,6 +31,7 @@ def check(change: KeyChange) -> list[Finding]:
                 params={"field": field.field, "class_name": field.class_name},
                 extra={"evidence": field.evidence},
                 qualname=field.class_name,
+                evidence=probed_field if change.probe_status == "ok" else PATTERN_ONLY,
             )
         )
     if change.confirmed:

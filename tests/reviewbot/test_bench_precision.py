@@ -114,7 +114,7 @@ def test_unlabelled_findings_are_listed_and_misses_lower_recall(
     assert bench_precision.main(["--corpus", str(corpus)]) == 0
     out = capsys.readouterr().out
     assert "1 labelled, 1 unlabelled, 1 missed" in out
-    assert "unlabelled: broad-except P0 pkg/other.py:" in out
+    assert "unlabelled: broad-except P2 pkg/other.py:" in out
     assert "missed: silent-gate pkg/load.py:2 (crafted miss)" in out
     rows = _table(out)
     assert rows["rule broad-except"] == ["1", "0", "100.0%", "1", "1", "100.0%"]

@@ -6,7 +6,7 @@ import pytest
 from engine_gitrepos import Repo, sub
 
 from reviewbot.engine import run_review
-from reviewbot.findings import Severity
+from reviewbot.findings import EvidenceKind, Severity
 
 BASE_MODULE = """
 import logging
@@ -185,15 +185,18 @@ def _review(repo: Repo, head: str):
     return run_review(repo.path, "main", head, suites="none")
 
 
-def test_blind_and_bare_handlers_are_p0(repo: Repo) -> None:
+def test_blind_and_bare_handlers_are_unconfirmed_without_evidence(repo: Repo) -> None:
+    # a pattern alone never blocks: the P0 it would be is capped at P2 and says it is unconfirmed
     review = _review(repo, "blind")
     found = {(f.rule, f.severity, f.qualname, f.line_start) for f in review.findings}
-    assert ("broad-except", Severity.P0, "new_fallback", 20) in found  # ruff exempts it: it logs
-    assert ("broad-except", Severity.P0, "silent", 28) in found
+    assert ("broad-except", Severity.P2, "new_fallback", 20) in found  # ruff exempts it: it logs
+    assert ("broad-except", Severity.P2, "silent", 28) in found
     bare = next(f for f in review.findings if f.qualname == "silent")
     assert bare.details == "ruff E722"
     assert "AssertionError" in bare.why
-    assert review.blocking
+    assert bare.evidence.kind is EvidenceKind.PATTERN
+    assert bare.evidence.text("en").startswith("unconfirmed: a static pattern that would be P0-BLOCKER")
+    assert not review.blocking
     # the pre-existing handler in old_fallback is on an untouched line
     assert not any(f.qualname == "old_fallback" for f in review.findings)
 
@@ -223,7 +226,7 @@ def test_rename_keeps_old_findings_out_and_reports_new_ones_at_new_path(repo: Re
 def test_runtime_error_fallback_needs_oom_reraise(repo: Repo) -> None:
     review = _review(repo, "runtime")
     by_name = {(f.qualname, f.rule): f for f in review.findings}
-    assert by_name[("no_oom", "runtime-error-fallback")].severity is Severity.P0
+    assert by_name[("no_oom", "runtime-error-fallback")].severity is Severity.P2  # unconfirmed
     assert "RuntimeError` subclasses" in by_name[("no_oom", "runtime-error-fallback")].why
     assert ("with_oom", "runtime-error-fallback") not in by_name
     assert by_name[("with_oom_wide", "runtime-error-fallback")].severity is Severity.P2

@@ -25,6 +25,15 @@ def run(fn):
 """
 
 
+UNIT_SUITE = """
+suites:
+  unit:
+    command: python -m pytest -q tests/test_mod.py
+    timeout_s: 120
+    failure_means: The fallback hides errors.
+"""
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo = Repo(tmp_path_factory.mktemp("cli") / "r")
@@ -34,7 +43,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo.commit(
         {
             "pkg/mod.py": BASE
-            + "\n\ndef fallback(fn):\n    try:\n        return fn()\n    except Exception:\n        return None\n"
+            + "\n\ndef fallback(fn):\n    try:\n        return fn()\n    except Exception:\n        return None\n",
+            # the blocker's evidence: a failing test (a broad handler alone is an unconfirmed P2)
+            "tests/test_mod.py": "def test_fallback_propagates():\n    assert False, 'fallback hid the error'\n",
+            ".reviewbot.yml": UNIT_SUITE,
         },
         "add fallback",
     )
@@ -56,7 +68,7 @@ def _cli(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_exit_codes_saving_and_progress(repo: Repo) -> None:
-    blocking = _cli(repo, "--head", "feature/p0", "--suites", "none")
+    blocking = _cli(repo, "--head", "feature/p0", "--suites", "unit")
     assert blocking.returncode == 1, blocking.stderr
     assert blocking.stdout.splitlines()[3].startswith("**Verdict: BLOCKING**")
     assert "reviewbot: diff " in blocking.stderr and "reviewbot: saved " in blocking.stderr
@@ -66,7 +78,7 @@ def test_cli_exit_codes_saving_and_progress(repo: Repo) -> None:
     assert (repo.path / ".reviewbot" / ".gitignore").read_text() == "*\n"
     assert "?? " not in repo.git("status", "--porcelain")
 
-    again = _cli(repo, "--head", "feature/p0", "--suites", "none")
+    again = _cli(repo, "--head", "feature/p0", "--suites", "unit")
     assert again.returncode == 1
     assert len(list((repo.path / ".reviewbot" / "reviews").iterdir())) == len(saved) + 1  # collision-free names
 
@@ -103,7 +115,7 @@ def test_cli_rejects_bad_config_naming_the_key(repo: Repo, tmp_path: Path) -> No
 
 
 def test_zh_rendering_keeps_identifiers_paths_and_severities_in_english(repo: Repo) -> None:
-    review = run_review(repo.path, "main", "feature/p0", suites="none")
+    review = run_review(repo.path, "main", "feature/p0", suites="unit")
     text = render_markdown(review, "zh")
     assert "结论：阻塞合并" in text and "1. 改动概述" in text and "4. 未经审阅的生成代码迹象" in text
     assert "`P0-BLOCKER`" in text and "`pkg/mod.py:8-9`" in text and "`broad-except`" in text
