@@ -10,7 +10,7 @@ import pytest
 from engine_gitrepos import KEYED_CACHE_KEY, KEYED_CONFIG, KEYED_REVIEWBOT_YML, Repo, keyed_repo, sub
 
 from reviewbot.engine import run_review
-from reviewbot.findings import Severity
+from reviewbot.findings import EvidenceKind, Severity
 from reviewbot.keychange import detect_key_change
 from reviewbot.repo_config import ProbeConfig, load_config
 
@@ -47,6 +47,18 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo.commit(
         {"pkg/cache_key.py": sub(KEYED_CACHE_KEY, '        "input_placements": _h(placements),\n', "")},
         "key: drop placements",
+    )
+
+    repo.branch("collide", "main")
+    repo.commit(
+        {
+            "pkg/cache_key.py": sub(
+                KEYED_CACHE_KEY,
+                '        "input_placements": _h(placements),\n',
+                '        "input_placements": _h(str(placements)[:0]),\n',
+            ).replace('"compile_config": config.hash(),', '"compile_config": _h(config.mode),')
+        },
+        "key: hash the mode only and a constant placement",
     )
 
     repo.branch("docs-only", "main")
@@ -258,6 +270,23 @@ def test_removed_factor_makes_an_untouched_docstring_stale(repo: Repo) -> None:
     assert [f.message for f in review.findings if f.rule == "unused-key-param"] == [
         "parameter `placements` of key function `pkg.cache_key.cache_key_factors` is never used"
     ]
+
+
+def test_removed_factor_or_collision_is_a_p0_backed_by_the_probe(repo: Repo) -> None:
+    removed = run_review(repo.path, "main", "remove-factor", suites="static")
+    (finding,) = [f for f in removed.findings if f.rule == "key-shares-artifacts"]
+    assert finding.severity is Severity.P0 and finding.evidence.kind is EvidenceKind.PROBE
+    assert finding.params["removed"] == "input_placements" and finding.params["collisions"] == "none"
+    assert removed.blocking
+    collide = run_review(repo.path, "main", "collide", suites="static")
+    (finding,) = [f for f in collide.findings if f.rule == "key-shares-artifacts"]
+    assert finding.params["removed"] == "none"
+    assert finding.params["stopped"] == "compile_config, input_placements"
+    assert finding.params["collisions"] == "default / sharded"
+    assert "share compiled artifacts" in finding.message
+    # a factor added keeps every configuration apart: no such finding
+    added = run_review(repo.path, "main", "add-factor", suites="static")
+    assert not any(f.rule == "key-shares-artifacts" for f in added.findings)
 
 
 def test_key_introduced_by_the_change_is_not_probed(tmp_path) -> None:
