@@ -358,7 +358,19 @@ def run_review(
         language=config.language,
         suites_mode=suites,
         timings=timings,
+        notes=_checks_off(config),
     )
+
+
+def _checks_off(config: RepoConfig) -> list[str]:
+    """What this review does not check for want of configuration, and why."""
+    if config.key_roots:
+        return []
+    return [
+        "cache-key checks off: no `cache_key.roots` in the head's .reviewbot.yml, so key changes, "
+        "key-sharing configurations, stale key docs and config fields the key ignores are not checked; "
+        "list the functions and config classes that build the key there (docs/reviewbot.md)"
+    ]
 
 
 def _file_findings(
