@@ -208,11 +208,19 @@ def _unhandled_subclasses(
     handled |= {sub.id for sub in ast.walk(handler) if isinstance(sub, ast.Name)}
     handled |= {sub.attr for sub in ast.walk(handler) if isinstance(sub, ast.Attribute)}
     in_test = _is_test_path(ctx.path)
-    index_ = ctx.exceptions()
+    index = ctx.exceptions()
+    # a repository class handled first takes its own subclasses with it
+    handled_full = {
+        sub.full_name
+        for name in handled
+        if name not in BUILTIN_EXCEPTIONS and index.get(name) is not None
+        for sub in [index.get(name), *index.subclasses_of(name)]
+        if sub is not None
+    }
     found: dict[str, ExceptionClass] = {}
     for name in caught:
-        for cls in index_.subclasses_of(name):
-            if cls.name in handled or (not in_test and _is_test_path(cls.path)):
+        for cls in index.subclasses_of(name):
+            if cls.name in handled or cls.full_name in handled_full or (not in_test and _is_test_path(cls.path)):
                 continue
             found.setdefault(cls.full_name, cls)
     return list(found.values())
