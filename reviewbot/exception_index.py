@@ -4,6 +4,7 @@
     index = index_revision(git, rev)         # the same, read from git's object store
     index.subclasses_of("RuntimeError")      # the repository's classes a `except RuntimeError` catches
     index.get("CacheMissError")              # one class by simple or qualified name, or None
+    index.handlers_of("XUnsupportedError")   # the `except` clauses naming a type, and whether they re-raise
 
 A class is an exception class when it (transitively) subclasses a builtin exception
 (`builtins.BaseException` and every builtin below it). Bases are resolved by their last name
@@ -13,6 +14,11 @@ against the builtins; a base defined by a third-party package (`torch.OutOfMemor
 functions are skipped (they cannot be raised across modules); classes nested in classes are
 indexed under their dotted `qualname`. Files that do not parse, and the directories named in
 `SKIP_DIRS`, are skipped. Nothing is imported or executed.
+
+The index also lists every `except` clause of the revision by the simple names it catches
+(`handlers_of`), so a rule can tell whether a type some handler converts into is caught elsewhere
+(one frame up, to fall back). A handler *re-raises* when a statement directly in its body is a
+bare `raise` or `raise <the caught name>` (`reraises_same`).
 
 Two classes with the same simple name in different modules are both kept; `subclasses_of` and
 `get` by simple name then consider both (the scan cannot tell which one an import means).
@@ -60,6 +66,43 @@ class ExceptionClass:
 
 
 @dataclasses.dataclass(frozen=True)
+class CatchSite:
+    """One `except` clause: `path` (relative, POSIX), `line` of the `except`, `caught` (last name
+    segment of each caught type, empty for a bare `except:`), `reraises` (see `reraises_same`)."""
+
+    path: str
+    line: int
+    caught: tuple[str, ...]
+    reraises: bool
+
+
+def reraises_same(handler: ast.ExceptHandler) -> bool:
+    """A statement directly in the handler's body passes the caught exception on unchanged:
+    `raise` or `raise <name>` for `except ... as <name>` (a raise under a condition does not count)."""
+    for stmt in handler.body:
+        if isinstance(stmt, ast.Raise):
+            if stmt.exc is None:
+                return True
+            if handler.name and isinstance(stmt.exc, ast.Name) and stmt.exc.id == handler.name:
+                return True
+    return False
+
+
+def caught_names(handler: ast.ExceptHandler) -> list[str] | None:
+    """Last name segment of every type an `except` clause names; None for a bare `except:`."""
+    if handler.type is None:
+        return None
+    elts = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    names = []
+    for elt in elts:
+        if isinstance(elt, ast.Name):
+            names.append(elt.id)
+        elif isinstance(elt, ast.Attribute):
+            names.append(elt.attr)
+    return names
+
+
+@dataclasses.dataclass(frozen=True)
 class ExceptionIndex:
     """The exception classes of one revision and their resolved builtin ancestors."""
 
@@ -68,6 +111,20 @@ class ExceptionIndex:
     _builtin_ancestors: dict[str, frozenset[str]]
     # full_name -> full names of repository classes it derives from (transitively)
     _repo_ancestors: dict[str, frozenset[str]]
+    # simple caught name -> the except clauses naming it
+    _handlers: dict[str, tuple[CatchSite, ...]] = dataclasses.field(default_factory=dict)
+
+    def ancestors_of(self, name: str) -> list[ExceptionClass]:
+        """The repository classes the class `name` (simple, qualified or `module.qualname`) derives
+        from, transitively, in path and line order; empty for builtins and unknown names."""
+        own = {c.full_name for c in self.classes if name in (c.name, c.qualname, c.full_name)}
+        bases = set().union(*(self._repo_ancestors[n] for n in own)) if own else set()
+        return [c for c in self.classes if c.full_name in bases]
+
+    def handlers_of(self, name: str) -> list[CatchSite]:
+        """The `except` clauses of the revision that name `name` (simple or dotted; matched by its
+        last segment), in path and line order. Clauses naming only a base class are not included."""
+        return list(self._handlers.get(name.rsplit(".", 1)[-1], ()))
 
     def get(self, name: str) -> ExceptionClass | None:
         """The class named `name` (simple name, qualname or `module.qualname`); None when absent.
@@ -168,6 +225,7 @@ def index_revision(git: GitRepo, rev: str) -> ExceptionIndex:
 def index_sources(sources: Mapping[str, str]) -> ExceptionIndex:
     """The index of `sources` (POSIX path relative to the repository root -> file text)."""
     candidates: list[tuple[ExceptionClass, tuple[str | None, ...]]] = []
+    handlers: dict[str, list[CatchSite]] = {}
     for rel_text in sorted(sources):
         rel = Path(rel_text)
         try:
@@ -176,6 +234,12 @@ def index_sources(sources: Mapping[str, str]) -> ExceptionIndex:
             logger.debug("exception index: %s does not parse (%s); skipped", rel_text, exc)
             continue
         module = _module_name(rel)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ExceptHandler):
+                names = tuple(caught_names(node) or ())
+                site = CatchSite(rel_text, node.lineno, names, reraises_same(node))
+                for name in names:
+                    handlers.setdefault(name, []).append(site)
         for qualname, node in _classes(tree):
             if not node.bases:
                 continue
@@ -225,4 +289,5 @@ def index_sources(sources: Mapping[str, str]) -> ExceptionIndex:
         classes=tuple(classes),
         _builtin_ancestors={name: builtin_memo[name] for name in kept},
         _repo_ancestors={name: repo_memo[name] & kept for name in kept},
+        _handlers={name: tuple(sorted(sites, key=lambda c: (c.path, c.line))) for name, sites in handlers.items()},
     )

@@ -22,8 +22,10 @@ may confirm or refute them.
     in comment lines directly above the `except`: P3 `broad-except.noqa-reason` (respected: the
     injection experiment may still show a programmer error swallowed silently); a noqa without a
     reason changes nothing;
-  - converts: P0 `broad-except.converts` (every `AssertionError` becomes the target type, and a
-    caller catching that type to fall back takes every bug into the fallback);
+  - converts: P0 `broad-except.converts` when some `except` clause of the revision catches the
+    target type (or a repository base of it) without re-raising: every `AssertionError` becomes the
+    target type and that caller takes it into its fallback; nothing when no clause catches it (the
+    converted error reaches the user, chained to the original);
   - swallows, logging, in diagnostics or teardown code (the function or file name says so, see
     `_DIAGNOSTIC_WORDS`) with a body of only logging, `pass`, `continue`, `break` and bare
     `return`/`return None`: P3 `broad-except.diagnostics`;
@@ -45,7 +47,7 @@ from __future__ import annotations
 import ast
 import re
 
-from reviewbot.exception_index import BUILTIN_EXCEPTIONS, ExceptionClass
+from reviewbot.exception_index import BUILTIN_EXCEPTIONS, CatchSite, ExceptionClass, caught_names, reraises_same
 from reviewbot.findings import Finding, Severity
 from reviewbot.rules.common import FileContext, contains_logging, is_logging_call
 
@@ -64,40 +66,15 @@ _DIAGNOSTIC_WORDS = re.compile(
 )
 
 
-def _caught_names(handler: ast.ExceptHandler) -> list[str] | None:
-    """Last name segment of every caught type; None for a bare `except:`."""
-    if handler.type is None:
-        return None
-    elts = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    names = []
-    for elt in elts:
-        if isinstance(elt, ast.Name):
-            names.append(elt.id)
-        elif isinstance(elt, ast.Attribute):
-            names.append(elt.attr)
-    return names
-
-
 def _raises(body: list[ast.stmt]) -> bool:
     """Some statement directly in `body` raises (re-raise or conversion)."""
     return any(isinstance(stmt, ast.Raise) for stmt in body)
 
 
-def _reraises_same(handler: ast.ExceptHandler) -> bool:
-    """A statement directly in the body passes the caught exception on: `raise` or `raise <name>`."""
-    for stmt in handler.body:
-        if isinstance(stmt, ast.Raise):
-            if stmt.exc is None:
-                return True
-            if handler.name and isinstance(stmt.exc, ast.Name) and stmt.exc.id == handler.name:
-                return True
-    return False
-
-
 def _conversion(handler: ast.ExceptHandler) -> str | None:
     """The type a handler converts the caught exception into (`raise X(...) [from e]` directly in
     its body), None when it re-raises the same exception or raises nothing unconditionally."""
-    if _reraises_same(handler):
+    if reraises_same(handler):
         return None
     for stmt in handler.body:
         if isinstance(stmt, ast.Raise) and stmt.exc is not None:
@@ -116,7 +93,7 @@ def _mentions_oom(node: ast.AST) -> bool:
 
 def _oom_reraised(node: ast.Try | ast.TryStar, index: int) -> bool:
     for earlier in node.handlers[:index]:
-        names = _caught_names(earlier) or []
+        names = caught_names(earlier) or []
         if any(n.endswith(OOM_NAMES) for n in names) and _raises(earlier.body):
             return True
     handler = node.handlers[index]
@@ -204,7 +181,7 @@ def _unhandled_subclasses(
     handler = node.handlers[index]
     handled: set[str] = set(caught)
     for earlier in node.handlers[:index]:
-        handled |= set(_caught_names(earlier) or [])
+        handled |= set(caught_names(earlier) or [])
     handled |= {sub.id for sub in ast.walk(handler) if isinstance(sub, ast.Name)}
     handled |= {sub.attr for sub in ast.walk(handler) if isinstance(sub, ast.Attribute)}
     in_test = _is_test_path(ctx.path)
@@ -224,6 +201,19 @@ def _unhandled_subclasses(
                 continue
             found.setdefault(cls.full_name, cls)
     return list(found.values())
+
+
+def _fallback_sites(ctx: FileContext, target: str, handler: ast.ExceptHandler) -> list[CatchSite]:
+    """The revision's `except` clauses that catch `target` (by its name or a repository base class
+    of it) and do not re-raise it: where a converted error is taken for the fallback's failure."""
+    index = ctx.exceptions()
+    names = [target.rsplit(".", 1)[-1], *(c.name for c in index.ancestors_of(target.rsplit(".", 1)[-1]))]
+    sites: dict[tuple[str, int], CatchSite] = {}
+    for name in names:
+        for site in index.handlers_of(name):
+            if not site.reraises and (site.path, site.line) != (ctx.path, handler.lineno):
+                sites.setdefault((site.path, site.line), site)
+    return sorted(sites.values(), key=lambda site: (site.path, site.line))
 
 
 def _handler_finding(
@@ -253,7 +243,7 @@ def _handler_finding(
 
 def _broad(ctx: FileContext, handler: ast.ExceptHandler, label: str, ruff_note: str) -> Finding | None:
     """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring)."""
-    if _reraises_same(handler):
+    if reraises_same(handler):
         if handler.type is None:
             return _handler_finding(
                 ctx, handler, "broad-except", Severity.P3, "broad-except.bare-reraises", {}, ruff_note
@@ -269,8 +259,15 @@ def _broad(ctx: FileContext, handler: ast.ExceptHandler, label: str, ruff_note: 
         )
     target = _conversion(handler)
     if target is not None:
+        sites = _fallback_sites(ctx, target, handler)
+        if not sites:
+            return None  # nothing here catches the new type: it reaches the caller, chained to the original
         params["target"] = target
-        return _handler_finding(ctx, handler, "broad-except", Severity.P0, "broad-except.converts", params, ruff_note)
+        shown = ", ".join(f"{site.path}:{site.line}" for site in sites[:SHOWN_SUBCLASSES])
+        extra = {"caught_at": shown, "more": len(sites) - min(len(sites), SHOWN_SUBCLASSES)}
+        return _handler_finding(
+            ctx, handler, "broad-except", Severity.P0, "broad-except.converts", params, ruff_note, extra
+        )
     where = ctx.qualname(handler.lineno)
     if _logs_and_continues(handler) and _DIAGNOSTIC_WORDS.search(f"{ctx.path}/{where}"):
         params["where"] = where or ctx.path
@@ -294,7 +291,7 @@ def check(ctx: FileContext) -> list[Finding]:
         calls = _call_statements(node.body)
         runtime_reported = False
         for i, handler in enumerate(node.handlers):
-            names = _caught_names(handler)
+            names = caught_names(handler)
             label = "except:" if names is None else f"except {ast.unparse(handler.type) if handler.type else ''}"
             ruff_note = ""
             if ("E722", handler.lineno) in ruff_lines:
@@ -307,7 +304,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     findings.append(finding)
                 continue
             builtin = [n for n in names if n in BUILTIN_EXCEPTIONS]
-            around_call = bool(calls) and not _reraises_same(handler)
+            around_call = bool(calls) and not reraises_same(handler)
             subclasses = _unhandled_subclasses(ctx, node, i, builtin) if builtin and around_call else []
             if subclasses:
                 target = _conversion(handler)

@@ -114,9 +114,27 @@ def passes_on(fn):
 def narrow_convert(fn):
     try:
         return fn()
-    except (KeyError, ValueError) as error:
+    except (KeyError, IndexError) as error:
         raise XUnsupportedError("bad graph") from error
-"""
+
+
+def propagates_to_user(path):
+    try:
+        return open(path).read()
+    except Exception as error:
+        raise ValueError(f"cannot read {path}") from error
+""",
+            "pkg/entry.py": """
+from pkg.errors import XUnsupportedError
+from pkg.mod import compile_entry, eager
+
+
+def run(fn):
+    try:
+        return compile_entry(fn)
+    except XUnsupportedError:
+        return eager(fn)
+""",
         },
         "convert",
     )
@@ -248,11 +266,14 @@ def test_a_catch_all_converted_into_another_type_is_reported(repo: Repo) -> None
     found = _by_function(review)
     converted = found[("compile_entry", "broad-except")]
     assert converted.message_id == "broad-except.converts"
-    assert converted.message == "`except Exception` turns every error into `XUnsupportedError`"
+    assert converted.message == (
+        "`except Exception` turns every error into `XUnsupportedError`, which pkg/entry.py:8 catch without re-raising"
+    )
     assert "`AssertionError`" in converted.why
     _assert_unconfirmed(converted, Severity.P0)
-    # re-raising the same exception and converting narrow types are fine
-    assert [key for key in found if key[0] in ("passes_on", "narrow_convert")] == []
+    # re-raising the same exception, converting narrow types, and converting into a type nothing in
+    # the repository catches (it reaches the user, chained) are fine
+    assert set(found) == {("compile_entry", "broad-except")}
 
 
 def test_runtime_error_handler_names_the_repository_subclasses_it_catches(repo: Repo) -> None:

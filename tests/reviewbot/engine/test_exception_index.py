@@ -61,6 +61,15 @@ FILES = {
 
         class Loop(Cycle):
             pass
+
+
+        def load(fn):
+            try:
+                return fn()
+            except CacheError:
+                return None
+            except (KeyError, errors.BadConfig) as error:
+                raise error
         """,
     "pkg/broken.py": "class Broken(RuntimeError:\n",
     ".venv/lib/vendored.py": "class Vendored(RuntimeError):\n    pass\n",
@@ -119,6 +128,18 @@ def test_repository_classes_as_caught_type(repo: Repo) -> None:
     assert outer is not None and _names(index.subclasses_of(outer.full_name)) == []
     with pytest.raises(ValueError):
         index.subclasses_of("")
+
+
+def test_ancestors_and_except_clauses(repo: Repo) -> None:
+    index = index_exceptions(repo.path)
+    assert _names(index.ancestors_of("CompileUnsupported")) == ["pkg.errors.CacheError"]
+    assert _names(index.ancestors_of("CacheMissError")) == ["pkg.errors.CacheError"]
+    assert index.ancestors_of("RuntimeError") == []
+    [site] = index.handlers_of("CacheError")
+    assert (site.path, site.line, site.caught, site.reraises) == ("pkg/compile/__init__.py", 19, ("CacheError",), False)
+    [reraising] = index.handlers_of("pkg.errors.BadConfig")
+    assert reraising.caught == ("KeyError", "BadConfig") and reraising.reraises
+    assert index.handlers_of("CacheMissError") == []  # a clause naming only its base is not listed
 
 
 def test_revision_index_reads_git_not_the_working_tree(repo: Repo) -> None:
