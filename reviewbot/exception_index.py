@@ -5,6 +5,7 @@
     index.subclasses_of("RuntimeError")      # the repository's classes a `except RuntimeError` catches
     index.get("CacheMissError")              # one class by simple or qualified name, or None
     index.handlers_of("XUnsupportedError")   # the `except` clauses naming a type, and whether they re-raise
+    index.raised_in("CacheMissError")        # the modules with a `raise CacheMissError...`
 
 A class is an exception class when it (transitively) subclasses a builtin exception
 (`builtins.BaseException` and every builtin below it). Bases are resolved by their last name
@@ -113,6 +114,13 @@ class ExceptionIndex:
     _repo_ancestors: dict[str, frozenset[str]]
     # simple caught name -> the except clauses naming it
     _handlers: dict[str, tuple[CatchSite, ...]] = dataclasses.field(default_factory=dict)
+    # simple name -> modules with a `raise <name>` / `raise <name>(...)` statement
+    _raised_in: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+
+    def raised_in(self, name: str) -> list[str]:
+        """Modules (dotted, as `ExceptionClass.module`) holding a `raise` of the class `name` (matched
+        by its last segment; `raise X(...)`, `raise X`, `raise mod.X(...)`), sorted."""
+        return sorted(self._raised_in.get(name.rsplit(".", 1)[-1], ()))
 
     def ancestors_of(self, name: str) -> list[ExceptionClass]:
         """The repository classes the class `name` (simple, qualified or `module.qualname`) derives
@@ -157,6 +165,12 @@ class ExceptionIndex:
         return len(self.classes)
 
 
+def module_name(path: str) -> str:
+    """The dotted module of a repository-relative `.py` path (`pkg/sub/mod.py` -> `pkg.sub.mod`,
+    `pkg/__init__.py` -> `pkg`), as in `ExceptionClass.module`."""
+    return _module_name(Path(path))
+
+
 def _module_name(rel: Path) -> str:
     parts = list(rel.with_suffix("").parts)
     if parts and parts[-1] == "__init__":
@@ -187,21 +201,17 @@ def _classes(tree: ast.Module) -> Iterator[tuple[str, ast.ClassDef]]:
     yield from visit(tree.body, "")
 
 
-def _handlers_in(body: list[ast.stmt]) -> Iterator[ast.ExceptHandler]:
-    """Every `except` clause in `body`, at any depth; walks statements only (expressions cannot
-    hold a `try`), which is several times cheaper than `ast.walk` over a whole module."""
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement in `body` at any depth (inside functions, classes, `try` clauses, `match`
+    cases); walks statements only, which is several times cheaper than `ast.walk` over a module."""
     for stmt in body:
-        if isinstance(stmt, (ast.Try, ast.TryStar)):
-            yield from stmt.handlers
+        yield stmt
         for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-            children = getattr(stmt, field, None)
-            if not children:
-                continue
-            for child in children:
+            for child in getattr(stmt, field, None) or ():
                 if isinstance(child, (ast.ExceptHandler, ast.match_case)):
-                    yield from _handlers_in(child.body)
+                    yield from _statements(child.body)
                 elif isinstance(child, ast.stmt):
-                    yield from _handlers_in([child])
+                    yield from _statements([child])
 
 
 def _base_name(expr: ast.expr) -> str | None:
@@ -243,6 +253,7 @@ def index_sources(sources: Mapping[str, str]) -> ExceptionIndex:
     """The index of `sources` (POSIX path relative to the repository root -> file text)."""
     candidates: list[tuple[ExceptionClass, tuple[str | None, ...]]] = []
     handlers: dict[str, list[CatchSite]] = {}
+    raised: dict[str, set[str]] = {}
     for rel_text in sorted(sources):
         rel = Path(rel_text)
         try:
@@ -251,11 +262,17 @@ def index_sources(sources: Mapping[str, str]) -> ExceptionIndex:
             logger.debug("exception index: %s does not parse (%s); skipped", rel_text, exc)
             continue
         module = _module_name(rel)
-        for node in _handlers_in(tree.body):
-            names = tuple(caught_names(node) or ())
-            site = CatchSite(rel_text, node.lineno, names, reraises_same(node))
-            for name in names:
-                handlers.setdefault(name, []).append(site)
+        for node in _statements(tree.body):
+            if isinstance(node, (ast.Try, ast.TryStar)):
+                for handler in node.handlers:
+                    names = tuple(caught_names(handler) or ())
+                    site = CatchSite(rel_text, handler.lineno, names, reraises_same(handler))
+                    for name in names:
+                        handlers.setdefault(name, []).append(site)
+            elif isinstance(node, ast.Raise) and node.exc is not None:
+                raised_name = _base_name(node.exc.func if isinstance(node.exc, ast.Call) else node.exc)
+                if raised_name is not None:
+                    raised.setdefault(raised_name, set()).add(module)
         for qualname, node in _classes(tree):
             if not node.bases:
                 continue
@@ -306,4 +323,5 @@ def index_sources(sources: Mapping[str, str]) -> ExceptionIndex:
         _builtin_ancestors={name: builtin_memo[name] for name in kept},
         _repo_ancestors={name: repo_memo[name] & kept for name in kept},
         _handlers={name: tuple(sorted(sites, key=lambda c: (c.path, c.line))) for name, sites in handlers.items()},
+        _raised_in={name: frozenset(modules) for name, modules in raised.items()},
     )

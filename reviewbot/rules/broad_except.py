@@ -34,10 +34,12 @@ may confirm or refute them.
 - `except RuntimeError` that swallows, with no `torch.OutOfMemoryError` re-raise before it (an
   earlier handler or an `isinstance` check that raises): P0; with the OOM re-raise but a try body
   holding more than one call: P2.
-- `except <builtin>` (not `Exception`/`BaseException`) around a call that does not re-raise, while
-  the repository defines subclasses of a caught type that the try does not handle first (an earlier
-  handler, the same tuple, or a mention in the handler body): P2 `caught-own-subclass`, naming them.
-  Classes defined in test files count only for handlers in test files.
+- `except RuntimeError` (or a builtin below it, `RUNTIME_FAMILY`) around a call that does not
+  re-raise, while the repository defines subclasses of a caught type that are raised in this file's
+  module or a module it imports, and that the try does not handle first (an earlier handler, the same
+  tuple, or a mention in the handler body; handling a class handles its subclasses): P2
+  `caught-own-subclass`, naming them. Classes defined in test files count only for handlers in test
+  files.
 - a try whose body holds more than one statement with a call and that has a handler which does not
   raise (a fallback): P2 `wide-try`. Cleanup handlers that always raise are left alone.
 """
@@ -47,7 +49,14 @@ from __future__ import annotations
 import ast
 import re
 
-from reviewbot.exception_index import BUILTIN_EXCEPTIONS, CatchSite, ExceptionClass, caught_names, reraises_same
+from reviewbot.exception_index import (
+    BUILTIN_EXCEPTIONS,
+    CatchSite,
+    ExceptionClass,
+    caught_names,
+    module_name,
+    reraises_same,
+)
 from reviewbot.findings import Finding, Severity
 from reviewbot.rules.common import FileContext, contains_logging, is_logging_call
 
@@ -55,6 +64,10 @@ BROAD = {"Exception", "BaseException"}
 OOM_NAMES = ("OutOfMemoryError",)
 NOQA_CODES = {"BLE001", "BLE", "E722", "S110"}
 SHOWN_SUBCLASSES = 6
+# builtin types whose repository subclasses usually mean a different failure (a cache miss, an
+# unsupported graph); subclasses of `ValueError`, `TypeError`, `KeyError` are by convention bad input
+# that a handler of the builtin is meant to catch
+RUNTIME_FAMILY = frozenset(name for name, cls in BUILTIN_EXCEPTIONS.items() if issubclass(cls, RuntimeError))
 
 _NOQA = re.compile(r"#\s*(?i:noqa)\b(?:\s*:\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*))?(?P<rest>.*)")
 _COMMENT = re.compile(r"#(?P<text>.*)$")
@@ -174,10 +187,41 @@ def _is_test_path(path: str) -> bool:
     return "tests" in parts[:-1] or "test" in parts[:-1] or name.startswith("test_") or name.endswith("_test.py")
 
 
+def _imported_modules(ctx: FileContext) -> set[str]:
+    """Dotted names this file imports (`import a.b`, `from a import b` gives `a` and `a.b`),
+    relative imports resolved against the file's own package."""
+    own = module_name(ctx.path).split(".")
+    package = own if ctx.path.endswith("__init__.py") else own[:-1]
+    out: set[str] = set()
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            if module:
+                out.add(module)
+                out |= {f"{module}.{alias.name}" for alias in node.names}
+    return out
+
+
+def _reaches(raised_in: str, own: str, imported: set[str]) -> bool:
+    """A module raising the class is this file's module or one it imports (a package import covers
+    its submodules; a `src/` layout prefix is tolerated)."""
+    if raised_in == own:
+        return True
+    dotted = "." + raised_in
+    return any(
+        raised_in == name or raised_in.startswith(name + ".") or dotted.endswith("." + name) or f".{name}." in dotted
+        for name in imported
+    )
+
+
 def _unhandled_subclasses(
     ctx: FileContext, node: ast.Try | ast.TryStar, index: int, caught: list[str]
 ) -> list[ExceptionClass]:
-    """The repository's subclasses of the builtin types in `caught` that reach handler `index`."""
+    """The repository's subclasses of the builtin types in `caught` that reach handler `index`: raised
+    in this file's module or one it imports, and not handled first."""
     handler = node.handlers[index]
     handled: set[str] = set(caught)
     for earlier in node.handlers[:index]:
@@ -185,19 +229,22 @@ def _unhandled_subclasses(
     handled |= {sub.id for sub in ast.walk(handler) if isinstance(sub, ast.Name)}
     handled |= {sub.attr for sub in ast.walk(handler) if isinstance(sub, ast.Attribute)}
     in_test = _is_test_path(ctx.path)
-    index = ctx.exceptions()
+    exceptions = ctx.exceptions()
     # a repository class handled first takes its own subclasses with it
     handled_full = {
         sub.full_name
         for name in handled
-        if name not in BUILTIN_EXCEPTIONS and index.get(name) is not None
-        for sub in [index.get(name), *index.subclasses_of(name)]
+        if name not in BUILTIN_EXCEPTIONS and exceptions.get(name) is not None
+        for sub in [exceptions.get(name), *exceptions.subclasses_of(name)]
         if sub is not None
     }
+    own, imported = module_name(ctx.path), _imported_modules(ctx)
     found: dict[str, ExceptionClass] = {}
     for name in caught:
-        for cls in index.subclasses_of(name):
+        for cls in exceptions.subclasses_of(name):
             if cls.name in handled or cls.full_name in handled_full or (not in_test and _is_test_path(cls.path)):
+                continue
+            if not any(_reaches(module, own, imported) for module in exceptions.raised_in(cls.name)):
                 continue
             found.setdefault(cls.full_name, cls)
     return list(found.values())
@@ -303,7 +350,7 @@ def check(ctx: FileContext) -> list[Finding]:
                 if finding is not None:
                     findings.append(finding)
                 continue
-            builtin = [n for n in names if n in BUILTIN_EXCEPTIONS]
+            builtin = [n for n in names if n in RUNTIME_FAMILY]
             around_call = bool(calls) and not reraises_same(handler)
             subclasses = _unhandled_subclasses(ctx, node, i, builtin) if builtin and around_call else []
             if subclasses:

@@ -24,11 +24,35 @@ class XUnsupportedError(Exception):
     pass
 """
 
+CACHE = """
+from pkg.errors import ArtifactCorrupt, CacheMissError
+
+
+def lookup(store, key):
+    if key not in store:
+        raise CacheMissError(key)
+    if store[key] is None:
+        raise ArtifactCorrupt(key)
+    return store[key]
+"""
+
+# a RuntimeError subclass raised only where pkg/mod.py does not import from
+OTHER = """
+class ShardMismatch(RuntimeError):
+    pass
+
+
+def check(shards):
+    if len(set(shards)) > 1:
+        raise ShardMismatch(shards)
+"""
+
 BASE = """
 import logging
 
 import torch
 
+from pkg.cache import lookup
 from pkg.errors import XUnsupportedError
 
 logger = logging.getLogger(__name__)
@@ -46,6 +70,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
         {
             "pkg/__init__.py": "",
             "pkg/errors.py": ERRORS,
+            "pkg/cache.py": CACHE,
+            "pkg/other.py": OTHER,
             "pkg/mod.py": BASE,
             "tests/test_helpers.py": "class FakeDeviceError(RuntimeError):\n    pass\n",
         },
@@ -184,9 +210,10 @@ def narrow_value(fn):
     repo.commit(
         {
             "pkg/errors.py": "class XUnsupportedError(Exception):\n    pass\n",
+            "pkg/cache.py": "def lookup(store, key):\n    return store[key]\n",
             "pkg/mod.py": BASE + runtime,
         },
-        "runtime handlers in a repository without RuntimeError subclasses",
+        "runtime handlers in a repository without RuntimeError subclasses that pkg/mod.py can reach",
     )
 
     repo.branch("diagnostics", "main")
@@ -288,8 +315,9 @@ def test_runtime_error_handler_names_the_repository_subclasses_it_catches(repo: 
     )
     assert "except CacheMissError: raise" in swallowed.fix
     _assert_unconfirmed(swallowed, Severity.P2)
-    # the test-only RuntimeError subclass is not raised by library code
-    assert "FakeDeviceError" not in str(swallowed.params)
+    # the test-only subclass is not raised by library code; ShardMismatch is raised only in a module
+    # pkg/mod.py does not import
+    assert "FakeDeviceError" not in str(swallowed.params) and "ShardMismatch" not in str(swallowed.params)
     converted = found[("load_converting", "caught-own-subclass")]
     assert converted.message_id == "caught-own-subclass.converts"
     assert converted.params["target"] == "XUnsupportedError"

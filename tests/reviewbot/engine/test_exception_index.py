@@ -70,6 +70,12 @@ FILES = {
                 return None
             except (KeyError, errors.BadConfig) as error:
                 raise error
+
+
+        def fail(kind):
+            if kind:
+                raise CompileUnsupported(kind)
+            raise errors.CacheMissError
         """,
     "pkg/broken.py": "class Broken(RuntimeError:\n",
     ".venv/lib/vendored.py": "class Vendored(RuntimeError):\n    pass\n",
@@ -140,6 +146,8 @@ def test_ancestors_and_except_clauses(repo: Repo) -> None:
     [reraising] = index.handlers_of("pkg.errors.BadConfig")
     assert reraising.caught == ("KeyError", "BadConfig") and reraising.reraises
     assert index.handlers_of("CacheMissError") == []  # a clause naming only its base is not listed
+    assert index.raised_in("CompileUnsupported") == index.raised_in("pkg.errors.CacheMissError") == ["pkg.compile"]
+    assert index.raised_in("CacheError") == []
 
 
 def test_revision_index_reads_git_not_the_working_tree(repo: Repo) -> None:
