@@ -35,8 +35,9 @@ may confirm or refute them.
   earlier handler or an `isinstance` check that raises): P0; with the OOM re-raise but a try body
   holding more than one call: P2.
 - `except RuntimeError` (or a builtin below it, `RUNTIME_FAMILY`) around a call that does not
-  re-raise, while the repository defines subclasses of a caught type that are raised in this file's
-  module or a module it imports, and that the try does not handle first (an earlier handler, the same
+  re-raise, while the repository defines subclasses of a caught type that are raised in a module
+  the try body calls into (one level: a called name's import target, or this file's module for
+  local names and `self`), and that the try does not handle first (an earlier handler, the same
   tuple, or a mention in the handler body; handling a class handles its subclasses): P2
   `caught-own-subclass`, naming them. Classes defined in test files count only for handlers in test
   files.
@@ -187,33 +188,59 @@ def _is_test_path(path: str) -> bool:
     return "tests" in parts[:-1] or "test" in parts[:-1] or name.startswith("test_") or name.endswith("_test.py")
 
 
-def _imported_modules(ctx: FileContext) -> set[str]:
-    """Dotted names this file imports (`import a.b`, `from a import b` gives `a` and `a.b`),
-    relative imports resolved against the file's own package."""
+def _import_map(ctx: FileContext) -> dict[str, str]:
+    """Local name -> dotted target for this file's imports (`from a import b as c`: `c` -> `a.b`;
+    `import a.b`: `a` -> `a`; `import a.b as c`: `c` -> `a.b`), relative imports resolved against
+    the file's own package."""
     own = module_name(ctx.path).split(".")
     package = own if ctx.path.endswith("__init__.py") else own[:-1]
-    out: set[str] = set()
+    out: dict[str, str] = {}
     for node in ast.walk(ctx.tree):
         if isinstance(node, ast.Import):
-            out |= {alias.name for alias in node.names}
+            for alias in node.names:
+                out[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
         elif isinstance(node, ast.ImportFrom):
             base = package[: len(package) - node.level + 1] if node.level else []
             module = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            if module:
-                out.add(module)
-                out |= {f"{module}.{alias.name}" for alias in node.names}
+            for alias in node.names:
+                out[alias.asname or alias.name] = f"{module}.{alias.name}" if module else alias.name
     return out
 
 
-def _reaches(raised_in: str, own: str, imported: set[str]) -> bool:
-    """A module raising the class is this file's module or one it imports (a package import covers
-    its submodules; a `src/` layout prefix is tolerated)."""
-    if raised_in == own:
-        return True
+def _called_modules(ctx: FileContext, body: list[ast.stmt]) -> set[str]:
+    """Where the calls in `body` lead: the dotted import target of each call's root name (`f()` for
+    `from m import f` gives `m.f`; `m.f()` for `import m` gives `m.f`), this file's module for local
+    names, `self` and `cls`. One level only: what the called module calls in turn is not followed."""
+    imports = _import_map(ctx)
+    own = module_name(ctx.path)
+    out: set[str] = set()
+    for stmt in body:
+        for call in ast.walk(stmt):
+            if not isinstance(call, ast.Call):
+                continue
+            chain: list[str] = []
+            func = call.func
+            while isinstance(func, ast.Attribute):
+                chain.insert(0, func.attr)
+                func = func.value
+            if not isinstance(func, ast.Name):
+                continue
+            target = imports.get(func.id)
+            out.add(".".join([target, *chain]) if target else own)
+    return out
+
+
+def _reaches(raised_in: str, called: set[str]) -> bool:
+    """The module raising a class is where one of the calls leads (`m.f` leads into `m`; a package
+    import covers its submodules; a `src/` layout prefix is tolerated)."""
     dotted = "." + raised_in
     return any(
-        raised_in == name or raised_in.startswith(name + ".") or dotted.endswith("." + name) or f".{name}." in dotted
-        for name in imported
+        raised_in == name
+        or name.startswith(raised_in + ".")
+        or raised_in.startswith(name + ".")
+        or dotted.endswith("." + name)
+        or f".{name}." in dotted + "."
+        for name in called
     )
 
 
@@ -221,7 +248,7 @@ def _unhandled_subclasses(
     ctx: FileContext, node: ast.Try | ast.TryStar, index: int, caught: list[str]
 ) -> list[ExceptionClass]:
     """The repository's subclasses of the builtin types in `caught` that reach handler `index`: raised
-    in this file's module or one it imports, and not handled first."""
+    in a module the try body calls into (`_called_modules`), and not handled first."""
     handler = node.handlers[index]
     handled: set[str] = set(caught)
     for earlier in node.handlers[:index]:
@@ -238,13 +265,13 @@ def _unhandled_subclasses(
         for sub in [exceptions.get(name), *exceptions.subclasses_of(name)]
         if sub is not None
     }
-    own, imported = module_name(ctx.path), _imported_modules(ctx)
+    called = _called_modules(ctx, node.body)
     found: dict[str, ExceptionClass] = {}
     for name in caught:
         for cls in exceptions.subclasses_of(name):
             if cls.name in handled or cls.full_name in handled_full or (not in_test and _is_test_path(cls.path)):
                 continue
-            if not any(_reaches(module, own, imported) for module in exceptions.raised_in(cls.name)):
+            if not any(_reaches(module, called) for module in exceptions.raised_in(cls.name)):
                 continue
             found.setdefault(cls.full_name, cls)
     return list(found.values())
