@@ -29,7 +29,8 @@ may confirm or refute them.
   - swallows, logging, in diagnostics or teardown code (the function or file name says so, see
     `_DIAGNOSTIC_WORDS`) with a body of only logging, `pass`, `continue`, `break` and bare
     `return`/`return None`: P3 `broad-except.diagnostics`;
-  - swallows with a comment in the handler saying why: P2 `broad-except.documented`;
+  - swallows with a comment in the handler saying why that is fine (safe, fallback, best effort,
+    expected, optional, ...; "# flag the error" is not a reason): P2 `broad-except.documented`;
   - swallows otherwise: P0 `broad-except.swallows`.
 - `except RuntimeError` that swallows, with no `torch.OutOfMemoryError` re-raise before it (an
   earlier handler or an `isinstance` check that raises): P0; with the OOM re-raise but a try body
@@ -73,6 +74,12 @@ RUNTIME_FAMILY = frozenset(name for name, cls in BUILTIN_EXCEPTIONS.items() if i
 _NOQA = re.compile(r"#\s*(?i:noqa)\b(?:\s*:\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*))?(?P<rest>.*)")
 _COMMENT = re.compile(r"#(?P<text>.*)$")
 _WORDY = re.compile(r"[^\W\d_]{3,}")
+# a handler comment documents a safe-direction fallback when it says why swallowing is fine
+_JUSTIFIED = re.compile(
+    r"\bsafe|fall(s|ing)?[ -]?back|best[ -]effort|intentional|deliberate|on purpose|expected|optional"
+    r"|never (fail|break|block)|must not (fail|break|block)|only (slower|a warning)|harmless|安全|回退|尽力",
+    re.IGNORECASE,
+)
 _DIAGNOSTIC_WORDS = re.compile(
     r"diagnos|debug|dump|report|telemetry|metric|profil|trac(e|ing)|stats|statistic|summar|monitor|inspect"
     r"|log_|_log|logging|cleanup|clean_up|teardown|tear_down|shutdown|close|__del__|__exit__|finaliz",
@@ -156,7 +163,8 @@ def _noqa(ctx: FileContext, handler: ast.ExceptHandler) -> tuple[str, str] | Non
 
 
 def _handler_comment(ctx: FileContext, handler: ast.ExceptHandler) -> str:
-    """The comments inside the handler's lines (the `except` line's own, noqa excluded)."""
+    """The comments inside the handler's lines (the `except` line's own, noqa excluded) when they say
+    why swallowing is fine (`_JUSTIFIED`: safe, fallback, best effort, expected, ...), else ""."""
     end = handler.end_lineno or handler.lineno
     texts = []
     for number in range(handler.lineno, end + 1):
@@ -164,7 +172,7 @@ def _handler_comment(ctx: FileContext, handler: ast.ExceptHandler) -> str:
         if text and not _NOQA.search("#" + text):
             texts.append(text)
     reason = _clean_reason(" ".join(texts))
-    return reason if _WORDY.search(reason) else ""
+    return reason if _JUSTIFIED.search(reason) else ""
 
 
 def _logs_and_continues(handler: ast.ExceptHandler) -> bool:
