@@ -343,7 +343,12 @@ def _broad(ctx: FileContext, handler: ast.ExceptHandler, label: str, ruff_note: 
     if target is not None:
         sites = _fallback_sites(ctx, target, handler)
         if not sites:
-            return None  # nothing here catches the new type: it reaches the caller, chained to the original
+            # nothing here catches the new type: it reaches the caller, chained to the original
+            if handler.type is None:
+                return _handler_finding(
+                    ctx, handler, "broad-except", Severity.P3, "broad-except.bare-reraises", {}, ruff_note
+                )
+            return None
         params["target"] = target
         shown = ", ".join(f"{site.path}:{site.line}" for site in sites[:SHOWN_SUBCLASSES])
         extra = {"caught_at": shown, "more": len(sites) - min(len(sites), SHOWN_SUBCLASSES)}

@@ -149,6 +149,13 @@ def propagates_to_user(path):
         return open(path).read()
     except Exception as error:
         raise ValueError(f"cannot read {path}") from error
+
+
+def bare_convert(path):
+    try:
+        return open(path).read()
+    except:  # noqa: E722
+        raise ValueError(f"cannot read {path}")
 """,
             "pkg/entry.py": """
 from pkg.errors import XUnsupportedError
@@ -317,7 +324,10 @@ def test_a_catch_all_converted_into_another_type_is_reported(repo: Repo) -> None
     _assert_unconfirmed(converted, Severity.P0)
     # re-raising the same exception, converting narrow types, and converting into a type nothing in
     # the repository catches (it reaches the user, chained) are fine
-    assert set(found) == {("compile_entry", "broad-except")}
+    assert set(found) == {("compile_entry", "broad-except"), ("bare_convert", "broad-except")}
+    # a bare `except:` that converts still catches KeyboardInterrupt: the bare-handler note
+    bare = found[("bare_convert", "broad-except")]
+    assert (bare.severity, bare.message_id) == (Severity.P3, "broad-except.bare-reraises")
 
 
 def test_runtime_error_handler_names_the_repository_subclasses_it_catches(repo: Repo) -> None:
