@@ -26,9 +26,10 @@ may confirm or refute them.
     target type (or a repository base of it) without re-raising: every `AssertionError` becomes the
     target type and that caller takes it into its fallback; nothing when no clause catches it (the
     converted error reaches the user, chained to the original);
-  - swallows, logging, in diagnostics or teardown code (the function or file name says so, see
-    `_DIAGNOSTIC_WORDS`) with a body of only logging, `pass`, `continue`, `break` and bare
-    `return`/`return None`: P3 `broad-except.diagnostics`;
+  - swallows, logging, in diagnostics or teardown code (a word of the file path or the enclosing
+    name is in `_DIAGNOSTIC_WORDS`: dump, report, metrics, trace, close, shutdown, ...) with a body
+    of only logging, `pass`, `continue`, `break` and bare `return`/`return None`: P3
+    `broad-except.diagnostics`;
   - swallows with a comment in the handler saying why that is fine (safe, fallback, best effort,
     expected, optional, ...; "# flag the error" is not a reason): P2 `broad-except.documented`;
   - swallows otherwise: P0 `broad-except.swallows`.
@@ -80,11 +81,50 @@ _JUSTIFIED = re.compile(
     r"|never (fail|break|block)|must not (fail|break|block)|only (slower|a warning)|harmless|安全|回退|尽力",
     re.IGNORECASE,
 )
-_DIAGNOSTIC_WORDS = re.compile(
-    r"diagnos|debug|dump|report|telemetry|metric|profil|trac(e|ing)|stats|statistic|summar|monitor|inspect"
-    r"|log_|_log|logging|cleanup|clean_up|teardown|tear_down|shutdown|close|__del__|__exit__|finaliz",
-    re.IGNORECASE,
+# words (of the file path and the enclosing qualified name, split at `/`, `.`, `_` and case changes)
+# that mark code whose job is diagnostics or teardown
+_DIAGNOSTIC_WORDS = frozenset(
+    [
+        "diagnose",
+        "diagnostic",
+        "diagnostics",
+        "debug",
+        "dump",
+        "dumps",
+        "report",
+        "reports",
+        "reporting",
+        "telemetry",
+        "metric",
+        "metrics",
+        "profile",
+        "profiler",
+        "profiling",
+        "trace",
+        "tracing",
+        "tracer",
+        "stats",
+        "statistics",
+        "summary",
+        "summarize",
+        "monitor",
+        "monitoring",
+        "inspect",
+        "log",
+        "logs",
+        "logging",
+        "logger",
+        "cleanup",
+        "teardown",
+        "shutdown",
+        "close",
+        "del",
+        "exit",
+        "finalize",
+        "stop",
+    ]
 )
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 
 def _raises(body: list[ast.stmt]) -> bool:
@@ -356,7 +396,8 @@ def _broad(ctx: FileContext, handler: ast.ExceptHandler, label: str, ruff_note: 
             ctx, handler, "broad-except", Severity.P0, "broad-except.converts", params, ruff_note, extra
         )
     where = ctx.qualname(handler.lineno)
-    if _logs_and_continues(handler) and _DIAGNOSTIC_WORDS.search(f"{ctx.path}/{where}"):
+    words = {word.lower() for word in _WORD_SPLIT.split(f"{ctx.path.removesuffix('.py')}/{where}") if word}
+    if _logs_and_continues(handler) and words & _DIAGNOSTIC_WORDS:
         params["where"] = where or ctx.path
         return _handler_finding(
             ctx, handler, "broad-except", Severity.P3, "broad-except.diagnostics", params, ruff_note
