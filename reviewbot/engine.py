@@ -369,9 +369,11 @@ def _checks_off(config: RepoConfig) -> list[str]:
     if config.key_roots:
         return []
     return [
-        "cache-key checks off: no `cache_key.roots` in the head's .reviewbot.yml, so key changes, "
-        "key-sharing configurations, stale key docs and config fields the key ignores are not checked; "
-        "list the functions and config classes that build the key there (docs/reviewbot.md)"
+        (
+            "cache-key checks off: no `cache_key.roots` in the head's .reviewbot.yml, so key changes, "
+            "key-sharing configurations, stale key docs and config fields the key ignores are not checked; "
+            "list the functions and config classes that build the key there (docs/reviewbot.md)"
+        )
     ]
 
 
