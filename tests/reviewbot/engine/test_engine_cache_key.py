@@ -90,7 +90,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
 
     repo.branch("explicit-hash", "main")
     repo.commit({"pkg/config.py": EXPLICIT_HASH_CONFIG}, "explicit hash")
-    repo.branch("ignored-field")
+    repo.branch("ignored-field", "explicit-hash")
     repo.commit(
         {
             "pkg/config.py": sub(
