@@ -13,7 +13,7 @@ from reviewbot.findings import EvidenceKind, Severity
 from reviewbot.keychange import detect_key_change
 from reviewbot.repo_config import load_config
 
-CONFIGS = '''
+CONFIGS = """
 import dataclasses
 import hashlib
 import json
@@ -85,9 +85,9 @@ class Walked:
 
     def hash(self):
         return _sha([self.warps])
-'''
+"""
 
-KEY = '''
+KEY = """
 import dataclasses
 import json
 
@@ -108,7 +108,7 @@ def cache_key_factors(p, h, v, r, e, w: Walked):
 if __name__ == "__main__":
     factors = cache_key_factors(PydanticLike(), HelperHashed(), VarsHashed(), ReprHashed(), Explicit(), Walked())
     print(json.dumps({"cases": {"default": {"factors": factors, "key": _sha(factors)}}}))
-'''
+"""
 
 CLASSES = ("PydanticLike", "HelperHashed", "VarsHashed", "ReprHashed", "Explicit", "Walked")
 REVIEWBOT_YML = "cache_key:\n  roots:\n    - pkg.key.cache_key_factors\n" + "".join(
