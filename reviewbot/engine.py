@@ -414,6 +414,20 @@ def _file_findings(
         say(f"exception index: {len(index)} exception class(es) of the repository")
         return index
 
+    @functools.cache
+    def changed_sources(revision: str) -> tuple[tuple[str, str], ...]:
+        # every changed Python file at "base" (removed files included) or "head"
+        out: list[tuple[str, str]] = []
+        for change in changes:
+            if revision == "head":
+                path, rev = (change.path if change.status != "removed" else None), head
+            else:
+                path, rev = change.old_path or (change.path if change.status == "removed" else None), merge_base
+            source = git.read(rev, path) if path and path.endswith(".py") else None
+            if path and source is not None:
+                out.append((path, source))
+        return tuple(out)
+
     findings: list[Finding] = []
     guards: list[str] = []
     for path, (change, head_src, base_src) in versions.items():
@@ -424,11 +438,27 @@ def _file_findings(
         base_prints: set[str] = set()
         if base_tree is not None and base_src is not None:
             base_ctx = _context(
-                path, "base", base_src, base_tree, config, ruff_hits.get(f"base/{path}", []), kc, exceptions
+                path,
+                "base",
+                base_src,
+                base_tree,
+                config,
+                ruff_hits.get(f"base/{path}", []),
+                kc,
+                exceptions,
+                changed_sources,
             )
             base_prints = {f.fingerprint for rule in FILE_RULES for f in rule(base_ctx)}
         head_ctx = _context(
-            path, "head", head_src, head_tree, config, ruff_hits.get(f"head/{path}", []), kc, exceptions
+            path,
+            "head",
+            head_src,
+            head_tree,
+            config,
+            ruff_hits.get(f"head/{path}", []),
+            kc,
+            exceptions,
+            changed_sources,
         )
         for rule in FILE_RULES:
             for finding in rule(head_ctx):
@@ -452,6 +482,7 @@ def _context(
     ruff: list,
     kc: KeyChange | None,
     exceptions: Callable[[], ExceptionIndex],
+    changed_sources: Callable[[str], tuple[tuple[str, str], ...]],
 ) -> FileContext:
     if kc is None:
         closure, factors, gained, known = {}, [], [], []
@@ -475,4 +506,5 @@ def _context(
         factors_gained=gained,
         factors_known=known,
         exceptions=exceptions,
+        changed_sources=changed_sources,
     )
