@@ -15,7 +15,13 @@ Public API (used by the review engine, the service and the release notes):
 `unchanged`. `introduced` is True when the roots exist only at head (no probe then: there was no
 key to compare with). `KeyChange.confirmed` is what the service labels `cache: invalidates` and what the
 release notes warn about. `new_fields` lists fields added to hashed config classes (the roots that
-are classes), with `ignored=True` when the key does not see them.
+are classes), with `ignored=True` when the key does not see them (`fields.py` reads the class's
+hash; the probe overrules it: a field whose addition alone changed the keys is never ignored).
+
+`reproducibility_base`/`reproducibility_head` are filled by `reviewbot.experiments.key_stability`
+(the engine runs it after this when the probe ran): factors that differ between two runs of one
+revision. The base's unstable factors are marked on every `CaseKeys` and do not count as changed.
+`factors_renamed` pairs a removed factor with an added one of the same value in every case.
 """
 
 from __future__ import annotations
