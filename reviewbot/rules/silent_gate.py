@@ -150,7 +150,11 @@ class _Scanner:
             for node in ctx.tree.body
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and contains_logging(node.body)
         }
-        self.moved = moved_conditions(ctx)
+
+    @functools.cached_property
+    def moved(self) -> frozenset[str]:
+        """Conditions this change moved rather than added (read only when a gate is found)."""
+        return moved_conditions(self.ctx)
 
     def scan(self, body: list[ast.stmt], flag_active: bool, params: set[str]) -> None:
         active = flag_active
