@@ -120,10 +120,10 @@ class NewField:
     """A field added to a hashed config class. `ignored`: the key does not see it; `excluded`: the
     code leaves it out on purpose (by name, metadata or `exclude=True`); `probe`: what the probe
     adds, "" (did not run), `unchanged` (every reference key stayed the same), `changed` (keys
-    changed and the new fields are the class's only change: the key sees them) or
+    changed and the new field is the class's only change: the key sees it) or
     `changed-elsewhere` (keys changed, but other code of the key changed too, so the field may not
-    be why). `assumed`: the static reading is a guess (no hashing method); `only_change`: the new
-    fields' declarations are all that changed in the class."""
+    be why). `assumed`: the static reading is a guess (no hashing method); `only_change`: this field's
+    declaration is all that changed in the class."""
 
     class_name: str
     field: str
@@ -301,7 +301,8 @@ def detect_key_change(
         if name not in base_items:
             continue
         added = [f for f in item.fields if f not in base_items[name].fields]
-        only_fields = bool(added) and _digest_without(head_index, item, added) == base_items[name].digest
+        # one new field and nothing else changed in the class: a key change the probe sees is this field's
+        only_field = len(added) == 1 and _digest_without(head_index, item, added) == base_items[name].digest
         for field in added:
             coverage = field_coverage(head_index, item, field, head_items)
             line = _field_line(head_index, item, field)
@@ -315,7 +316,7 @@ def detect_key_change(
                     coverage.evidence,
                     excluded=coverage.excluded,
                     assumed=coverage.assumed,
-                    only_change=only_fields,
+                    only_change=only_field,
                 )
             )
 
@@ -362,7 +363,7 @@ def _probe_verdict(change: KeyChange, field: NewField) -> NewField:
             note = "; the probe sees the same key at base and head"
             return dataclasses.replace(field, ignored=True, evidence=field.evidence + note, probe="unchanged")
         return field
-    if not field.ignored:
+    if not field.ignored or field.excluded:
         return field
     if field.only_change and all(c.name == field.class_name for c in change.closure_changes):
         factors = ", ".join(change.factors_changed) or KEY_ITSELF

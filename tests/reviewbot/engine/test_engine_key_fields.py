@@ -122,6 +122,7 @@ BRANCHES = {
     "pyd-excluded": ('    log_level: str = ""\n', '    mode: str = "jit"\n'),
     "helper-field": ("    unroll: int = 2\n", "    level: int = 1\n"),
     "helper-nohash": ("    verbose: bool = _no_hash(False)\n", "    level: int = 1\n"),
+    "helper-both": ("    unroll: int = 2\n    verbose: bool = _no_hash(False)\n", "    level: int = 1\n"),
     "vars-field": ("    height: int = 1\n", "    width: int = 1\n"),
     "repr-field": ("    stride: int = 1\n", "    depth: int = 1\n"),
     "explicit-field": ("    fused: bool = False\n", "    tile: int = 1\n"),
@@ -147,6 +148,16 @@ def _static(repo: Repo, branch: str):
     change = detect_key_change(repo.path, "main", branch, load_config(repo.path, branch), probe=False)
     (field,) = change.new_fields
     return field
+
+
+def test_a_key_change_from_one_new_field_does_not_cover_another(repo: Repo) -> None:
+    # `unroll` moves the key; `verbose` is left out by its metadata: the probe's change is not its
+    review = run_review(repo.path, "main", "helper-both")
+    assert review.key_change is not None and review.key_change.confirmed
+    fields = {f.field: f for f in review.key_change.new_fields}
+    assert not fields["unroll"].ignored and fields["verbose"].ignored and fields["verbose"].excluded
+    (finding,) = [f for f in review.findings if f.rule == "key-ignores-field"]
+    assert (finding.params["field"], finding.severity) == ("verbose", Severity.P4)
 
 
 @pytest.mark.parametrize(
