@@ -58,13 +58,9 @@ class Coverage:
 
 def _strings(node: ast.AST, mod: ModuleInfo | None = None) -> set[str]:
     """String constants in `node`; with `mod`, a bare name of a module constant reads that constant."""
-    if (
-        mod is not None
-        and isinstance(node, ast.Name)
-        and isinstance(mod.defs.get(node.id), (ast.Assign, ast.AnnAssign))
-    ):
-        value = mod.defs[node.id].value  # type: ignore[union-attr]
-        return _strings(value) if value is not None else set()
+    target = mod.defs.get(node.id) if mod is not None and isinstance(node, ast.Name) else None
+    if isinstance(target, (ast.Assign, ast.AnnAssign)):
+        return _strings(target.value) if target.value is not None else set()
     return {s.value for s in ast.walk(node) if isinstance(s, ast.Constant) and isinstance(s.value, str)}
 
 
