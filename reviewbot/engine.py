@@ -35,6 +35,7 @@ from typing import Any
 from reviewbot import logger
 from reviewbot.diff import FileChange, diff_files
 from reviewbot.exception_index import ExceptionIndex, index_revision
+from reviewbot.experiments.key_stability import check_reproducibility
 from reviewbot.findings import Finding, Severity, apply_evidence_policy
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange import KeyChange, detect_key_change
@@ -293,26 +294,27 @@ def run_review(
         t = time.monotonic()
         key_change: KeyChange | None = None
         if config.key_roots:
+            base_config = _base_config(git, merge_base, config)
             key_change = detect_key_change(
                 git,
                 merge_base,
                 head_sha,
                 config,
                 probe=False if suites == "none" else None,
-                base_config=_base_config(git, merge_base, config),
+                base_config=base_config,
                 progress=say,
             )
+            if key_change.probe_status == "ok":  # the experiment runs the probe again at both revisions
+                t_experiment = time.monotonic()
+                key_change = check_reproducibility(git, key_change, config, base_config, progress=say)
+                timings["key_reproducibility"] = time.monotonic() - t_experiment
             say(f"cache key: {key_change.status}")
-        timings["cache_key"] = time.monotonic() - t
+        timings["cache_key"] = time.monotonic() - t - timings.get("key_reproducibility", 0.0)
 
         t = time.monotonic()
         findings, guards = _file_findings(git, merge_base, head_sha, changes, config, key_change, say)
         if key_change is not None:
-            by_path = {c.path: c for c in changes}
-            for finding in cache_key_rule.check(key_change):
-                change = by_path.get(finding.path)
-                touched = change is not None and change.touches(finding.line_start, finding.line_end)
-                findings.append(dataclasses.replace(finding, in_diff=touched))
+            findings += cache_key_rule.check(key_change, {c.path: c for c in changes})
             if pr_body:
                 findings += key_docs.check_pr_body(
                     pr_body,
@@ -412,6 +414,20 @@ def _file_findings(
         say(f"exception index: {len(index)} exception class(es) of the repository")
         return index
 
+    @functools.cache
+    def changed_sources(revision: str) -> tuple[tuple[str, str], ...]:
+        # every changed Python file at "base" (removed files included) or "head"
+        out: list[tuple[str, str]] = []
+        for change in changes:
+            if revision == "head":
+                path, rev = (change.path if change.status != "removed" else None), head
+            else:
+                path, rev = change.old_path or (change.path if change.status == "removed" else None), merge_base
+            source = git.read(rev, path) if path and path.endswith(".py") else None
+            if path and source is not None:
+                out.append((path, source))
+        return tuple(out)
+
     findings: list[Finding] = []
     guards: list[str] = []
     for path, (change, head_src, base_src) in versions.items():
@@ -422,11 +438,27 @@ def _file_findings(
         base_prints: set[str] = set()
         if base_tree is not None and base_src is not None:
             base_ctx = _context(
-                path, "base", base_src, base_tree, config, ruff_hits.get(f"base/{path}", []), kc, exceptions
+                path,
+                "base",
+                base_src,
+                base_tree,
+                config,
+                ruff_hits.get(f"base/{path}", []),
+                kc,
+                exceptions,
+                changed_sources,
             )
             base_prints = {f.fingerprint for rule in FILE_RULES for f in rule(base_ctx)}
         head_ctx = _context(
-            path, "head", head_src, head_tree, config, ruff_hits.get(f"head/{path}", []), kc, exceptions
+            path,
+            "head",
+            head_src,
+            head_tree,
+            config,
+            ruff_hits.get(f"head/{path}", []),
+            kc,
+            exceptions,
+            changed_sources,
         )
         for rule in FILE_RULES:
             for finding in rule(head_ctx):
@@ -450,6 +482,7 @@ def _context(
     ruff: list,
     kc: KeyChange | None,
     exceptions: Callable[[], ExceptionIndex],
+    changed_sources: Callable[[str], tuple[tuple[str, str], ...]],
 ) -> FileContext:
     if kc is None:
         closure, factors, gained, known = {}, [], [], []
@@ -473,4 +506,5 @@ def _context(
         factors_gained=gained,
         factors_known=known,
         exceptions=exceptions,
+        changed_sources=changed_sources,
     )

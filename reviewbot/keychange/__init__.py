@@ -15,12 +15,19 @@ Public API (used by the review engine, the service and the release notes):
 `unchanged`. `introduced` is True when the roots exist only at head (no probe then: there was no
 key to compare with). `KeyChange.confirmed` is what the service labels `cache: invalidates` and what the
 release notes warn about. `new_fields` lists fields added to hashed config classes (the roots that
-are classes), with `ignored=True` when the key does not see them.
+are classes), with `ignored=True` when the key does not see them (`fields.py` reads the class's
+hash; the probe overrules it: a field whose addition alone changed the keys is never ignored).
+
+`reproducibility_base`/`reproducibility_head` are filled by `reviewbot.experiments.key_stability`
+(the engine runs it after this when the probe ran): factors that differ between two runs of one
+revision. The base's unstable factors are marked on every `CaseKeys` and do not count as changed.
+`factors_renamed` pairs a removed factor with an added one of the same value in every case.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +35,15 @@ from typing import Any
 
 from reviewbot import logger
 from reviewbot.gitrepo import GitRepo
-from reviewbot.keychange.closure import ClosureItem, ModuleIndex, compute_closure, factor_names
+from reviewbot.keychange.closure import (
+    ClosureItem,
+    ModuleIndex,
+    compute_closure,
+    digest,
+    factor_names,
+    factor_sites,
+)
+from reviewbot.keychange.fields import field_coverage
 from reviewbot.keychange.probe import ProbeRun, run_probe
 from reviewbot.repo_config import RepoConfig
 
@@ -49,34 +64,77 @@ class ClosureChange:
     end_line: int
 
 
+KEY_ITSELF = "(key)"
+
+
 @dataclasses.dataclass(frozen=True)
 class CaseKeys:
-    """One reference case of the probe: keys and factors at base and head (None when absent)."""
+    """One reference case of the probe: keys and factors at base and head (None when absent).
+
+    `unstable`: factors (or `KEY_ITSELF`) the reproducibility experiment saw differ between two
+    runs of the base: their difference from the head is noise, not a change."""
 
     case: str
     old_key: str | None
     new_key: str | None
     old_factors: dict[str, str]
     new_factors: dict[str, str]
+    unstable: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
+        if self.unstable:
+            return bool(self.factors_changed)
         return self.old_key != self.new_key
 
     @property
     def factors_changed(self) -> list[str]:
         names = list(dict.fromkeys([*self.old_factors, *self.new_factors]))
-        return [n for n in names if self.old_factors.get(n) != self.new_factors.get(n)]
+        return [n for n in names if self.old_factors.get(n) != self.new_factors.get(n) and n not in self.unstable]
+
+
+@dataclasses.dataclass(frozen=True)
+class Reproducibility:
+    """The key-reproducibility experiment at one revision (`reviewbot.experiments.key_stability`):
+    the probe ran a second time in another worktree with another `PYTHONHASHSEED`.
+
+    `status`: ok | failed | timeout (the second run's); `unstable`: factor names whose value
+    differed between the runs in some reference case, `KEY_ITSELF` when only the key did; `cases`:
+    the reference cases that differed; `seeds` and `worktrees`: of the two runs."""
+
+    revision: str
+    status: str
+    unstable: tuple[str, ...] = ()
+    cases: tuple[str, ...] = ()
+    seeds: tuple[int, int] = (0, 0)
+    worktrees: tuple[str, str] = ("", "")
+    error: str = ""
+
+    @property
+    def reproducible(self) -> bool:
+        return self.status == "ok" and not self.unstable
 
 
 @dataclasses.dataclass(frozen=True)
 class NewField:
+    """A field added to a hashed config class. `ignored`: the key does not see it; `excluded`: the
+    code leaves it out on purpose (by name, metadata or `exclude=True`); `probe`: what the probe
+    adds, "" (did not run), `unchanged` (every reference key stayed the same), `changed` (keys
+    changed and the new field is the class's only change: the key sees it) or
+    `changed-elsewhere` (keys changed, but other code of the key changed too, so the field may not
+    be why). `assumed`: the static reading is a guess (no hashing method); `only_change`: this field's
+    declaration is all that changed in the class."""
+
     class_name: str
     field: str
     path: str
     line: int
     ignored: bool
     evidence: str
+    excluded: bool = False
+    probe: str = ""
+    assumed: bool = False
+    only_change: bool = False
 
 
 @dataclasses.dataclass
@@ -91,9 +149,19 @@ class KeyChange:
     factors_head: list[str]
     probe_status: str  # ok | failed | timeout | not-run | not-configured
     probe_error: str = ""
+    probe_worktrees: tuple[str, str] = ("", "")  # where the probe ran at (base, head); removed since
     cases: list[CaseKeys] = dataclasses.field(default_factory=list)
     base_items: dict[str, ClosureItem] = dataclasses.field(default_factory=dict, repr=False)
     head_items: dict[str, ClosureItem] = dataclasses.field(default_factory=dict, repr=False)
+    # factor name -> (path, line) where the head's key function names it (static)
+    factor_lines: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict, repr=False)
+    reproducibility_base: Reproducibility | None = None
+    reproducibility_head: Reproducibility | None = None
+
+    @property
+    def unstable_base(self) -> tuple[str, ...]:
+        """Factors (or `KEY_ITSELF`) that differed between two runs of the base's probe."""
+        return self.reproducibility_base.unstable if self.reproducibility_base is not None else ()
 
     @property
     def static_changed(self) -> bool:
@@ -132,6 +200,24 @@ class KeyChange:
     def factors_removed(self) -> list[str]:
         return [f for f in self.factors_base if f not in self.factors_head]
 
+    @property
+    def factors_renamed(self) -> dict[str, str]:
+        """Removed factor -> added factor with the same value in every reference case (probe): a
+        rename, which keeps every configuration apart as before."""
+        both = [c for c in self.cases if c.old_key is not None and c.new_key is not None]
+        if self.probe_status != "ok" or not both:
+            return {}
+        renamed: dict[str, str] = {}
+        for old in self.factors_removed:
+            for new in self.factors_added:
+                if new not in renamed.values() and all(
+                    c.old_factors.get(old) is not None and c.old_factors.get(old) == c.new_factors.get(new)
+                    for c in both
+                ):
+                    renamed[old] = new
+                    break
+        return renamed
+
     def to_json(self) -> dict[str, Any]:
         return {
             "base": self.base,
@@ -153,6 +239,10 @@ class KeyChange:
                 {**dataclasses.asdict(c), "changed": c.changed, "factors_changed": c.factors_changed}
                 for c in self.cases
             ],
+            "reproducibility": {
+                label: dataclasses.asdict(run) if run is not None else None
+                for label, run in (("base", self.reproducibility_base), ("head", self.reproducibility_head))
+            },
         }
 
 
@@ -168,41 +258,6 @@ def diff_closures(base: dict[str, ClosureItem], head: dict[str, ClosureItem]) ->
         if name not in head:
             changes.append(ClosureChange(name, item.kind, "removed", item.path, item.line, item.end_line))
     return sorted(changes, key=lambda c: (c.path, c.line, c.name))
-
-
-_GENERIC_FIELD_WALKS = {"fields", "asdict", "astuple", "vars", "__dict__", "model_dump", "model_dump_json"}
-
-
-def _field_seen_by_hash(index: ModuleIndex, item: ClosureItem, field: str) -> tuple[bool, str]:
-    """Whether the class's hashing methods see `field`: (seen, evidence).
-
-    A method whose name contains "hash" that walks fields generically (`dataclasses.fields`,
-    `asdict`, `vars`, `__dict__`, pydantic's `model_dump`/`model_dump_json`) sees every field not named in it as a string (an exclusion list);
-    one that names fields explicitly sees only those. No hashing method: the key function hashes
-    the object whole, which sees every field.
-    """
-    mod_name, _, cls_name = item.name.rpartition(".")
-    mod = index.module(mod_name)
-    node = mod.defs.get(cls_name) if mod else None
-    assert isinstance(node, ast.ClassDef)
-    methods = [
-        n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and "hash" in n.name.lower()
-    ]
-    if not methods:
-        return True, "no hashing method; the object is hashed whole"
-    for method in methods:
-        strings = {s.value for s in ast.walk(method) if isinstance(s, ast.Constant) and isinstance(s.value, str)}
-        attrs = {a.attr for a in ast.walk(method) if isinstance(a, ast.Attribute)}
-        names = {n.id for n in ast.walk(method) if isinstance(n, ast.Name)}
-        generic = bool((attrs | names) & _GENERIC_FIELD_WALKS)
-        if generic:
-            return (
-                field not in strings,
-                f"`{method.name}` walks all fields" + (" but excludes it by name" if field in strings else ""),
-            )
-        if field in attrs or field in strings:
-            return True, f"`{method.name}` names it"
-    return False, f"`{methods[0].name}` names the hashed fields explicitly and `{field}` is not among them"
 
 
 ProgressFn = Callable[[str], None]
@@ -243,14 +298,29 @@ def detect_key_change(
     class_roots = {name for name, item in head_items.items() if item.kind == "class" and name in roots}
     for name in sorted(class_roots):
         item = head_items[name]
-        old_fields = set(base_items[name].fields) if name in base_items else set()
-        for field in item.fields:
-            if field in old_fields or name not in base_items:
-                continue
-            seen, evidence = _field_seen_by_hash(head_index, item, field)
+        if name not in base_items:
+            continue
+        added = [f for f in item.fields if f not in base_items[name].fields]
+        # one new field and nothing else changed in the class: a key change the probe sees is this field's
+        only_field = len(added) == 1 and _digest_without(head_index, item, added) == base_items[name].digest
+        for field in added:
+            coverage = field_coverage(head_index, item, field, head_items)
             line = _field_line(head_index, item, field)
-            new_fields.append(NewField(name, field, item.path, line, not seen, evidence))
+            new_fields.append(
+                NewField(
+                    name,
+                    field,
+                    item.path,
+                    line,
+                    not coverage.seen,
+                    coverage.evidence,
+                    excluded=coverage.excluded,
+                    assumed=coverage.assumed,
+                    only_change=only_field,
+                )
+            )
 
+    sites = factor_sites(git, head, roots)
     result = KeyChange(
         base=base,
         head=head,
@@ -259,10 +329,11 @@ def detect_key_change(
         closure_changes=changes,
         new_fields=new_fields,
         factors_base=factor_names(git, base, base_roots),
-        factors_head=factor_names(git, head, roots),
+        factors_head=list(sites),
         probe_status="not-configured" if config.probe is None else "not-run",
         base_items=base_items,
         head_items=head_items,
+        factor_lines=sites,
     )
     want_probe = probe if probe is not None else bool(changes or new_fields)
     if result.introduced:
@@ -278,12 +349,44 @@ def detect_key_change(
     new = run_probe(git, head, config.probe)
     progress(f"cache key: probe at head {new.status} in {new.seconds:.1f}s")
     _merge_probe(result, old, new)
-    if result.probe_status == "ok" and not result.confirmed:
-        result.new_fields = [
-            dataclasses.replace(f, ignored=True, evidence=f.evidence + "; the probe sees the same key at base and head")
-            for f in result.new_fields
-        ]
+    if result.probe_status == "ok":
+        result.new_fields = [_probe_verdict(result, f) for f in result.new_fields]
     return result
+
+
+def _probe_verdict(change: KeyChange, field: NewField) -> NewField:
+    """What the probe adds to the static reading of a new field: every reference key kept means the
+    key does not see it (unless the code visibly hashes the whole object); keys changed while the
+    class is the only changed part of the key's code means it does (never "ignored" then)."""
+    if not change.confirmed:
+        if field.ignored or field.assumed:
+            note = "; the probe sees the same key at base and head"
+            return dataclasses.replace(field, ignored=True, evidence=field.evidence + note, probe="unchanged")
+        return field
+    if not field.ignored or field.excluded:
+        return field
+    if field.only_change and all(c.name == field.class_name for c in change.closure_changes):
+        factors = ", ".join(change.factors_changed) or KEY_ITSELF
+        evidence = (
+            f"the probe saw the key change ({factors}) and `{field.class_name}` is the only changed part of its code"
+        )
+        return dataclasses.replace(field, ignored=False, evidence=evidence, probe="changed")
+    return dataclasses.replace(field, probe="changed-elsewhere")
+
+
+def _digest_without(index: ModuleIndex, item: ClosureItem, fields: list[str]) -> str:
+    """The closure digest of class `item` with the declarations of `fields` removed."""
+    mod_name, _, cls_name = item.name.rpartition(".")
+    mod = index.module(mod_name)
+    node = mod.defs.get(cls_name) if mod else None
+    assert isinstance(node, ast.ClassDef)
+    trimmed = copy.copy(node)
+    trimmed.body = [
+        stmt
+        for stmt in node.body
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id in fields)
+    ]
+    return digest(trimmed)
 
 
 def _field_line(index: ModuleIndex, item: ClosureItem, field: str) -> int:
@@ -305,6 +408,7 @@ def _merge_probe(result: KeyChange, old: ProbeRun, new: ProbeRun) -> None:
         )
         return
     result.probe_status = "ok"
+    result.probe_worktrees = (old.worktree, new.worktree)
     for case in list(dict.fromkeys([*old.cases, *new.cases])):
         o, n = old.cases.get(case), new.cases.get(case)
         result.cases.append(

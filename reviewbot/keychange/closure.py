@@ -212,9 +212,10 @@ def _follow_import(index: ModuleIndex, imp: tuple[str, str | None], rest: list[s
     return None
 
 
-def factor_names(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> list[str]:
-    """Factor names the first function root builds, read statically: string keys of dict literals
-    it returns or assigns, and `x["name"] = ...` assignments. Empty when no function root exists."""
+def factor_sites(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> dict[str, tuple[str, int]]:
+    """Factor name -> (path, line) where the first function root names it, read statically: string
+    keys of dict literals it returns or assigns, `x["name"] = ...` assignments and `dict(name=...)`
+    keywords, in order. Empty when no function root exists."""
     index = ModuleIndex(git, rev)
     for root in roots:
         found = index.resolve(root)
@@ -224,7 +225,7 @@ def factor_names(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> 
         node = mod.defs.get(name)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        names: list[str] = []
+        sites: dict[str, tuple[str, int]] = {}
         for sub in ast.walk(node):
             keys: list[ast.expr | None] = []
             if isinstance(sub, ast.Dict):
@@ -232,12 +233,19 @@ def factor_names(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> 
             elif isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Store):
                 keys = [sub.slice]
             elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "dict":
-                names.extend(kw.arg for kw in sub.keywords if kw.arg)
+                for kw in sub.keywords:
+                    if kw.arg:
+                        sites.setdefault(kw.arg, (mod.path, kw.lineno))
             for key in keys:
-                if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value not in names:
-                    names.append(key.value)
-        return names
-    return []
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    sites.setdefault(key.value, (mod.path, key.lineno))
+        return sites
+    return {}
+
+
+def factor_names(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> list[str]:
+    """The factor names of `factor_sites`, in order."""
+    return list(factor_sites(git, rev, roots))
 
 
 def unwind_attributes(node: ast.AST) -> tuple[list[str], ast.AST]:

@@ -1,7 +1,8 @@
 """The key probe: run the configured command in a worktree of a revision and read its JSON.
 
 The command runs through `reviewbot.sandbox` (a fresh interpreter, the reviewing one when the
-command starts with `python`; `PYTHONHASHSEED=0`; the revision's tree first on `PYTHONPATH`; a time
+command starts with `python`; `PYTHONHASHSEED=0` unless `hash_seed` says otherwise (the
+reproducibility experiment varies it); the revision's tree first on `PYTHONPATH`; a time
 limit) in an empty network namespace where the machine allows one (`ProbeRun.isolated` says
 whether it did). It must print `{"cases": {NAME: {"factors": {FACTOR: HASH, ...}, "key": KEY}}}` on
 stdout. Running the probe executes the revision's code: the service only does so for trusted (or
@@ -21,7 +22,8 @@ from reviewbot.sandbox import build_argv, child_env, run_captured
 
 @dataclasses.dataclass
 class ProbeRun:
-    """`status`: ok | failed | timeout. `cases`: name -> {"factors": {...}, "key": str}."""
+    """`status`: ok | failed | timeout. `cases`: name -> {"factors": {...}, "key": str}. `worktree`:
+    where it ran (removed since), `hash_seed`: its `PYTHONHASHSEED`."""
 
     revision: str
     status: str
@@ -29,6 +31,8 @@ class ProbeRun:
     error: str = ""
     seconds: float = 0.0
     isolated: bool = False
+    worktree: str = ""
+    hash_seed: int = 0
 
 
 def parse_probe_output(text: str) -> dict[str, dict[str, Any]]:
@@ -45,20 +49,32 @@ def parse_probe_output(text: str) -> dict[str, dict[str, Any]]:
     return cases
 
 
-def run_probe(git: GitRepo, revision: str, probe: ProbeConfig) -> ProbeRun:
-    sha = git.rev_parse(revision)
-    with git.worktree(sha) as tree:
+def run_probe(git: GitRepo, revision: str, probe: ProbeConfig, *, hash_seed: int = 0) -> ProbeRun:
+    """Run `probe` in a fresh worktree of `revision` (a new temporary path on every call) with
+    `PYTHONHASHSEED=hash_seed` (0 to 4294967295)."""
+    if not 0 <= hash_seed <= 4294967295:
+        raise ValueError(f"PYTHONHASHSEED must be in 0..4294967295, got {hash_seed}")
+    result = ProbeRun(git.rev_parse(revision), "failed", hash_seed=hash_seed)
+    with git.worktree(result.revision) as tree:
+        result.worktree = str(tree)
         argv = build_argv(probe.command)
+        env = child_env(tree, {"PYTHONHASHSEED": str(hash_seed)})
         try:
-            run = run_captured(argv, tree, child_env(tree), probe.timeout_s, isolate_network=True)
+            run = run_captured(argv, tree, env, probe.timeout_s, isolate_network=True)
         except FileNotFoundError as exc:
-            return ProbeRun(sha, "failed", error=f"probe command not found: {exc.filename}")
+            result.error = f"probe command not found: {exc.filename}"
+            return result
+    result.seconds, result.isolated = run.seconds, run.isolated
     if run.returncode is None:
-        return ProbeRun(sha, "timeout", error=f"probe killed after {probe.timeout_s:.0f}s", seconds=probe.timeout_s)
-    if run.returncode != 0:
+        result.status, result.error = "timeout", f"probe killed after {probe.timeout_s:.0f}s"
+    elif run.returncode != 0:
         tail = "\n".join(run.stderr.splitlines()[-15:])
-        return ProbeRun(sha, "failed", error=f"probe exited with code {run.returncode}:\n{tail}", seconds=run.seconds)
-    try:
-        return ProbeRun(sha, "ok", parse_probe_output(run.stdout), seconds=run.seconds, isolated=run.isolated)
-    except ValueError as exc:
-        return ProbeRun(sha, "failed", error=f"probe output invalid: {exc}", seconds=run.seconds)
+        result.error = f"probe exited with code {run.returncode}:\n{tail}"
+    else:
+        try:
+            result.cases = parse_probe_output(run.stdout)
+        except ValueError as exc:
+            result.error = f"probe output invalid: {exc}"
+            return result
+        result.status = "ok"
+    return result

@@ -10,7 +10,7 @@ and the problem is new. Change-wide rules (`cache_key`, `key_docs.check_pr_body`
 
 Rule ids: `broad-except`, `runtime-error-fallback`, `caught-own-subclass`, `wide-try`
 (broad_except.py);
-`cache-key-change`, `key-ignores-field` (cache_key.py); `stale-key-doc`, `unused-key-param`
+`cache-key-change`, `key-ignores-field`, `key-shares-artifacts`, `key-not-reproducible` (cache_key.py); `stale-key-doc`, `unused-key-param`
 (key_docs.py); `silent-gate` (silent_gate.py); `suite-failure`, `suite-not-run`, `test-plan`
 (suite_results.py).
 """

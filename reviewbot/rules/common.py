@@ -69,6 +69,9 @@ class FileContext:
     factors_known: list[str]
     # the head revision's own exception classes (`reviewbot.exception_index`), built on first call
     exceptions: Callable[[], ExceptionIndex]
+    # (path, source) of every changed Python file at "base" (removed files included) or "head", read on
+    # first call: which code the change moved rather than added (`silent_gate`)
+    changed_sources: Callable[[str], tuple[tuple[str, str], ...]] = dataclasses.field(default=lambda _: ())
 
     def qualname(self, line: int) -> str:
         return self.qualnames.at(line)

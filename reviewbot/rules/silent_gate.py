@@ -9,11 +9,17 @@ placed where the flag asked for the work: after a flag check that exits early wh
 inside the body of a flag check, or `or`-ed with the flag in the same test. Returning a computed
 value is the work itself, not a skip; raising is loud. A condition that calls a function of the same
 module which logs counts as logged (the helper says why it skips). Severity P2-MAINTAIN.
+
+Only new conditions count: at head, a gate whose condition (compared as code, `self.` dropped)
+skipped silently as often in the base versions of the changed files (the same file, or a file the
+code moved from) as it does in their head versions was moved, not added, and is not reported.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+from collections import Counter
 
 from reviewbot.findings import Finding, Severity
 from reviewbot.keychange.closure import unwind_attributes
@@ -78,6 +84,46 @@ def _calls_logging_helper(test: ast.AST, helpers: set[str]) -> bool:
     )
 
 
+def condition_key(test: ast.expr) -> str:
+    """The condition as code, with `self.` dropped (a method moved to a function reads the same)."""
+    return " ".join(ast.unparse(test).replace("self.", "").split())
+
+
+def _skips_silently_anywhere(body: list[ast.stmt]) -> bool:
+    """`_exits_silently` without knowing the parameters: a bare or simple-valued exit, no log."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.Return) and isinstance(last.value, ast.Name):
+        return not contains_logging(body)
+    return last is not None and _is_skip(last, set()) and not contains_logging(body)
+
+
+@functools.lru_cache(maxsize=16)
+def silent_conditions(sources: tuple[tuple[str, str], ...]) -> Counter[str]:
+    """How often each `condition_key` guards an `if` that exits silently in `sources` ((path,
+    source) pairs)."""
+    keys: Counter[str] = Counter()
+    for _, source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        keys.update(
+            condition_key(node.test)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and _skips_silently_anywhere(node.body)
+        )
+    return keys
+
+
+def moved_conditions(ctx: FileContext) -> frozenset[str]:
+    """At head: conditions that skip silently no more often in the changed files than at base."""
+    if ctx.revision != "head":
+        return frozenset()
+    base = silent_conditions(ctx.changed_sources("base"))
+    head = silent_conditions(ctx.changed_sources("head"))
+    return frozenset(key for key, count in head.items() if base[key] >= count)
+
+
 def _gate_finding(ctx: FileContext, node: ast.If) -> Finding:
     cond = ast.unparse(node.test)
     if len(cond) > 80:
@@ -104,6 +150,11 @@ class _Scanner:
             for node in ctx.tree.body
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and contains_logging(node.body)
         }
+
+    @functools.cached_property
+    def moved(self) -> frozenset[str]:
+        """Conditions this change moved rather than added (read only when a gate is found)."""
+        return moved_conditions(self.ctx)
 
     def scan(self, body: list[ast.stmt], flag_active: bool, params: set[str]) -> None:
         active = flag_active
@@ -133,6 +184,7 @@ class _Scanner:
             and not only
             and (active or ored_with_flag)
             and not _calls_logging_helper(stmt.test, self.logging_helpers)
+            and condition_key(stmt.test) not in self.moved
         ):
             self.findings.append(_gate_finding(self.ctx, stmt))
         if reads:

@@ -90,7 +90,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
 
     repo.branch("explicit-hash", "main")
     repo.commit({"pkg/config.py": EXPLICIT_HASH_CONFIG}, "explicit hash")
-    repo.branch("ignored-field")
+    repo.branch("ignored-field", "explicit-hash")
     repo.commit(
         {
             "pkg/config.py": sub(
@@ -239,12 +239,15 @@ def test_stale_claims_in_test_docstrings_and_pr_body(repo: Repo) -> None:
     messages = sorted(f.message for f in stale)
     assert any("tests/test_key.py" == f.path and "input_dtypes" in f.message for f in stale), messages
     assert not any("graph_code" in f.message and f.path == "tests/test_key.py" for f in stale)  # negated, true
-    pr = [f for f in stale if f.path == "PR description"]
-    assert len(pr) == 2
-    assert any("graph_code" in f.message for f in pr) and any("input_placements" in f.message for f in pr)
+    (pr,) = [f for f in stale if f.path == "PR description"]  # one finding per text, every wrong claim in it
+    assert [(c["problem"], c["factor"]) for c in pr.params["claims"]] == [
+        ("absent", "graph_code"),
+        ("included", "input_placements"),
+    ]
+    assert pr.message.startswith("the PR description makes 2 wrong claims about the cache key: (1) claims")
     assert all(f.severity is Severity.P4 for f in stale)
     assert not any(f.path == "tests/test_old.py" for f in stale)  # stale before the change, untouched line
-    assert "compile_config" in pr[0].why  # quotes the actual factors
+    assert "compile_config" in pr.why  # quotes the actual factors
 
 
 def test_probe_failure_and_timeout_leave_the_change_unconfirmed(repo: Repo) -> None:

@@ -143,6 +143,29 @@ def computed_result(items, settings):
         },
         "new gate after rename",
     )
+    old_gate = BASE[BASE.index("def old_gate") : BASE.index("def reorder")]
+    repo.branch("moved-file", "main")
+    repo.commit(
+        {
+            "pkg/passes.py": BASE.replace(old_gate, ""),
+            "pkg/split_gate.py": "from pkg.passes import split\n\n\n" + old_gate.rstrip() + "\n",
+        },
+        "move old_gate to its own module",
+    )
+    repo.branch("moved-function", "main")
+    repo.commit(
+        {"pkg/passes.py": BASE.replace("def old_gate(nodes, config):", "def split_when_enabled(nodes, config):")},
+        "rename old_gate",
+    )
+    repo.branch("copied", "main")
+    repo.commit(
+        {
+            "pkg/passes.py": BASE
+            + "\n\n"
+            + old_gate.replace("old_gate", "merge_gate").replace("enable_split", "enable_merge")
+        },
+        "a second gate with the same condition",
+    )
     repo.branch("untouched", "main")
     repo.commit(
         {"pkg/passes.py": sub(BASE, "    return split(nodes)", "    result = split(nodes)\n    return result")},
@@ -189,3 +212,15 @@ def test_rename_keeps_old_gates_out_and_reports_new_ones_at_new_path(repo: Repo)
     assert run_review(repo.path, "main", "rename~1", suites="none").findings == []
     review = run_review(repo.path, "main", "rename", suites="none")
     assert [(f.rule, f.path, f.qualname) for f in review.findings] == [("silent-gate", "pkg/overlap.py", "old_gate")]
+
+
+def test_gate_moved_to_another_file_or_function_is_not_new(repo: Repo) -> None:
+    # the fingerprint changes with the path or the function; the condition skipped silently at base
+    assert run_review(repo.path, "main", "moved-file", suites="none").findings == []
+    assert run_review(repo.path, "main", "moved-function", suites="none").findings == []
+
+
+def test_gate_copied_next_to_its_original_is_new(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "copied", suites="none")
+    assert [(f.rule, f.qualname) for f in review.findings] == [("silent-gate", "merge_gate")]
+    assert "len(nodes) < 2" in review.findings[0].message
