@@ -1,9 +1,9 @@
 """The key probe: run the configured command in a worktree of a revision and read its JSON.
 
-The command runs through `reviewbot.sandbox` (a fresh interpreter, the reviewing one when the
+The command runs in a `reviewbot.sandbox` box (a fresh interpreter, the reviewing one when the
 command starts with `python`; `PYTHONHASHSEED=0`; the revision's tree first on `PYTHONPATH`; a time
-limit) in an empty network namespace where the machine allows one (`ProbeRun.isolated` says
-whether it did). It must print `{"cases": {NAME: {"factors": {FACTOR: HASH, ...}, "key": KEY}}}` on
+limit; sandboxed where the machine allows, else at least in an empty network namespace where it
+allows one: `ProbeRun.isolated` says whether the network was cut). It must print `{"cases": {NAME: {"factors": {FACTOR: HASH, ...}, "key": KEY}}}` on
 stdout. Running the probe executes the revision's code: the service only does so for trusted (or
 authorised) heads.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import ProbeConfig
-from reviewbot.sandbox import build_argv, child_env, run_captured
+from reviewbot.sandbox import SandboxError, box, build_argv, child_env
 
 
 @dataclasses.dataclass
@@ -47,12 +47,14 @@ def parse_probe_output(text: str) -> dict[str, dict[str, Any]]:
 
 def run_probe(git: GitRepo, revision: str, probe: ProbeConfig) -> ProbeRun:
     sha = git.rev_parse(revision)
-    with git.worktree(sha) as tree:
+    with git.worktree(sha) as tree, box(tree) as runs:
         argv = build_argv(probe.command)
         try:
-            run = run_captured(argv, tree, child_env(tree), probe.timeout_s, isolate_network=True)
+            run = runs.run_captured(argv, child_env(tree, runs.scratch), probe.timeout_s)
         except FileNotFoundError as exc:
             return ProbeRun(sha, "failed", error=f"probe command not found: {exc.filename}")
+        except SandboxError as exc:
+            return ProbeRun(sha, "failed", error=f"the sandbox could not be built: {exc}")
     if run.returncode is None:
         return ProbeRun(sha, "timeout", error=f"probe killed after {probe.timeout_s:.0f}s", seconds=probe.timeout_s)
     if run.returncode != 0:
