@@ -51,6 +51,7 @@ def diff_lines(repo: Path, base: str, head: str) -> dict[str, set[int]]:
         ["git", "-C", str(repo), "diff", "--no-color", "--no-ext-diff", "-U3", f"{base}...{head}"],
         capture_output=True,
         text=True,
+        errors="replace",
         check=True,
     ).stdout
     lines: dict[str, set[int]] = {}
