@@ -110,7 +110,10 @@ def _open_tree(path: str) -> int:
 
 
 def _move_mount(fd: int, target: str) -> None:
-    _check(_libc.syscall(SYS_MOVE_MOUNT, fd, b"", AT_FDCWD, target.encode(), MOVE_MOUNT_F_EMPTY_PATH), f"move_mount {target}")
+    _check(
+        _libc.syscall(SYS_MOVE_MOUNT, fd, b"", AT_FDCWD, target.encode(), MOVE_MOUNT_F_EMPTY_PATH),
+        f"move_mount {target}",
+    )
     os.close(fd)
 
 
