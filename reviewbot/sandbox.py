@@ -203,16 +203,19 @@ class Box:
     def _argv(self, argv: Sequence[str], env: Mapping[str, str], network: bool) -> list[str]:
         if self.uid is None:
             return [*(network_isolation_prefix() if not network else ()), *argv]
+        unshare = shutil.which("unshare")
+        if unshare is None:
+            raise SandboxError("util-linux's `unshare` is not installed")
         spec = {
             "uid": self.uid,
             "gid": self.uid,
             "argv": list(argv),
             "cwd": str(self.tree),
             "env": dict(env),
-            "keep": [str(self.tree), str(self.scratch), *_interpreter_paths()],
+            "keep": [str(self.tree), str(self.scratch), *_interpreter_paths(), unshare],
             "fresh": list(FRESH_DIRS),
             "hide": sorted(_hidden),
-            "unshare": shutil.which("unshare"),
+            "unshare": unshare,
         }
         return [sys.executable, "-I", "-S", str(_ENTER), json.dumps(spec)]
 

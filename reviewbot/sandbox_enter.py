@@ -8,7 +8,7 @@ builds the file view the revision's code gets, drops to the sandbox uid for good
 - `uid`, `gid`: the unprivileged ids the command runs as (owning nothing of the service's);
 - `argv`, `cwd`, `env`: the command, its directory and its whole environment;
 - `keep`: paths the command sees at their own place (the worktree, its scratch directory, the
-  interpreter), re-mounted after the masks below;
+  interpreter, the `unshare` program), re-mounted after the masks below;
 - `fresh`: directories replaced by an empty world-writable tmpfs (/tmp, /var/tmp, /dev/shm): the
   command sees no file another process left there and leaves none behind;
 - `hide`: the service's state (database, secret files, work directory): a directory becomes an
@@ -137,7 +137,12 @@ def build_view(keep: list[str], fresh: list[str], hide: list[str]) -> None:
             _mount("/dev/null", path, None, MS_BIND)
             _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NODEV | MS_NOSUID)
     for path, fd in kept:
-        os.makedirs(path, exist_ok=True)
+        if stat.S_ISDIR(os.stat(f"/proc/self/fd/{fd}").st_mode):
+            os.makedirs(path, exist_ok=True)
+        elif not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w"):
+                pass
         _move_mount(fd, path)
 
 
