@@ -212,6 +212,7 @@ def test_unsandboxed_runs_are_for_same_repository_prs_only(github, tmp_path):
         service.pull_event("opened", project.full_name, 1)
         assert [j.state for j in service.wait_jobs_settled(project.full_name, 1)] == ["done"], service.log()
         assert "| `smoke` | passed | 1✓ 0✗ 0⊘ |" in _summary(github, project, 1)
+        assert _final(github, project, own) == "success"
 
         _, fork_head = project.open_pull(2, good_core("\n\ndef f() -> int:\n    return 1\n"), fork_of="stranger/x")
         service.pull_event("opened", project.full_name, 2)
