@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from tests.reviewbot.service.harness import Service
@@ -60,7 +62,7 @@ def test_a_poison_pr_fails_alone_and_says_so(retrying_service, github, tmp_path)
             r.at for r in github.state.requests if r.method == "GET" and r.path.endswith(f"{project.full_name}/pulls/1")
         ]
     assert len(reads) == ATTEMPTS
-    gaps = [later - earlier for earlier, later in zip(reads, reads[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(reads)]
     assert gaps[0] >= BACKOFF * 0.9 and gaps[1] >= 2 * BACKOFF * 0.9, gaps  # backoff, doubling
 
     [summary] = _summaries(github, project, 1)
