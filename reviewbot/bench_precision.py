@@ -182,6 +182,14 @@ def report(results: list[CaseResult]) -> str:
     return "\n".join(out)
 
 
+def checked_cases(corpus: Path, names: list[str] | None) -> list[Path]:
+    """`case_dirs`, each with labels that load (else `ValueError`/`TypeError` naming the problem)."""
+    cases = case_dirs(corpus, names)
+    for case in cases:
+        load_labels(case)
+    return cases
+
+
 def case_dirs(corpus: Path, names: list[str] | None) -> list[Path]:
     """The case directories of `corpus` (those holding `labels.yml`), or the named ones."""
     if not corpus.is_dir():
@@ -202,9 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", action="append", help="review only this case (repeatable)")
     args = parser.parse_args(argv)
     try:
-        cases = case_dirs(args.corpus, args.case)
-        for case in cases:
-            load_labels(case)
+        cases = checked_cases(args.corpus, args.case)
     except (ValueError, TypeError) as exc:
         print(f"bench_precision: {exc}", file=sys.stderr)
         return 2

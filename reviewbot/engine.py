@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from typing import Any
 
 from reviewbot import logger
 from reviewbot.diff import FileChange, diff_files
+from reviewbot.exception_index import ExceptionIndex, index_revision
 from reviewbot.findings import Finding, Severity, apply_evidence_policy
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange import KeyChange, detect_key_change
@@ -207,7 +209,7 @@ def _boilerplate_guards(tree: ast.Module, change: FileChange) -> list[int]:
 
 def _signals(findings: list[Finding], guards: list[str]) -> list[Signal]:
     groups = {
-        "over-broad-handlers": {"broad-except", "runtime-error-fallback"},
+        "over-broad-handlers": {"broad-except", "runtime-error-fallback", "caught-own-subclass"},
         "unused-parameters": {"unused-key-param"},
         "docs-contradict-code": {"stale-key-doc"},
         "silent-gates": {"silent-gate"},
@@ -360,7 +362,21 @@ def run_review(
         language=config.language,
         suites_mode=suites,
         timings=timings,
+        notes=_checks_off(config),
     )
+
+
+def _checks_off(config: RepoConfig) -> list[str]:
+    """What this review does not check for want of configuration, and why."""
+    if config.key_roots:
+        return []
+    return [
+        (
+            "cache-key checks off: no `cache_key.roots` in the head's .reviewbot.yml, so key changes, "
+            "key-sharing configurations, stale key docs and config fields the key ignores are not checked; "
+            "list the functions and config classes that build the key there (docs/reviewbot.md)"
+        )
+    ]
 
 
 def _file_findings(
@@ -390,6 +406,14 @@ def _file_findings(
     ruff_hits = run_ruff(ruff_input)
 
     kc = key_change
+
+    @functools.cache
+    def exceptions() -> ExceptionIndex:
+        # the head's classes serve the base pass too: a finding is new when the handler is
+        index = index_revision(git, head)
+        say(f"exception index: {len(index)} exception class(es) of the repository")
+        return index
+
     findings: list[Finding] = []
     guards: list[str] = []
     for path, (change, head_src, base_src) in versions.items():
@@ -402,9 +426,13 @@ def _file_findings(
             continue
         base_prints: set[str] = set()
         if base_tree is not None and base_src is not None:
-            base_ctx = _context(path, "base", base_src, base_tree, config, ruff_hits.get(f"base/{path}", []), kc)
+            base_ctx = _context(
+                path, "base", base_src, base_tree, config, ruff_hits.get(f"base/{path}", []), kc, exceptions
+            )
             base_prints = {f.fingerprint for rule in FILE_RULES for f in rule(base_ctx)}
-        head_ctx = _context(path, "head", head_src, head_tree, config, ruff_hits.get(f"head/{path}", []), kc)
+        head_ctx = _context(
+            path, "head", head_src, head_tree, config, ruff_hits.get(f"head/{path}", []), kc, exceptions
+        )
         for rule in FILE_RULES:
             for finding in rule(head_ctx):
                 if finding.rule == "stale-key-doc" and not key_docs.is_test_or_helper(path):
@@ -426,6 +454,7 @@ def _context(
     config: RepoConfig,
     ruff: list,
     kc: KeyChange | None,
+    exceptions: Callable[[], ExceptionIndex],
 ) -> FileContext:
     if kc is None:
         closure, factors, gained, known = {}, [], [], []
@@ -448,4 +477,5 @@ def _context(
         factors=factors,
         factors_gained=gained,
         factors_known=known,
+        exceptions=exceptions,
     )

@@ -11,9 +11,22 @@ The fingerprint hashes (rule, path after renames, enclosing qualified name, mess
 params), so a finding keeps its fingerprint when lines move, unrelated code changes or a message is
 reworded; digits and whitespace are removed from the params before hashing for the same reason.
 
-`evidence` says what backs the finding: `pattern` (a static pattern only, unconfirmed), `test`
-(a failing test), `probe` (the cache-key probe) or `experiment` (an experiment the bot ran). The
-severity follows the evidence (`apply_evidence_policy`): a pattern alone is at most `P2-MAINTAIN`.
+`evidence` says what backs the finding: `pattern` (a static pattern only), `test` (a failing test),
+`probe` (the cache-key probe) or `experiment` (an experiment the bot ran). Severity follows the
+evidence, enforced in one place, `apply_evidence_policy`, which the engine applies to every finding
+after the configured severity overrides: a `P0-BLOCKER` or `P1-PERF` needs *confirming* evidence
+(kind `test`, `probe` or `experiment` with `shows_harm`); any other finding is capped at
+`P2-MAINTAIN` and its evidence text reads "unconfirmed (would be P0-BLOCKER with proof): <why>",
+the why being the evidence's own message ("no test or experiment of this review exercised it",
+"no test executes this try body", an experiment that could not run, ...).
+
+How an experiment plugs in (before the policy runs): rules report the severity the problem has
+when proven (`P0` for a handler that swallows `AssertionError`) with `PATTERN_ONLY`; the experiment
+replaces the evidence with what it saw, `finding.with_evidence(Evidence(EvidenceKind.EXPERIMENT,
+"evidence.<id>", params), severity)`: harm shown keeps or sets the severity (`P0`, or `P2` for a
+swallowed project error); harm not shown is `shows_harm=False` (capped, says unconfirmed) or the
+finding is dropped; a handler no test reaches keeps `PATTERN` kind with a message saying so
+(`evidence.no-test-reaches`), and one the experiment could not run on `evidence.experiment-not-run`.
 """
 
 from __future__ import annotations
@@ -47,39 +60,64 @@ class EvidenceKind(enum.Enum):
     EXPERIMENT = "experiment"
 
 
+CONFIRMING_KINDS = frozenset({EvidenceKind.TEST, EvidenceKind.PROBE, EvidenceKind.EXPERIMENT})
+
+
 @dataclasses.dataclass(frozen=True)
 class Evidence:
-    """`message_id` names an evidence text in the catalogs (`message` part only)."""
+    """`message_id` names an evidence text in the catalogs (`message` part only): what was seen,
+    or for unconfirmed evidence why nothing confirms it.
+
+    `shows_harm`: the test, probe or experiment showed the harm the finding claims (False: it ran
+    but did not; meaningless for `pattern`). `claimed`: set by `apply_evidence_policy` when it
+    capped the finding, the severity the finding would carry with proof.
+    """
 
     kind: EvidenceKind
     message_id: str
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    shows_harm: bool = True
+    claimed: Severity | None = None
+
+    @property
+    def confirmed(self) -> bool:
+        """A test, the probe or an experiment showed the harm: the finding may block."""
+        return self.kind in CONFIRMING_KINDS and self.shows_harm
 
     def text(self, language: str) -> str:
-        return messages.render(self.message_id, self.params, language).message
+        """The evidence line; unconfirmed evidence reads "unconfirmed (would be X with proof): why"."""
+        own = messages.render(self.message_id, self.params, language).message
+        if self.confirmed:
+            return own
+        claimed = self.claimed.value if self.claimed is not None else ""
+        return messages.render("evidence.unconfirmed", {"claimed": claimed, "reason": own}, language).message
 
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind.value,
             "message_id": self.message_id,
             "params": dict(self.params),
+            "confirmed": self.confirmed,
+            "claimed": self.claimed.value if self.claimed is not None else None,
             "text": self.text("en"),
         }
 
 
 PATTERN_ONLY = Evidence(EvidenceKind.PATTERN, "evidence.pattern")
 
-# The most severe label a finding backed by a static pattern alone may carry.
+# The most severe label a finding without confirming evidence may carry.
 UNCONFIRMED_CAP = Severity.P2
 
 
 def apply_evidence_policy(finding: Finding) -> Finding:
-    """A `P0-BLOCKER` needs proof (a failing test, the key probe or an experiment): one backed by a
-    pattern alone becomes `UNCONFIRMED_CAP` and its evidence says it is unconfirmed and what it would
-    have been. Applied once, by the engine, after the configured severity overrides."""
-    if finding.evidence.kind is not EvidenceKind.PATTERN or finding.severity.rank >= UNCONFIRMED_CAP.rank:
+    """The one place severity meets evidence: a finding more severe than `UNCONFIRMED_CAP` whose
+    evidence is not `confirmed` (a pattern alone, or a test/probe/experiment that did not show the
+    harm) becomes `UNCONFIRMED_CAP`, and its evidence records the label it asked for (`claimed`) so
+    the text says it is unconfirmed, what it would be and why. Applied once, by the engine, after
+    the configured severity overrides; findings at or below the cap pass unchanged."""
+    if finding.evidence.confirmed or finding.severity.rank >= UNCONFIRMED_CAP.rank:
         return finding
-    evidence = Evidence(EvidenceKind.PATTERN, "evidence.unconfirmed", {"claimed": finding.severity.value})
+    evidence = dataclasses.replace(finding.evidence, claimed=finding.severity)
     return dataclasses.replace(finding, severity=UNCONFIRMED_CAP, evidence=evidence)
 
 
@@ -139,6 +177,13 @@ class Finding:
 
     def with_severity(self, severity: Severity) -> Finding:
         return dataclasses.replace(self, severity=severity)
+
+    def with_evidence(self, evidence: Evidence, severity: Severity | None = None) -> Finding:
+        """This finding backed by `evidence` (what a test, the probe or an experiment saw), at
+        `severity` when given (what the evidence shows), else at the rule's own. For experiments,
+        before `apply_evidence_policy` runs; `claimed` is the policy's, not the caller's."""
+        assert evidence.claimed is None, "claimed is set by apply_evidence_policy only"
+        return dataclasses.replace(self, evidence=evidence, severity=severity or self.severity)
 
     def to_json(self) -> dict[str, Any]:
         return {

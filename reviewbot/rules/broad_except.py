@@ -1,47 +1,147 @@
-"""Over-broad exception handling: `broad-except`, `runtime-error-fallback`, `wide-try`.
+"""Over-broad exception handling: `broad-except`, `runtime-error-fallback`, `caught-own-subclass`,
+`wide-try`.
 
 ruff (pinned, run once per review as a subprocess with JSON output, see `reviewbot.ruff`) reports
 bare `except:` (E722) and blind `except Exception` (BLE001); this module classifies those handlers
-and adds what ruff cannot know: handlers that log and fall back (ruff exempts them), and the torch
-rules for `except RuntimeError`. A handler "re-raises" only when a `raise` statement sits directly in
-its body; a conditional raise still swallows the other cases.
+and adds what ruff cannot know: handlers that log and fall back (ruff exempts them), handlers that
+convert every error into another type, the torch rules for `except RuntimeError`, and builtin
+handlers that also catch the repository's own exception subclasses (`reviewbot.exception_index`).
 
-- bare / `Exception` / `BaseException` without re-raise: P0 (it swallows `AssertionError`).
-  Bare `except:` that re-raises: P3 (it still catches `KeyboardInterrupt`; name the type).
-- `except RuntimeError` that does not re-raise, with no `torch.OutOfMemoryError` re-raise before
-  it (an earlier handler or an `isinstance` check that raises): P0; with the OOM re-raise but a try
-  body holding more than one call: P2.
+How a handler leaves: it *re-raises* when a statement directly in its body is a bare `raise` or
+`raise <the caught name>` (the same exception goes on); it *converts* when such a statement raises
+something else (`raise XUnsupportedError(...) from error`); otherwise it *swallows* (a raise under
+a condition still swallows the other cases).
+
+The severities below are what each finding claims; without confirming evidence the engine caps
+everything above `P2` (`findings.apply_evidence_policy`), and the exception-injection experiment
+may confirm or refute them.
+
+- bare / `Exception` / `BaseException`:
+  - re-raises: nothing (a bare `except:` that re-raises: P3, it still catches `KeyboardInterrupt`);
+  - `# noqa: BLE001` (or `E722`, `BLE`, `S110`, a blanket `# noqa`) with a reason after the codes or
+    in comment lines directly above the `except`: P3 `broad-except.noqa-reason` (respected: the
+    injection experiment may still show a programmer error swallowed silently); a noqa without a
+    reason changes nothing;
+  - converts: P0 `broad-except.converts` when some `except` clause of the revision catches the
+    target type (or a repository base of it) without re-raising: every `AssertionError` becomes the
+    target type and that caller takes it into its fallback; nothing when no clause catches it (the
+    converted error reaches the user, chained to the original);
+  - swallows, logging, in diagnostics or teardown code (a word of the file path or the enclosing
+    name is in `_DIAGNOSTIC_WORDS`: dump, report, metrics, trace, close, shutdown, ...) with a body
+    of only logging, `pass`, `continue`, `break` and bare `return`/`return None`: P3
+    `broad-except.diagnostics`;
+  - swallows with a comment in the handler saying why that is fine (safe, fallback, best effort,
+    expected, optional, ...; "# flag the error" is not a reason): P2 `broad-except.documented`;
+  - swallows otherwise: P0 `broad-except.swallows`.
+- `except RuntimeError` that swallows, with no `torch.OutOfMemoryError` re-raise before it (an
+  earlier handler or an `isinstance` check that raises): P0; with the OOM re-raise but a try body
+  holding more than one call: P2.
+- `except RuntimeError` (or a builtin below it, `RUNTIME_FAMILY`) around a call that does not
+  re-raise, while the repository defines subclasses of a caught type that are raised in a module
+  the try body calls into (one level: a called name's import target, or this file's module for
+  local names and `self`), and that the try does not handle first (an earlier handler, the same
+  tuple, or a mention in the handler body; handling a class handles its subclasses): P2
+  `caught-own-subclass`, naming them. Classes defined in test files count only for handlers in test
+  files.
 - a try whose body holds more than one statement with a call and that has a handler which does not
-  re-raise (a fallback): P2 `wide-try`. Cleanup handlers that always re-raise are left alone.
+  raise (a fallback): P2 `wide-try`. Cleanup handlers that always raise are left alone.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 
+from reviewbot.exception_index import (
+    BUILTIN_EXCEPTIONS,
+    CatchSite,
+    ExceptionClass,
+    caught_names,
+    module_name,
+    reraises_same,
+)
 from reviewbot.findings import Finding, Severity
-from reviewbot.rules.common import FileContext
+from reviewbot.rules.common import FileContext, contains_logging, is_logging_call
 
 BROAD = {"Exception", "BaseException"}
 OOM_NAMES = ("OutOfMemoryError",)
+NOQA_CODES = {"BLE001", "BLE", "E722", "S110"}
+SHOWN_SUBCLASSES = 6
+# builtin types whose repository subclasses usually mean a different failure (a cache miss, an
+# unsupported graph); subclasses of `ValueError`, `TypeError`, `KeyError` are by convention bad input
+# that a handler of the builtin is meant to catch
+RUNTIME_FAMILY = frozenset(name for name, cls in BUILTIN_EXCEPTIONS.items() if issubclass(cls, RuntimeError))
+
+_NOQA = re.compile(r"#\s*(?i:noqa)\b(?:\s*:\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*))?(?P<rest>.*)")
+_COMMENT = re.compile(r"#(?P<text>.*)$")
+_WORDY = re.compile(r"[^\W\d_]{3,}")
+# a handler comment documents a safe-direction fallback when it says why swallowing is fine
+_JUSTIFIED = re.compile(
+    r"\bsafe|fall(s|ing)?[ -]?back|best[ -]effort|intentional|deliberate|on purpose|expected|optional"
+    r"|never (fail|break|block)|must not (fail|break|block)|only (slower|a warning)|harmless|安全|回退|尽力",
+    re.IGNORECASE,
+)
+# words (of the file path and the enclosing qualified name, split at `/`, `.`, `_` and case changes)
+# that mark code whose job is diagnostics or teardown
+_DIAGNOSTIC_WORDS = frozenset(
+    [
+        "diagnose",
+        "diagnostic",
+        "diagnostics",
+        "debug",
+        "dump",
+        "dumps",
+        "report",
+        "reports",
+        "reporting",
+        "telemetry",
+        "metric",
+        "metrics",
+        "profile",
+        "profiler",
+        "profiling",
+        "trace",
+        "tracing",
+        "tracer",
+        "stats",
+        "statistics",
+        "summary",
+        "summarize",
+        "monitor",
+        "monitoring",
+        "inspect",
+        "log",
+        "logs",
+        "logging",
+        "logger",
+        "cleanup",
+        "teardown",
+        "shutdown",
+        "close",
+        "del",
+        "exit",
+        "finalize",
+        "stop",
+    ]
+)
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 
-def _caught_names(handler: ast.ExceptHandler) -> list[str] | None:
-    """Last name segment of every caught type; None for a bare `except:`."""
-    if handler.type is None:
-        return None
-    elts = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    names = []
-    for elt in elts:
-        if isinstance(elt, ast.Name):
-            names.append(elt.id)
-        elif isinstance(elt, ast.Attribute):
-            names.append(elt.attr)
-    return names
-
-
-def _reraises(body: list[ast.stmt]) -> bool:
+def _raises(body: list[ast.stmt]) -> bool:
+    """Some statement directly in `body` raises (re-raise or conversion)."""
     return any(isinstance(stmt, ast.Raise) for stmt in body)
+
+
+def _conversion(handler: ast.ExceptHandler) -> str | None:
+    """The type a handler converts the caught exception into (`raise X(...) [from e]` directly in
+    its body), None when it re-raises the same exception or raises nothing unconditionally."""
+    if reraises_same(handler):
+        return None
+    for stmt in handler.body:
+        if isinstance(stmt, ast.Raise) and stmt.exc is not None:
+            target = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+            return ast.unparse(target)
+    return None
 
 
 def _mentions_oom(node: ast.AST) -> bool:
@@ -52,20 +152,190 @@ def _mentions_oom(node: ast.AST) -> bool:
     )
 
 
-def _oom_reraised(node: ast.Try, index: int) -> bool:
+def _oom_reraised(node: ast.Try | ast.TryStar, index: int) -> bool:
     for earlier in node.handlers[:index]:
-        names = _caught_names(earlier) or []
-        if any(n.endswith(OOM_NAMES) for n in names) and _reraises(earlier.body):
+        names = caught_names(earlier) or []
+        if any(n.endswith(OOM_NAMES) for n in names) and _raises(earlier.body):
             return True
     handler = node.handlers[index]
     for sub in ast.walk(handler):
-        if isinstance(sub, ast.If) and _mentions_oom(sub.test) and _reraises(sub.body):
+        if isinstance(sub, ast.If) and _mentions_oom(sub.test) and _raises(sub.body):
             return True
     return False
 
 
 def _call_statements(body: list[ast.stmt]) -> list[ast.stmt]:
     return [stmt for stmt in body if any(isinstance(sub, ast.Call) for sub in ast.walk(stmt))]
+
+
+def _comment(line: str) -> str | None:
+    """The comment text of a source line, None without one (a `#` inside a string is rare enough
+    in an `except` line to ignore)."""
+    match = _COMMENT.search(line)
+    return match.group("text").strip() if match else None
+
+
+def _clean_reason(text: str) -> str:
+    return text.strip().strip("-–—:;,.()[]#").strip()
+
+
+def _noqa(ctx: FileContext, handler: ast.ExceptHandler) -> tuple[str, str] | None:
+    """(codes, reason) of a `# noqa` for a catch-all on the `except` line (reason possibly empty);
+    None without one or when it names only unrelated codes. The reason is the text after the codes,
+    else the comment lines directly above the `except`."""
+    line = ctx.lines[handler.lineno - 1] if handler.lineno <= len(ctx.lines) else ""
+    comment = _comment(line)
+    match = _NOQA.search("#" + comment) if comment is not None else None
+    if match is None:
+        return None
+    codes = [c.strip().upper() for c in (match.group("codes") or "").split(",") if c.strip()]
+    if codes and not NOQA_CODES & set(codes):
+        return None
+    reason = _clean_reason(match.group("rest"))
+    if not _WORDY.search(reason):
+        above: list[str] = []
+        index = handler.lineno - 2
+        while index >= 0 and ctx.lines[index].strip().startswith("#"):
+            above.insert(0, ctx.lines[index].strip().lstrip("#").strip())
+            index -= 1
+        reason = _clean_reason(" ".join(above))
+    return (", ".join(codes) or "all", reason if _WORDY.search(reason) else "")
+
+
+def _handler_comment(ctx: FileContext, handler: ast.ExceptHandler) -> str:
+    """The comments inside the handler's lines (the `except` line's own, noqa excluded) when they say
+    why swallowing is fine (`_JUSTIFIED`: safe, fallback, best effort, expected, ...), else ""."""
+    end = handler.end_lineno or handler.lineno
+    texts = []
+    for number in range(handler.lineno, end + 1):
+        text = _comment(ctx.lines[number - 1]) if number <= len(ctx.lines) else None
+        if text and not _NOQA.search("#" + text):
+            texts.append(text)
+    reason = _clean_reason(" ".join(texts))
+    return reason if _JUSTIFIED.search(reason) else ""
+
+
+def _logs_and_continues(handler: ast.ExceptHandler) -> bool:
+    """Only logging calls, `pass`, `continue`, `break` and `return`/`return None`, with at least one log."""
+    for stmt in handler.body:
+        if isinstance(stmt, ast.Expr) and is_logging_call(stmt.value):
+            continue
+        if isinstance(stmt, (ast.Pass, ast.Continue, ast.Break)):
+            continue
+        if isinstance(stmt, ast.Return) and (
+            stmt.value is None or (isinstance(stmt.value, ast.Constant) and stmt.value.value is None)
+        ):
+            continue
+        return False
+    return contains_logging(handler.body)
+
+
+def _is_test_path(path: str) -> bool:
+    parts = path.split("/")
+    name = parts[-1]
+    return "tests" in parts[:-1] or "test" in parts[:-1] or name.startswith("test_") or name.endswith("_test.py")
+
+
+def _import_map(ctx: FileContext) -> dict[str, str]:
+    """Local name -> dotted target for this file's imports (`from a import b as c`: `c` -> `a.b`;
+    `import a.b`: `a` -> `a`; `import a.b as c`: `c` -> `a.b`), relative imports resolved against
+    the file's own package."""
+    own = module_name(ctx.path).split(".")
+    package = own if ctx.path.endswith("__init__.py") else own[:-1]
+    out: dict[str, str] = {}
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                out[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            for alias in node.names:
+                out[alias.asname or alias.name] = f"{module}.{alias.name}" if module else alias.name
+    return out
+
+
+def _called_modules(ctx: FileContext, body: list[ast.stmt]) -> set[str]:
+    """Where the calls in `body` lead: the dotted import target of each call's root name (`f()` for
+    `from m import f` gives `m.f`; `m.f()` for `import m` gives `m.f`), this file's module for local
+    names, `self` and `cls`. One level only: what the called module calls in turn is not followed."""
+    imports = _import_map(ctx)
+    own = module_name(ctx.path)
+    out: set[str] = set()
+    for stmt in body:
+        for call in ast.walk(stmt):
+            if not isinstance(call, ast.Call):
+                continue
+            chain: list[str] = []
+            func = call.func
+            while isinstance(func, ast.Attribute):
+                chain.insert(0, func.attr)
+                func = func.value
+            if not isinstance(func, ast.Name):
+                continue
+            target = imports.get(func.id)
+            out.add(".".join([target, *chain]) if target else own)
+    return out
+
+
+def _reaches(raised_in: str, called: set[str]) -> bool:
+    """The module raising a class is where one of the calls leads (`m.f` leads into `m`; a package
+    import covers its submodules; a `src/` layout prefix is tolerated)."""
+    dotted = "." + raised_in
+    return any(
+        raised_in == name
+        or name.startswith(raised_in + ".")
+        or raised_in.startswith(name + ".")
+        or dotted.endswith("." + name)
+        or f".{name}." in dotted + "."
+        for name in called
+    )
+
+
+def _unhandled_subclasses(
+    ctx: FileContext, node: ast.Try | ast.TryStar, index: int, caught: list[str]
+) -> list[ExceptionClass]:
+    """The repository's subclasses of the builtin types in `caught` that reach handler `index`: raised
+    in a module the try body calls into (`_called_modules`), and not handled first."""
+    handler = node.handlers[index]
+    handled: set[str] = set(caught)
+    for earlier in node.handlers[:index]:
+        handled |= set(caught_names(earlier) or [])
+    handled |= {sub.id for sub in ast.walk(handler) if isinstance(sub, ast.Name)}
+    handled |= {sub.attr for sub in ast.walk(handler) if isinstance(sub, ast.Attribute)}
+    in_test = _is_test_path(ctx.path)
+    exceptions = ctx.exceptions()
+    # a repository class handled first takes its own subclasses with it
+    handled_full = {
+        sub.full_name
+        for name in handled
+        if name not in BUILTIN_EXCEPTIONS and exceptions.get(name) is not None
+        for sub in [exceptions.get(name), *exceptions.subclasses_of(name)]
+        if sub is not None
+    }
+    called = _called_modules(ctx, node.body)
+    found: dict[str, ExceptionClass] = {}
+    for name in caught:
+        for cls in exceptions.subclasses_of(name):
+            if cls.name in handled or cls.full_name in handled_full or (not in_test and _is_test_path(cls.path)):
+                continue
+            if not any(_reaches(module, called) for module in exceptions.raised_in(cls.name)):
+                continue
+            found.setdefault(cls.full_name, cls)
+    return list(found.values())
+
+
+def _fallback_sites(ctx: FileContext, target: str, handler: ast.ExceptHandler) -> list[CatchSite]:
+    """The revision's `except` clauses that catch `target` (by its name or a repository base class
+    of it) and do not re-raise it: where a converted error is taken for the fallback's failure."""
+    index = ctx.exceptions()
+    names = [target.rsplit(".", 1)[-1], *(c.name for c in index.ancestors_of(target.rsplit(".", 1)[-1]))]
+    sites: dict[tuple[str, int], CatchSite] = {}
+    for name in names:
+        for site in index.handlers_of(name):
+            if not site.reraises and (site.path, site.line) != (ctx.path, handler.lineno):
+                sites.setdefault((site.path, site.line), site)
+    return sorted(sites.values(), key=lambda site: (site.path, site.line))
 
 
 def _handler_finding(
@@ -76,6 +346,7 @@ def _handler_finding(
     message_id: str,
     params: dict[str, object],
     details: str = "",
+    extra: dict[str, object] | None = None,
 ) -> Finding:
     end = handler.end_lineno or handler.lineno
     return Finding(
@@ -86,9 +357,57 @@ def _handler_finding(
         line_end=end,
         message_id=message_id,
         params=params,
+        extra=extra or {},
         qualname=ctx.qualname(handler.lineno),
         details=details,
     )
+
+
+def _broad(ctx: FileContext, handler: ast.ExceptHandler, label: str, ruff_note: str) -> Finding | None:
+    """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring)."""
+    if reraises_same(handler):
+        if handler.type is None:
+            return _handler_finding(
+                ctx, handler, "broad-except", Severity.P3, "broad-except.bare-reraises", {}, ruff_note
+            )
+        return None
+    params: dict[str, object] = {"label": label}
+    noqa = _noqa(ctx, handler)
+    if noqa is not None and noqa[1]:
+        params["codes"] = noqa[0]
+        extra = {"reason": noqa[1]}
+        return _handler_finding(
+            ctx, handler, "broad-except", Severity.P3, "broad-except.noqa-reason", params, ruff_note, extra
+        )
+    target = _conversion(handler)
+    if target is not None:
+        sites = _fallback_sites(ctx, target, handler)
+        if not sites:
+            # nothing here catches the new type: it reaches the caller, chained to the original
+            if handler.type is None:
+                return _handler_finding(
+                    ctx, handler, "broad-except", Severity.P3, "broad-except.bare-reraises", {}, ruff_note
+                )
+            return None
+        params["target"] = target
+        shown = ", ".join(f"{site.path}:{site.line}" for site in sites[:SHOWN_SUBCLASSES])
+        extra = {"caught_at": shown, "more": len(sites) - min(len(sites), SHOWN_SUBCLASSES)}
+        return _handler_finding(
+            ctx, handler, "broad-except", Severity.P0, "broad-except.converts", params, ruff_note, extra
+        )
+    where = ctx.qualname(handler.lineno)
+    words = {word.lower() for word in _WORD_SPLIT.split(f"{ctx.path.removesuffix('.py')}/{where}") if word}
+    if _logs_and_continues(handler) and words & _DIAGNOSTIC_WORDS:
+        params["where"] = where or ctx.path
+        return _handler_finding(
+            ctx, handler, "broad-except", Severity.P3, "broad-except.diagnostics", params, ruff_note
+        )
+    comment = _handler_comment(ctx, handler)
+    if comment:
+        return _handler_finding(
+            ctx, handler, "broad-except", Severity.P2, "broad-except.documented", params, ruff_note, {"reason": comment}
+        )
+    return _handler_finding(ctx, handler, "broad-except", Severity.P0, "broad-except.swallows", params, ruff_note)
 
 
 def check(ctx: FileContext) -> list[Finding]:
@@ -100,8 +419,7 @@ def check(ctx: FileContext) -> list[Finding]:
         calls = _call_statements(node.body)
         runtime_reported = False
         for i, handler in enumerate(node.handlers):
-            names = _caught_names(handler)
-            reraises = _reraises(handler.body)
+            names = caught_names(handler)
             label = "except:" if names is None else f"except {ast.unparse(handler.type) if handler.type else ''}"
             ruff_note = ""
             if ("E722", handler.lineno) in ruff_lines:
@@ -109,21 +427,30 @@ def check(ctx: FileContext) -> list[Finding]:
             elif handler.type is not None and ("BLE001", handler.type.lineno) in ruff_lines:
                 ruff_note = "ruff BLE001"
             if names is None or BROAD & set(names):
-                if reraises:
-                    if names is None:
-                        findings.append(
-                            _handler_finding(
-                                ctx, handler, "broad-except", Severity.P3, "broad-except.bare-reraises", {}, ruff_note
-                            )
-                        )
-                    continue
-                findings.append(
-                    _handler_finding(
-                        ctx, handler, "broad-except", Severity.P0, "broad-except.swallows", {"label": label}, ruff_note
-                    )
-                )
+                finding = _broad(ctx, handler, label, ruff_note)
+                if finding is not None:
+                    findings.append(finding)
                 continue
-            if "RuntimeError" in names and not reraises:
+            builtin = [n for n in names if n in RUNTIME_FAMILY]
+            around_call = bool(calls) and not reraises_same(handler)
+            subclasses = _unhandled_subclasses(ctx, node, i, builtin) if builtin and around_call else []
+            if subclasses:
+                target = _conversion(handler)
+                shown = [f"`{c.full_name}` ({c.path}:{c.line})" for c in subclasses[:SHOWN_SUBCLASSES]]
+                params: dict[str, object] = {
+                    "label": label,
+                    "classes": [c.full_name for c in subclasses],
+                }
+                extra: dict[str, object] = {"shown": ", ".join(shown), "more": len(subclasses) - len(shown)}
+                if target is None:
+                    message_id = "caught-own-subclass.swallows"
+                else:
+                    message_id = "caught-own-subclass.converts"
+                    params["target"] = target
+                findings.append(
+                    _handler_finding(ctx, handler, "caught-own-subclass", Severity.P2, message_id, params, extra=extra)
+                )
+            if "RuntimeError" in names and not _raises(handler.body):
                 runtime_reported = True
                 oom = _oom_reraised(node, i)
                 if not oom:
@@ -148,7 +475,7 @@ def check(ctx: FileContext) -> list[Finding]:
                             {"label": label, "calls": len(calls)},
                         )
                     )
-        swallows = any(not _reraises(h.body) for h in node.handlers)
+        swallows = any(not _raises(h.body) for h in node.handlers)
         if len(calls) > 1 and swallows and not runtime_reported:
             first, last = node.body[0], node.body[-1]
             findings.append(

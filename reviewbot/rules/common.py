@@ -7,6 +7,7 @@ import bisect
 import dataclasses
 from collections.abc import Callable
 
+from reviewbot.exception_index import ExceptionIndex
 from reviewbot.findings import Finding
 from reviewbot.keychange import KeyChange
 from reviewbot.keychange.closure import ClosureItem
@@ -66,6 +67,8 @@ class FileContext:
     factors: list[str]
     factors_gained: list[str]
     factors_known: list[str]
+    # the head revision's own exception classes (`reviewbot.exception_index`), built on first call
+    exceptions: Callable[[], ExceptionIndex]
 
     def qualname(self, line: int) -> str:
         return self.qualnames.at(line)

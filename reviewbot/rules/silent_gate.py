@@ -28,8 +28,14 @@ def _is_config_chain(node: ast.AST, names: tuple[str, ...]) -> bool:
     segments, base = unwind_attributes(node)
     if isinstance(base, ast.Name):
         segments.append(base.id)
-    # the config object itself must be a prefix segment, the flag the last one
-    return any(any(n in seg.lower() for n in names) for seg in segments[1:])
+    # the config object itself must be a prefix segment, the flag the last one; a segment names a
+    # config when one of its words is, or ends with, a config name (`fsdp_config`, `modelcfg`; not
+    # `UNCONFIRMED_CAP`)
+    return any(_names_config(seg, names) for seg in segments[1:])
+
+
+def _names_config(segment: str, names: tuple[str, ...]) -> bool:
+    return any(word.endswith(n) for word in segment.lower().split("_") for n in names)
 
 
 def _reads_config(test: ast.AST, names: tuple[str, ...]) -> bool:

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Collection, Sequence
 
 from reviewbot.diff import FileChange
-from reviewbot.findings import PATTERN_ONLY, Evidence, EvidenceKind, Finding, Severity
+from reviewbot.findings import Evidence, EvidenceKind, Finding, Severity
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import RepoConfig
 from reviewbot.suites import SuiteResult
@@ -90,6 +90,17 @@ _PLAN_MESSAGES = {
 }
 
 
+def _plan_evidence(row: TestPlanRow) -> Evidence:
+    """What backs a test-plan finding: the failing run, the runs on both revisions, or the lookup."""
+    if row.status == FAILS_AT_HEAD:
+        params = {"test": row.test_id or row.test, "outcome": row.head_outcome or "failed", "suite": "test plan"}
+        return Evidence(EvidenceKind.TEST, "evidence.failing-test", params)
+    if row.status == PASSES_ON_BOTH:
+        params = {"test": row.test, "base": row.base_outcome, "head": row.head_outcome}
+        return Evidence(EvidenceKind.TEST, "evidence.test-plan-ran", params)
+    return Evidence(EvidenceKind.PATTERN, "evidence.test-plan-lookup", {"test": row.test})
+
+
 def from_test_plan(rows: list[TestPlanRow], anchor: TestAnchor, reported: Collection[str] = ()) -> list[Finding]:
     """Findings for test-plan rows; a `fails-at-head` row whose failing test id is in `reported`
     (already a suite-failure finding) gives none."""
@@ -115,13 +126,7 @@ def from_test_plan(rows: list[TestPlanRow], anchor: TestAnchor, reported: Collec
                 qualname=row.test,
                 in_diff=in_diff,
                 details=row.excerpt,
-                evidence=Evidence(
-                    EvidenceKind.TEST,
-                    "evidence.failing-test",
-                    {"test": row.test_id or row.test, "outcome": row.head_outcome or "failed", "suite": "test plan"},
-                )
-                if failing
-                else PATTERN_ONLY,
+                evidence=_plan_evidence(row),
             )
         )
     return findings

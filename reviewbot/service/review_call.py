@@ -53,7 +53,8 @@ def review(
         suites="static" if run_pr_code else "none",
         progress=lambda line: logger.info("review %s: %s", head[:12], line),
     )
-    # Stage timings vary run to run; without them an unchanged review renders the same text, so a
+    # Stage timings and suite/test durations vary run to run; without timings the template leaves
+    # durations out too, so an unchanged review renders the same text and a
     # rerun of one head leaves the summary comment untouched.
     markdown = dataclasses.replace(result, timings={}).to_markdown()
     return ReviewOutcome(

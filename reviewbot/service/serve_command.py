@@ -28,8 +28,12 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         settings = settings_mod.load(args)
-        secret = settings.secret("webhook_secret")
     except ValueError as exc:
+        print(f"reviewbot serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        secret = settings.secret("webhook_secret")
+    except ValueError as exc:  # the secret file is missing
         print(f"reviewbot serve: {exc}", file=sys.stderr)
         return 2
     if not secret:

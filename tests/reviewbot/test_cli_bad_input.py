@@ -41,6 +41,7 @@ def _run(argv: list[str], tmp_path: Path, cwd: Path | None = None, **env: str) -
         capture_output=True,
         text=True,
         timeout=120,
+        check=False,
     )
 
 

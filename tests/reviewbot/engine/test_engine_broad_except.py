@@ -195,7 +195,8 @@ def test_blind_and_bare_handlers_are_unconfirmed_without_evidence(repo: Repo) ->
     assert bare.details == "ruff E722"
     assert "AssertionError" in bare.why
     assert bare.evidence.kind is EvidenceKind.PATTERN
-    assert bare.evidence.text("en").startswith("unconfirmed: a static pattern that would be P0-BLOCKER")
+    assert bare.evidence.text("en").startswith("unconfirmed (would be P0-BLOCKER with proof): a static pattern")
+    assert bare.evidence.claimed is Severity.P0 and not bare.evidence.confirmed
     assert not review.blocking
     # the pre-existing handler in old_fallback is on an untouched line
     assert not any(f.qualname == "old_fallback" for f in review.findings)

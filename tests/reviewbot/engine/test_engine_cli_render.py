@@ -131,6 +131,9 @@ def test_no_findings_says_what_was_checked(repo: Repo) -> None:
     text = run_review(repo.path, "main", "clean", suites="none").to_markdown()
     assert "No findings. This is not a blanket approval; what was checked:" in text
     assert "LGTM" not in text
+    # no .reviewbot.yml: the review opens with what it does not check and why
+    assert "cache-key checks off: no `cache_key.roots`" in text
+    assert text.index("cache-key checks off") < text.index("1. Summary of the change")
 
 
 def test_config_validation_names_the_key() -> None:

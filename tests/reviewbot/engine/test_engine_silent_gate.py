@@ -112,6 +112,13 @@ def own_comment(login, settings):
     return "handled"
 
 
+def capped(finding, policy):
+    # `UNCONFIRMED_CAP` holds "conf" but is no configuration object
+    if finding.kind != "pattern" or finding.rank >= policy.UNCONFIRMED_CAP.rank:
+        return finding
+    return policy.cap(finding)
+
+
 def computed_result(items, settings):
     if not settings.enabled:
         return None

@@ -9,7 +9,7 @@ import pytest
 from engine_gitrepos import Repo
 
 from reviewbot.engine import run_review
-from reviewbot.findings import Severity
+from reviewbot.findings import EvidenceKind, Severity
 from reviewbot.repo_config import SuiteConfig, parse_config
 from reviewbot.suites import run_suites
 from reviewbot.testplan import parse_test_plan
@@ -144,6 +144,17 @@ def test_test_plan_verification_and_suite_findings(repo: Repo, tmp_path: Path) -
         ("test_add_broken", Severity.P0),
         ("test_does_not_exist", Severity.P4),
     }
+    # each evidence line says what was seen: the two runs, the failing run, the static lookup
+    evidence = {f.qualname: f.evidence for f in review.findings if f.rule == "test-plan"}
+    assert evidence["test_mul_again"].kind is EvidenceKind.TEST and evidence["test_mul_again"].confirmed
+    assert (
+        evidence["test_mul_again"].text("en")
+        == "`test_mul_again` ran against the base code (passed) and at head (passed)"
+    )
+    assert evidence["test_add_broken"].kind is EvidenceKind.TEST
+    assert evidence["test_does_not_exist"].text("en") == (
+        "unconfirmed: no test named `test_does_not_exist` in the head revision's files (a static lookup)"
+    )
     (suite_fail,) = [f for f in review.findings if f.rule == "suite-failure"]
     assert suite_fail.severity is Severity.P0 and "tests/test_calc.py::test_mul_fails" in suite_fail.message
     assert "The calculator is wrong." in suite_fail.why and "test_mul_fails" in suite_fail.details

@@ -1,7 +1,8 @@
 """A reviewed project for service tests: an upstream git repo, its fake-GitHub repo, and PRs.
 
-The base has `pkg/core.py`; a "bad" head adds a function with `except Exception: pass` (a
-P0-BLOCKER finding of the engine's broad-except rule) on lines inside the diff.
+The base has `pkg/core.py`; a "bad" head adds a function with `except Exception: return ""` on
+lines inside the diff, and a CPU suite whose test shows the harm (a missing file must raise): the
+failing test is the evidence that makes the review blocking (a pattern alone is an unconfirmed P2).
 """
 
 from __future__ import annotations
@@ -90,8 +91,17 @@ class Project:
         return sha
 
 
+BAD_FUNCTION_SUITE = {
+    ".reviewbot.yml": "suites:\n  load:\n    command: python -m pytest -q -p no:cacheprovider tests_load/test_load.py\n"
+    "    gpus: 0\n    timeout_s: 120\n",
+    "tests_load/test_load.py": "import pytest\n\nfrom pkg.core import load\n\n\n"
+    "def test_missing_file_raises():\n    with pytest.raises(OSError):\n"
+    "        load('/nonexistent/reviewbot-scenario/missing.txt')\n",
+}
+
+
 def bad_core(extra: str = "") -> dict[str, str]:
-    return {"pkg/core.py": BASE_CORE + BAD_FUNCTION + extra}
+    return {"pkg/core.py": BASE_CORE + BAD_FUNCTION + extra, **BAD_FUNCTION_SUITE}
 
 
 def good_core(extra: str = "") -> dict[str, str]:

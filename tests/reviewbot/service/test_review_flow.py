@@ -25,7 +25,7 @@ def test_opened_posts_summary_inline_on_diff_lines_and_failing_status(service, g
     fake) refuses review comments outside the diff, and the bot must not try."""
     pull, head = project.open_pull(1, bad_core())
     added = set(range(11, 18))  # the lines of BAD_FUNCTION in the head's pkg/core.py
-    pull["_diff_lines"] = {"pkg/core.py": set(range(8, 18))}
+    pull["_diff_lines"] = {"pkg/core.py": set(range(8, 18)), "tests_load/test_load.py": set(range(1, 9))}
     service.pull_event("opened", project.full_name, 1)
     jobs = service.wait_jobs_settled(project.full_name, 1)
     assert [j.state for j in jobs] == ["done"], (jobs, service.log())
@@ -33,9 +33,12 @@ def test_opened_posts_summary_inline_on_diff_lines_and_failing_status(service, g
     [summary] = summaries(github, project, 1)
     assert head[:12] in summary["body"]
     inline = github.state.review_comments_on(project.full_name, 1)
-    assert inline, "the broad except is on a diff line and must be commented inline"
-    assert all(c["path"] == "pkg/core.py" and c["line"] in added and c["side"] == "RIGHT" for c in inline)
-    assert any("P0-BLOCKER" in c["body"] for c in inline)
+    assert inline, "the broad except and the failing test are on diff lines and must be commented inline"
+    on_core = [c for c in inline if c["path"] == "pkg/core.py"]
+    assert on_core and all(c["line"] in added and c["side"] == "RIGHT" for c in on_core)
+    assert all("P0-BLOCKER" not in c["body"] for c in on_core)  # a pattern alone does not block
+    # the blocker is the failing test, anchored on its own line in the diff
+    assert any(c["path"] == "tests_load/test_load.py" and "P0-BLOCKER" in c["body"] for c in inline)
     assert len(inline) <= 30
 
 
@@ -45,7 +48,7 @@ def test_summary_is_edited_in_place_across_pushes_and_not_resent_unchanged(servi
     service.pull_event("opened", project.full_name, 2)
     service.wait_jobs_settled(project.full_name, 2)
     [first] = summaries(github, project, 2)
-    second_head = project.new_head(2, good_core())
+    second_head = project.new_head(2, {**good_core(), "tests_load/test_load.py": "def test_nothing():\n    pass\n"})
     service.pull_event("synchronize", project.full_name, 2)
     wait_until(lambda: final_status(github, project, second_head), what="status of the second push")
     [summary] = summaries(github, project, 2)

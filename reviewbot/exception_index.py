@@ -1,0 +1,327 @@
+"""The reviewed repository's own exception classes, from an AST scan of its Python files.
+
+    index = index_exceptions(root)          # root: a checkout (worktree) of one revision
+    index = index_revision(git, rev)         # the same, read from git's object store
+    index.subclasses_of("RuntimeError")      # the repository's classes a `except RuntimeError` catches
+    index.get("CacheMissError")              # one class by simple or qualified name, or None
+    index.handlers_of("XUnsupportedError")   # the `except` clauses naming a type, and whether they re-raise
+    index.raised_in("CacheMissError")        # the modules with a `raise CacheMissError...`
+
+A class is an exception class when it (transitively) subclasses a builtin exception
+(`builtins.BaseException` and every builtin below it). Bases are resolved by their last name
+segment (`torch.fx.Error` counts as `Error`): first against the repository's own classes, then
+against the builtins; a base defined by a third-party package (`torch.OutOfMemoryError`) is kept in
+`bases` but not followed, so a class deriving only from it is not indexed. Classes nested in
+functions are skipped (they cannot be raised across modules); classes nested in classes are
+indexed under their dotted `qualname`. Files that do not parse, and the directories named in
+`SKIP_DIRS`, are skipped. Nothing is imported or executed.
+
+The index also lists every `except` clause of the revision by the simple names it catches
+(`handlers_of`), so a rule can tell whether a type some handler converts into is caught elsewhere
+(one frame up, to fall back). A handler *re-raises* when a statement directly in its body is a
+bare `raise` or `raise <the caught name>` (`reraises_same`).
+
+Two classes with the same simple name in different modules are both kept; `subclasses_of` and
+`get` by simple name then consider both (the scan cannot tell which one an import means).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import dataclasses
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from reviewbot import logger
+from reviewbot.gitrepo import GitRepo
+
+SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".tox"})
+
+BUILTIN_EXCEPTIONS: dict[str, type[BaseException]] = {
+    name: obj for name, obj in vars(builtins).items() if isinstance(obj, type) and issubclass(obj, BaseException)
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class ExceptionClass:
+    """One exception class of the repository.
+
+    `name`: the simple class name; `qualname`: dotted within its module (`Outer.Inner`); `module`:
+    dotted module path derived from `path` (`pkg.sub.mod`, `pkg` for `pkg/__init__.py`); `path`:
+    POSIX path relative to the scanned root; `line`: 1-based line of the `class` statement; `bases`:
+    the base expressions as written (`("torch.fx.Error", "CacheError")`).
+    """
+
+    name: str
+    qualname: str
+    module: str
+    path: str
+    line: int
+    bases: tuple[str, ...]
+
+    @property
+    def full_name(self) -> str:
+        """`module.qualname`, the name to show in a finding."""
+        return f"{self.module}.{self.qualname}" if self.module else self.qualname
+
+
+@dataclasses.dataclass(frozen=True)
+class CatchSite:
+    """One `except` clause: `path` (relative, POSIX), `line` of the `except`, `caught` (last name
+    segment of each caught type, empty for a bare `except:`), `reraises` (see `reraises_same`)."""
+
+    path: str
+    line: int
+    caught: tuple[str, ...]
+    reraises: bool
+
+
+def reraises_same(handler: ast.ExceptHandler) -> bool:
+    """A statement directly in the handler's body passes the caught exception on unchanged:
+    `raise` or `raise <name>` for `except ... as <name>` (a raise under a condition does not count)."""
+    for stmt in handler.body:
+        if isinstance(stmt, ast.Raise):
+            if stmt.exc is None:
+                return True
+            if handler.name and isinstance(stmt.exc, ast.Name) and stmt.exc.id == handler.name:
+                return True
+    return False
+
+
+def caught_names(handler: ast.ExceptHandler) -> list[str] | None:
+    """Last name segment of every type an `except` clause names; None for a bare `except:`."""
+    if handler.type is None:
+        return None
+    elts = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    names = []
+    for elt in elts:
+        if isinstance(elt, ast.Name):
+            names.append(elt.id)
+        elif isinstance(elt, ast.Attribute):
+            names.append(elt.attr)
+    return names
+
+
+@dataclasses.dataclass(frozen=True)
+class ExceptionIndex:
+    """The exception classes of one revision and their resolved builtin ancestors."""
+
+    classes: tuple[ExceptionClass, ...]
+    # full_name -> names of the builtin exceptions it derives from (transitively, including their bases)
+    _builtin_ancestors: dict[str, frozenset[str]]
+    # full_name -> full names of repository classes it derives from (transitively)
+    _repo_ancestors: dict[str, frozenset[str]]
+    # simple caught name -> the except clauses naming it
+    _handlers: dict[str, tuple[CatchSite, ...]] = dataclasses.field(default_factory=dict)
+    # simple name -> modules with a `raise <name>` / `raise <name>(...)` statement
+    _raised_in: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+
+    def raised_in(self, name: str) -> list[str]:
+        """Modules (dotted, as `ExceptionClass.module`) holding a `raise` of the class `name` (matched
+        by its last segment; `raise X(...)`, `raise X`, `raise mod.X(...)`), sorted."""
+        return sorted(self._raised_in.get(name.rsplit(".", 1)[-1], ()))
+
+    def ancestors_of(self, name: str) -> list[ExceptionClass]:
+        """The repository classes the class `name` (simple, qualified or `module.qualname`) derives
+        from, transitively, in path and line order; empty for builtins and unknown names."""
+        own = {c.full_name for c in self.classes if name in (c.name, c.qualname, c.full_name)}
+        bases = set().union(*(self._repo_ancestors[n] for n in own)) if own else set()
+        return [c for c in self.classes if c.full_name in bases]
+
+    def handlers_of(self, name: str) -> list[CatchSite]:
+        """The `except` clauses of the revision that name `name` (simple or dotted; matched by its
+        last segment), in path and line order. Clauses naming only a base class are not included."""
+        return list(self._handlers.get(name.rsplit(".", 1)[-1], ()))
+
+    def get(self, name: str) -> ExceptionClass | None:
+        """The class named `name` (simple name, qualname or `module.qualname`); None when absent.
+        With several classes of one simple name, the first in path order."""
+        for cls in self.classes:
+            if name in (cls.name, cls.qualname, cls.full_name):
+                return cls
+        return None
+
+    def subclasses_of(self, name: str) -> list[ExceptionClass]:
+        """The repository's classes an `except <name>` catches, excluding `name` itself, in
+        path, then line order.
+
+        `name` is a builtin exception (`RuntimeError`, `Exception`, `OSError`) or one of the
+        repository's own classes (simple name, qualname or `module.qualname`); a dotted name is
+        matched by its last segment when it is not a repository class (`builtins.RuntimeError`).
+        Unknown names give an empty list.
+        """
+        if not name:
+            raise ValueError("subclasses_of needs a class name")
+        own = {c.full_name for c in self.classes if name in (c.name, c.qualname, c.full_name)}
+        if own:
+            return [c for c in self.classes if self._repo_ancestors[c.full_name] & own]
+        simple = name.rsplit(".", 1)[-1]
+        if simple not in BUILTIN_EXCEPTIONS:
+            return []
+        return [c for c in self.classes if simple in self._builtin_ancestors[c.full_name]]
+
+    def __len__(self) -> int:
+        return len(self.classes)
+
+
+def module_name(path: str) -> str:
+    """The dotted module of a repository-relative `.py` path (`pkg/sub/mod.py` -> `pkg.sub.mod`,
+    `pkg/__init__.py` -> `pkg`), as in `ExceptionClass.module`."""
+    return _module_name(Path(path))
+
+
+def _module_name(rel: Path) -> str:
+    parts = list(rel.with_suffix("").parts)
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _skipped(rel: str) -> bool:
+    return any(part in SKIP_DIRS for part in rel.split("/")[:-1])
+
+
+def _classes(tree: ast.Module) -> Iterator[tuple[str, ast.ClassDef]]:
+    """(qualname, node) of module-level classes and classes nested in them."""
+
+    def visit(body: list[ast.stmt], prefix: str) -> Iterator[tuple[str, ast.ClassDef]]:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                qualname = f"{prefix}{node.name}"
+                yield qualname, node
+                yield from visit(node.body, qualname + ".")
+            elif isinstance(node, (ast.If, ast.Try)):
+                # classes defined under `if TYPE_CHECKING:` / `try: ... except ImportError:` still count
+                yield from visit(node.body, prefix)
+                yield from visit(node.orelse, prefix)
+                for handler in getattr(node, "handlers", []):
+                    yield from visit(handler.body, prefix)
+
+    yield from visit(tree.body, "")
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement in `body` at any depth (inside functions, classes, `try` clauses, `match`
+    cases); walks statements only, which is several times cheaper than `ast.walk` over a module."""
+    for stmt in body:
+        yield stmt
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(stmt, field, None) or ():
+                if isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                    yield from _statements(child.body)
+                elif isinstance(child, ast.stmt):
+                    yield from _statements([child])
+
+
+def _base_name(expr: ast.expr) -> str | None:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return None
+
+
+def index_exceptions(root: Path) -> ExceptionIndex:
+    """Scan every `.py` file under `root` (a checkout of one revision) for exception classes.
+
+    `root` must be an existing directory. Cost: one `ast.parse` per file, no imports.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise ValueError(f"index_exceptions: {root} is not a directory")
+    sources: dict[str, str] = {}
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if not _skipped(rel) and path.is_file():
+            sources[rel] = path.read_text(encoding="utf-8", errors="replace")
+    return index_sources(sources)
+
+
+def index_revision(git: GitRepo, rev: str) -> ExceptionIndex:
+    """`index_exceptions` of revision `rev` of `git`, read from the object store (no checkout)."""
+    sources: dict[str, str] = {}
+    for rel in git.list_files(rev):
+        if rel.endswith(".py") and not _skipped(rel):
+            text = git.read(rev, rel)
+            if text is not None:
+                sources[rel] = text
+    return index_sources(sources)
+
+
+def index_sources(sources: Mapping[str, str]) -> ExceptionIndex:
+    """The index of `sources` (POSIX path relative to the repository root -> file text)."""
+    candidates: list[tuple[ExceptionClass, tuple[str | None, ...]]] = []
+    handlers: dict[str, list[CatchSite]] = {}
+    raised: dict[str, set[str]] = {}
+    for rel_text in sorted(sources):
+        rel = Path(rel_text)
+        try:
+            tree = ast.parse(sources[rel_text], filename=rel_text)
+        except SyntaxError as exc:
+            logger.debug("exception index: %s does not parse (%s); skipped", rel_text, exc)
+            continue
+        module = _module_name(rel)
+        for node in _statements(tree.body):
+            if isinstance(node, (ast.Try, ast.TryStar)):
+                for handler in node.handlers:
+                    names = tuple(caught_names(handler) or ())
+                    site = CatchSite(rel_text, handler.lineno, names, reraises_same(handler))
+                    for name in names:
+                        handlers.setdefault(name, []).append(site)
+            elif isinstance(node, ast.Raise) and node.exc is not None:
+                raised_name = _base_name(node.exc.func if isinstance(node.exc, ast.Call) else node.exc)
+                if raised_name is not None:
+                    raised.setdefault(raised_name, set()).add(module)
+        for qualname, node in _classes(tree):
+            if not node.bases:
+                continue
+            cls = ExceptionClass(
+                name=node.name,
+                qualname=qualname,
+                module=module,
+                path=rel_text,
+                line=node.lineno,
+                bases=tuple(ast.unparse(b) for b in node.bases),
+            )
+            candidates.append((cls, tuple(_base_name(b) for b in node.bases)))
+
+    by_simple: dict[str, list[str]] = {}
+    for cls, _ in candidates:
+        by_simple.setdefault(cls.name, []).append(cls.full_name)
+    base_names = {cls.full_name: names for cls, names in candidates}
+
+    builtin_memo: dict[str, frozenset[str]] = {}
+    repo_memo: dict[str, frozenset[str]] = {}
+
+    def resolve(full_name: str, seen: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+        if full_name in builtin_memo:
+            return builtin_memo[full_name], repo_memo[full_name]
+        found_builtins: set[str] = set()
+        found_repo: set[str] = set()
+        for base in base_names[full_name]:
+            if base is None:
+                continue
+            own = [b for b in by_simple.get(base, []) if b not in seen and b != full_name]
+            for target in own:
+                b_builtins, b_repo = resolve(target, seen | {full_name})
+                found_builtins |= b_builtins
+                found_repo |= b_repo | {target}
+            if not own and base in BUILTIN_EXCEPTIONS:
+                found_builtins |= {k.__name__ for k in BUILTIN_EXCEPTIONS[base].__mro__ if k is not object}
+        builtin_memo[full_name] = frozenset(found_builtins)
+        repo_memo[full_name] = frozenset(found_repo)
+        return builtin_memo[full_name], repo_memo[full_name]
+
+    classes: list[ExceptionClass] = []
+    for cls, _ in candidates:
+        if resolve(cls.full_name, frozenset())[0]:
+            classes.append(cls)
+    kept = {c.full_name for c in classes}
+    return ExceptionIndex(
+        classes=tuple(classes),
+        _builtin_ancestors={name: builtin_memo[name] for name in kept},
+        _repo_ancestors={name: repo_memo[name] & kept for name in kept},
+        _handlers={name: tuple(sorted(sites, key=lambda c: (c.path, c.line))) for name, sites in handlers.items()},
+        _raised_in={name: frozenset(modules) for name, modules in raised.items()},
+    )
