@@ -42,7 +42,7 @@ from reviewbot.keychange import KeyChange, detect_key_change
 from reviewbot.repo_config import ConfigError, RepoConfig, load_config
 from reviewbot.ruff import SELECT as RUFF_CODES
 from reviewbot.ruff import run_ruff
-from reviewbot.rules import FILE_RULES, FileContext, key_docs, suite_results
+from reviewbot.rules import FILE_RULES, FileContext, encoding, key_docs, suite_results
 from reviewbot.rules import cache_key as cache_key_rule
 from reviewbot.rules.common import QualnameIndex
 from reviewbot.suites import SuiteResult, run_suites
@@ -181,6 +181,8 @@ def _parse(source: str | None) -> ast.Module | None:
     try:
         return ast.parse(source)
     except SyntaxError:
+        return None
+    except ValueError:  # Python 3.11 raises it for a NUL byte (3.12 a SyntaxError)
         return None
 
 
@@ -431,6 +433,9 @@ def _file_findings(
     findings: list[Finding] = []
     guards: list[str] = []
     for path, (change, head_src, base_src) in versions.items():
+        bad = git.not_utf8.get((head, path))
+        if head_src is not None and bad is not None and (merge_base, change.old_path) not in git.not_utf8:
+            findings.append(encoding.check(path, head_src, *bad, in_diff=change.touches(bad[0], bad[0])))
         head_tree, base_tree = _parse(head_src), _parse(base_src)
         if head_tree is None or head_src is None:
             logger.warning("%s does not parse at head; static rules skipped for it", path)

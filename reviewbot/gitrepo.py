@@ -27,9 +27,13 @@ class GitRepo:
         self._batch: subprocess.Popen[bytes] | None = None
         self._blob_cache: dict[tuple[str, str], str | None] = {}
         self._tree_cache: dict[str, list[str]] = {}
+        # (rev, path) -> (line, offset) of the first byte that is not UTF-8, for text read with replacement
+        self.not_utf8: dict[tuple[str, str], tuple[int, int]] = {}
 
     def git(self, *args: str, check: bool = True) -> str:
-        proc = subprocess.run(["git", *args], cwd=self.path, capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            ["git", *args], cwd=self.path, capture_output=True, text=True, errors="replace", check=False
+        )
         if check and proc.returncode != 0:
             raise GitError(f"git {' '.join(args)} failed: {proc.stderr.strip()}")
         return proc.stdout
@@ -57,13 +61,26 @@ class GitRepo:
         return self._tree_cache[rev]
 
     def read(self, rev: str, path: str) -> str | None:
-        """The file's text at `rev`, or None when it does not exist there (or is not text)."""
+        """The file's text at `rev`, or None when it does not exist there or is binary (a NUL byte
+        in its first 8000 bytes, git's own test). Text that is not UTF-8 is decoded with
+        replacement characters, and `not_utf8[(rev, path)]` keeps the line and offset of its first bad
+        byte."""
         key = (rev, path)
         if key not in self._blob_cache:
-            self._blob_cache[key] = self._read_batch(f"{rev}:{path}")
+            data = self._read_batch(f"{rev}:{path}")
+            self._blob_cache[key] = None if data is None else self._decode(key, data)
         return self._blob_cache[key]
 
-    def _read_batch(self, spec: str) -> str | None:
+    def _decode(self, key: tuple[str, str], data: bytes) -> str | None:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if b"\0" in data[:8000]:
+                return None
+            self.not_utf8[key] = (data[: exc.start].count(b"\n") + 1, exc.start)
+            return data.decode("utf-8", errors="replace")
+
+    def _read_batch(self, spec: str) -> bytes | None:
         if self._batch is None:
             self._batch = subprocess.Popen(
                 ["git", "cat-file", "--batch"], cwd=self.path, stdin=subprocess.PIPE, stdout=subprocess.PIPE
@@ -76,10 +93,7 @@ class GitRepo:
             return None
         data = self._batch.stdout.read(int(header[2]))
         self._batch.stdout.read(1)
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
+        return data
 
     def close(self) -> None:
         if self._batch is not None:

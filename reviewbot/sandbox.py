@@ -1,29 +1,62 @@
 """Running code of the reviewed revision: the only way the bot executes it.
 
-Suites, the key probe, test-plan runs and experiments start the revision's code through
-`run_logged` (output to a log file) or `run_captured` (stdout and stderr returned). Every run is a
-fresh process group with a time limit (the whole group is killed when it is exceeded) and the
-environment from `child_env`: the revision's tree first on `PYTHONPATH`, a fixed hash seed, proxies
-and GitHub tokens removed, offline switches for common model hubs. `isolate_network=True` runs the
-command in an empty network namespace where `unshare -rn` works here (`network_isolation_prefix`);
-`Captured.isolated` says whether it did.
+Suites, the key probe, test-plan runs and experiments start the revision's code in a `Box` (see
+`box(tree)`): every run is a fresh process group with a time limit (the whole group is killed when
+it is exceeded) and the environment from `child_env`, built from an allow-list (locale, `PATH`, GPU
+selection; the revision's tree first on `PYTHONPATH`, a fixed hash seed, offline switches for the
+model hubs, `HOME` and `TMPDIR` in the box's own scratch directory): no token, secret, database
+URL or proxy reaches it.
+
+Where the machine allows it (`availability()`: the bot runs as root on Linux with util-linux's
+`unshare`), each run is sandboxed (`reviewbot/sandbox_enter.py` does the inside part):
+- as a uid of its own, drawn per box from `UID_RANGE` (no account, no file of the service's), with
+  no supplementary group and `no_new_privs`; the worktree and the scratch directory are handed to
+  that uid for the run;
+- in new user, PID (a fresh /proc: no other process is visible), mount, network (loopback only),
+  IPC and UTS namespaces;
+- seeing fresh empty /tmp, /var/tmp and /dev/shm, and the service's state (`hide_service_state`:
+  database, secret files, work directory) as empty.
+Elsewhere `availability()` says why not, and runs go unsandboxed (the environment still cleaned,
+the network cut where `unshare -rn` works): the service then refuses to run PR code unless its
+operator allowed it for same-repository PRs (`REVIEWBOT_UNSANDBOXED=1`); the CLI, reviewing the
+user's own checkout, runs it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import functools
+import json
 import os
+import random
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
+import sysconfig
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from reviewbot import logger
+
+UID_RANGE = range(200_000, 265_536)  # one uid per box; /etc/subuid ranges conventionally start at 100000
+ENV_ALLOWED = {"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH", "TORCH_CUDA_ARCH_LIST"}
+ENV_ALLOWED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "OMP_", "MKL_")
+SANDBOX_USER = "reviewbot-sandbox"
+FRESH_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+EXIT_SETUP_FAILED = 125  # sandbox_enter.py's exit code when it could not build the sandbox
+_ENTER = Path(__file__).with_name("sandbox_enter.py")
+_hidden: set[str] = set()
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not be built for a run (the message says why)."""
 
 
 def build_argv(command: str, junit_path: Path | None = None) -> list[str]:
@@ -42,12 +75,12 @@ def build_argv(command: str, junit_path: Path | None = None) -> list[str]:
     return argv
 
 
-def child_env(worktree: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Environment for code of the reviewed revision: its tree first on PYTHONPATH, fixed hash
-    seed, proxies and tokens removed, offline switches for common hubs."""
-    drop_prefixes = ("GITHUB_", "REVIEWBOT_GITHUB", "GH_")
-    drop = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "PYTHONPATH"}
-    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith(drop_prefixes)}
+def child_env(worktree: Path, scratch: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment for code of the reviewed revision: allow-listed variables of this process
+    (`ENV_ALLOWED`, `ENV_ALLOWED_PREFIXES`), its tree first on PYTHONPATH, a fixed hash seed,
+    offline switches for common hubs, home and temp files in `scratch`; then `extra`."""
+    env = {k: v for k, v in os.environ.items() if k in ENV_ALLOWED or k.startswith(ENV_ALLOWED_PREFIXES)}
+    env.setdefault("PATH", os.defpath)
     env.update(
         PYTHONPATH=str(worktree),
         PYTHONHASHSEED="0",
@@ -56,15 +89,68 @@ def child_env(worktree: Path, extra: Mapping[str, str] | None = None) -> dict[st
         no_proxy="*",
         HF_HUB_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",
+        HOME=str(scratch),
+        TMPDIR=str(scratch),
+        XDG_CACHE_HOME=str(scratch / ".cache"),
+        USER=SANDBOX_USER,
+        LOGNAME=SANDBOX_USER,
     )
     if extra:
         env.update(extra)
     return env
 
 
+def hide_service_state(paths: Iterable[Path | str]) -> None:
+    """Register the service's state (database file, secret files, work directory) so every
+    sandbox of this process sees it empty, and make it private to the service's user (umask 077
+    from now on, group and other bits removed from what exists): two walls, either one enough."""
+    os.umask(0o077)
+    for raw in paths:
+        path = Path(raw).resolve()
+        if path.exists():
+            path.chmod(path.stat().st_mode & 0o700)
+        _hidden.add(str(path))
+
+
+@dataclasses.dataclass(frozen=True)
+class Availability:
+    ok: bool
+    reason: str = ""
+
+
+@functools.cache
+def availability() -> Availability:
+    """Whether runs are sandboxed here; `reason` says why not (checked once per process by
+    building a sandbox and looking at it from inside)."""
+    if sys.platform != "linux":
+        return Availability(False, f"namespaces need Linux (this is {sys.platform})")
+    if os.geteuid() != 0:
+        return Availability(
+            False, f"the bot runs as uid {os.geteuid()}, not root, so it cannot run PR code as a user of its own"
+        )
+    if shutil.which("unshare") is None:
+        return Availability(False, "util-linux's `unshare` is not installed")
+    check = (
+        "import os, socket; assert os.getuid() != 0 and os.getpid() == 1, (os.getuid(), os.getpid()); "
+        "names = sorted(n for _, n in socket.if_nameindex()); assert names == ['lo'], names; print('sandboxed')"
+    )
+    with tempfile.TemporaryDirectory(prefix="reviewbot-sandbox-check-") as tmp, box(Path(tmp), force=True) as b:
+        try:
+            run = b.run_captured([sys.executable, "-I", "-S", "-c", check], {"PATH": os.defpath}, 120)
+        except SandboxError as exc:
+            logger.warning("sandbox unavailable: %s", exc)
+            return Availability(False, f"building the sandbox failed: {exc}")
+    if run.returncode == 0 and run.stdout.strip() == "sandboxed":
+        return Availability(True)
+    detail = (run.stderr.strip().splitlines() or ["no output"])[-1]
+    logger.warning("sandbox unavailable: %s", detail)
+    return Availability(False, f"building the sandbox failed: {detail}")
+
+
 @functools.cache
 def network_isolation_prefix() -> tuple[str, ...]:
-    """`("unshare", "-rn")` when an empty network namespace can be made here, else `()`."""
+    """`("unshare", "-rn")` when an empty network namespace can be made here, else `()` (for
+    unsandboxed runs)."""
     unshare = shutil.which("unshare")
     if unshare is None:
         logger.info("unshare not found: revision code runs with a cleaned environment but with network access")
@@ -76,25 +162,18 @@ def network_isolation_prefix() -> tuple[str, ...]:
     return (unshare, "-rn")
 
 
-def run_logged(
-    argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float, log_path: Path
-) -> tuple[int | None, float]:
-    """Run with stdout and stderr to `log_path`; on timeout kill the process group.
-
-    Returns (returncode or None on timeout, seconds). `FileNotFoundError` when the program is missing.
-    """
-    start = time.monotonic()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            list(argv), cwd=cwd, env=dict(env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            rc: int | None = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            rc = None
-    return rc, time.monotonic() - start
+def _interpreter_paths() -> list[str]:
+    """What a sandboxed `python` needs to see: this interpreter, its prefixes and libraries."""
+    paths = {
+        str(Path(sys.executable).resolve().parent),
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        *(sysconfig.get_paths().get(key, "") for key in ("stdlib", "platstdlib", "purelib", "platlib")),
+    }
+    resolved = sorted({str(Path(p).resolve()) for p in paths if p and Path(p).exists()})
+    return [p for p in resolved if not any(p != q and p.startswith(q + "/") for q in resolved)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,33 +187,152 @@ class Captured:
     isolated: bool
 
 
-def run_captured(
-    argv: Sequence[str],
-    cwd: Path,
-    env: Mapping[str, str],
-    timeout_s: float,
-    *,
-    isolate_network: bool = False,
-) -> Captured:
-    """Run and return its output; on timeout kill the process group. `FileNotFoundError` when the
-    program is missing."""
-    prefix = network_isolation_prefix() if isolate_network else ()
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        [*prefix, *argv],
-        cwd=cwd,
-        env=dict(env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        errors="replace",
-        start_new_session=True,
-    )
+@dataclasses.dataclass(frozen=True)
+class Box:
+    """Where runs of one worktree happen: `scratch` is the run's home and temp directory (and the
+    place for reports such as JUnit files); `uid` None means unsandboxed."""
+
+    tree: Path
+    scratch: Path
+    uid: int | None
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.uid is not None
+
+    def _argv(self, argv: Sequence[str], env: Mapping[str, str], network: bool) -> list[str]:
+        if self.uid is None:
+            return [*(network_isolation_prefix() if not network else ()), *argv]
+        unshare = shutil.which("unshare")
+        if unshare is None:
+            raise SandboxError("util-linux's `unshare` is not installed")
+        spec = {
+            "uid": self.uid,
+            "gid": self.uid,
+            "argv": list(argv),
+            "cwd": str(self.tree),
+            "env": dict(env),
+            "keep": [str(self.tree), str(self.scratch), *_interpreter_paths(), unshare],
+            "fresh": list(FRESH_DIRS),
+            "hide": sorted(_hidden),
+            "unshare": unshare,
+        }
+        return [sys.executable, "-I", "-S", str(_ENTER), json.dumps(spec)]
+
+    def run_logged(
+        self, argv: Sequence[str], env: Mapping[str, str], timeout_s: float, log_path: Path
+    ) -> tuple[int | None, float]:
+        """Run with stdout and stderr to `log_path`; on timeout kill the process group.
+
+        Returns (returncode or None on timeout, seconds). `FileNotFoundError` when the program is
+        missing; `SandboxError` when the sandbox could not be built.
+        """
+        self._require_program(argv, env)
+        start = time.monotonic()
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                self._argv(argv, env, network=True),
+                cwd=self.tree,
+                env=dict(env),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            try:
+                rc: int | None = proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                rc = None
+        if rc == EXIT_SETUP_FAILED and self.sandboxed:
+            self._raise_if_setup_failed(log_path.read_text(errors="replace"))
+        return rc, time.monotonic() - start
+
+    def run_captured(
+        self, argv: Sequence[str], env: Mapping[str, str], timeout_s: float, *, network: bool = False
+    ) -> Captured:
+        """Run and return its output; on timeout kill the process group. Without `network`, an
+        unsandboxed run is put in an empty network namespace where `unshare -rn` works.
+        `FileNotFoundError` when the program is missing; `SandboxError` when the sandbox could
+        not be built."""
+        self._require_program(argv, env)
+        full = self._argv(argv, env, network)
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            full,
+            cwd=self.tree,
+            env=dict(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout_s)
+            rc: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+            rc = None
+        if rc == EXIT_SETUP_FAILED and self.sandboxed:
+            self._raise_if_setup_failed(stderr)
+        isolated = self.sandboxed or (not network and bool(network_isolation_prefix()))
+        return Captured(rc, stdout, stderr, time.monotonic() - start, isolated)
+
+    def _require_program(self, argv: Sequence[str], env: Mapping[str, str]) -> None:
+        program = argv[0]
+        if "/" in program:
+            found = program if os.path.exists(self.tree / program) else None
+        else:
+            found = shutil.which(program, path=env.get("PATH", os.defpath))
+        if found is None:
+            raise FileNotFoundError(2, "No such file or directory", program)
+
+    def take(self, name: str, dest: Path, limit_bytes: int = 256 * 1024 * 1024) -> bool:
+        """Copy the regular file `name` a run left in `scratch` to `dest` (never through a link;
+        at most `limit_bytes`); False when there is none."""
+        try:
+            fd = os.open(self.scratch / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            logger.warning("%s left by the run is a symbolic link: not read", name)
+            return False
+        with os.fdopen(fd, "rb") as src:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return False
+            dest.write_bytes(src.read(limit_bytes))
+        return True
+
+    @staticmethod
+    def _raise_if_setup_failed(output: str) -> None:
+        lines = [line for line in output.splitlines() if line.startswith("sandbox: ")]
+        if lines:
+            raise SandboxError(lines[-1].removeprefix("sandbox: "))
+
+
+@contextlib.contextmanager
+def box(tree: Path, *, force: bool = False) -> Iterator[Box]:
+    """Runs in `tree` (a throw-away worktree): sandboxed where `availability()` allows (or with
+    `force`, which only the availability check uses), with a fresh scratch directory removed on
+    exit. A sandboxed box hands `tree` to its uid (the tree is thrown away afterwards)."""
+    sandboxed = force or availability().ok
+    scratch = Path(tempfile.mkdtemp(prefix="reviewbot-scratch-"))
+    uid = random.choice(UID_RANGE) if sandboxed else None
     try:
-        stdout, stderr = proc.communicate(timeout=timeout_s)
-        rc: int | None = proc.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        rc = None
-    return Captured(rc, stdout, stderr, time.monotonic() - start, bool(prefix))
+        if uid is not None:
+            for path in (tree, scratch):
+                _chown_tree(path, uid)
+        yield Box(tree, scratch, uid)
+    finally:
+        shutil.rmtree(scratch)
+
+
+def _chown_tree(root: Path, uid: int) -> None:
+    os.chown(root, uid, uid, follow_symlinks=False)
+    for directory, dirs, files in os.walk(root):
+        for name in dirs + files:
+            os.chown(os.path.join(directory, name), uid, uid, follow_symlinks=False)

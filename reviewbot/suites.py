@@ -29,7 +29,7 @@ from reviewbot import logger
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import RepoConfig, SuiteConfig
 from reviewbot.results.junit import failing_line, failure_excerpt, node_id
-from reviewbot.sandbox import build_argv, child_env, run_logged
+from reviewbot.sandbox import Box, SandboxError, box, build_argv, child_env
 
 LOG_TAIL_LINES = 40
 
@@ -235,8 +235,9 @@ def _run_all(
             target = tree / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)
-        for spec in runnable:
-            results.append(_run_one(spec, sha, tree, log_dir, timeout_s, env, progress))
+        with box(tree) as runs:
+            for spec in runnable:
+                results.append(_run_one(spec, sha, runs, log_dir, timeout_s, env, progress))
     order = {spec.name: i for i, spec in enumerate(specs)}
     return sorted(results, key=lambda r: order.get(r.name, len(order)))
 
@@ -244,7 +245,7 @@ def _run_all(
 def _run_one(
     spec: SuiteConfig,
     sha: str,
-    tree: Path,
+    runs: Box,
     log_dir: Path,
     cap: float | None,
     env: Mapping[str, str] | None,
@@ -255,15 +256,20 @@ def _run_one(
     log = log_dir / f"{safe}.log"
     junit.unlink(missing_ok=True)
     limit = min(spec.timeout_s, cap) if cap is not None else spec.timeout_s
-    argv = build_argv(spec.command, junit)
+    argv = build_argv(spec.command, runs.scratch / junit.name)
     result = SuiteResult(spec.name, sha, ERROR, spec.command, log_path=str(log), gpus=spec.gpus)
     progress(f"suite {spec.name}: running at {sha[:12]} (limit {limit:.0f}s)")
     try:
-        rc, seconds = run_logged(argv, tree, child_env(tree, env), limit, log)
+        rc, seconds = runs.run_logged(argv, child_env(runs.tree, runs.scratch, env), limit, log)
     except FileNotFoundError as exc:
         result.status, result.reason = NOT_RUN, f"command not found: {exc.filename}"
         progress(f"suite {spec.name}: not run ({result.reason})")
         return result
+    except SandboxError as exc:
+        result.status, result.reason = NOT_RUN, f"the sandbox could not be built: {exc}"
+        progress(f"suite {spec.name}: not run ({result.reason})")
+        return result
+    runs.take(junit.name, junit)
     result.returncode, result.duration_s, result.log_tail = rc, seconds, _tail(log)
     if rc is None:
         result.status, result.reason = TIMEOUT, f"killed after the {limit:.0f}s time limit"

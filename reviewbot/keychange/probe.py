@@ -1,10 +1,11 @@
 """The key probe: run the configured command in a worktree of a revision and read its JSON.
 
-The command runs through `reviewbot.sandbox` (a fresh interpreter, the reviewing one when the
+The command runs in a `reviewbot.sandbox` box (a fresh interpreter, the reviewing one when the
 command starts with `python`; `PYTHONHASHSEED=0` unless `hash_seed` says otherwise (the
-reproducibility experiment varies it); the revision's tree first on `PYTHONPATH`; a time
-limit) in an empty network namespace where the machine allows one (`ProbeRun.isolated` says
-whether it did). It must print `{"cases": {NAME: {"factors": {FACTOR: HASH, ...}, "key": KEY}}}` on
+reproducibility experiment varies it); the revision's tree first on `PYTHONPATH`; a time limit;
+sandboxed where the machine allows, else at least in an empty network namespace where it allows
+one: `ProbeRun.isolated` says whether the network was cut). It must print
+`{"cases": {NAME: {"factors": {FACTOR: HASH, ...}, "key": KEY}}}` on
 stdout. Running the probe executes the revision's code: the service only does so for trusted (or
 authorised) heads.
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import ProbeConfig
-from reviewbot.sandbox import build_argv, child_env, run_captured
+from reviewbot.sandbox import SandboxError, box, build_argv, child_env
 
 
 @dataclasses.dataclass
@@ -40,7 +41,7 @@ def parse_probe_output(text: str) -> dict[str, dict[str, Any]]:
     data = json.loads(text)
     cases_in = data.get("cases") if isinstance(data, dict) else None
     if not isinstance(cases_in, dict):
-        raise ValueError('probe output lacks a "cases" object')
+        raise ValueError('probe output lacks a "cases" object')  # noqa: TRY004 - the text is malformed, not an argument of a wrong type
     cases: dict[str, dict[str, Any]] = {}
     for name, case in cases_in.items():
         if not isinstance(case, dict) or not isinstance(case.get("factors"), dict) or "key" not in case:
@@ -55,14 +56,17 @@ def run_probe(git: GitRepo, revision: str, probe: ProbeConfig, *, hash_seed: int
     if not 0 <= hash_seed <= 4294967295:
         raise ValueError(f"PYTHONHASHSEED must be in 0..4294967295, got {hash_seed}")
     result = ProbeRun(git.rev_parse(revision), "failed", hash_seed=hash_seed)
-    with git.worktree(result.revision) as tree:
+    with git.worktree(result.revision) as tree, box(tree) as runs:
         result.worktree = str(tree)
         argv = build_argv(probe.command)
-        env = child_env(tree, {"PYTHONHASHSEED": str(hash_seed)})
+        env = child_env(tree, runs.scratch, {"PYTHONHASHSEED": str(hash_seed)})
         try:
-            run = run_captured(argv, tree, env, probe.timeout_s, isolate_network=True)
+            run = runs.run_captured(argv, env, probe.timeout_s)
         except FileNotFoundError as exc:
             result.error = f"probe command not found: {exc.filename}"
+            return result
+        except SandboxError as exc:
+            result.error = f"the sandbox could not be built: {exc}"
             return result
     result.seconds, result.isolated = run.seconds, run.isolated
     if run.returncode is None:

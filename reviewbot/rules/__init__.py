@@ -6,13 +6,13 @@ path, so renames keep fingerprints). The engine keeps a head finding when its li
 line the change adds or modifies, and its first line was changed or its fingerprint is new
 compared with the base: a function-wide finding is reported only when the function was touched
 and the problem is new. Change-wide rules (`cache_key`, `key_docs.check_pr_body`,
-`suite_results`) are called by the engine with the whole context.
+`suite_results`, `encoding`) are called by the engine with the whole context.
 
 Rule ids: `broad-except`, `runtime-error-fallback`, `caught-own-subclass`, `wide-try`
 (broad_except.py);
 `cache-key-change`, `key-ignores-field`, `key-shares-artifacts`, `key-not-reproducible` (cache_key.py); `stale-key-doc`, `unused-key-param`
 (key_docs.py); `silent-gate` (silent_gate.py); `suite-failure`, `suite-not-run`, `test-plan`
-(suite_results.py).
+(suite_results.py); `not-utf8` (encoding.py).
 """
 
 from reviewbot.rules import broad_except, key_docs, silent_gate

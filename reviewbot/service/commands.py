@@ -11,6 +11,7 @@ import re
 
 KNOWN = ("rerun-gpu", "review", "help")
 _COMMAND_LINE = re.compile(r"^/([A-Za-z][\w-]*)((?:[ \t]+\S+)*)[ \t]*$")
+_SHA_PREFIX = re.compile(r"^[0-9a-fA-F]{7,40}$")
 
 HELP_TEXT = """\
 **reviewbot commands** (one per line, in a comment on the pull request):
@@ -18,7 +19,7 @@ HELP_TEXT = """\
 | command | what it does | who may use it |
 | --- | --- | --- |
 | `/review` | re-run the static review of the current head | anyone |
-| `/rerun-gpu [suite ...]` | run the GPU regression suites (all GPU suites when none named) on the current head; on a fork PR this also authorises that exact head SHA (a later push needs a new `/rerun-gpu`) | collaborators with **write** or **admin** permission |
+| `/rerun-gpu [SHA] [suite ...]` | run the GPU regression suites (all GPU suites when none named) on the head; on a fork PR this authorises that exact commit: the one you saw (refused if a push arrived after your comment), or the one `SHA` (7 or more hex digits of the current head) names. A later push needs a new `/rerun-gpu` | collaborators with **write** or **admin** permission |
 | `/help` | show this help | anyone |
 """
 
@@ -47,3 +48,22 @@ def parse(body: str) -> list[Command]:
         if match:
             commands.append(Command(match.group(1).lower(), tuple(match.group(2).split())))
     return commands
+
+
+@dataclasses.dataclass(frozen=True)
+class RerunTarget:
+    """`/rerun-gpu`'s arguments: the SHA prefix naming the head ('' when none), the suites, or
+    `error` when they cannot be understood."""
+
+    sha_prefix: str
+    suites: tuple[str, ...]
+    error: str = ""
+
+
+def rerun_target(args: tuple[str, ...]) -> RerunTarget:
+    """An argument of 7 to 40 hex digits names the commit; the others are suites."""
+    shas = [a.lower() for a in args if _SHA_PREFIX.match(a)]
+    suites = tuple(a for a in args if not _SHA_PREFIX.match(a))
+    if len(shas) > 1:
+        return RerunTarget("", suites, f"`/rerun-gpu` names one commit, not {len(shas)}")
+    return RerunTarget(shas[0] if shas else "", suites)

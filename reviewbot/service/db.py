@@ -55,7 +55,8 @@ class Delivery(Base):
 class Job(Base):
     """A unit of work. `state`: pending, running, done, failed, superseded, cancelled.
 
-    A running job holds a lease (`lease_until`); `stop_reason` set while it runs asks it to stop
+    A running job holds a lease (`lease_until`; a pending job is not claimed before it: the
+    retry time after an error); `stop_reason` set while it runs asks it to stop
     without posting (a newer head, or the PR closed). `kind` selects the handler in `worker.py`.
     """
 

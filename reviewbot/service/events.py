@@ -100,6 +100,8 @@ def on_pull_request(session: Session, delivery_id: str, payload: dict[str, Any],
         "clone_url": pull["base"]["repo"].get("clone_url", ""),
         "base_ref": pull["base"].get("ref", ""),
     }
+    if action == "synchronize":  # when the push happened (GitHub's clock): `/rerun-gpu` compares it
+        args["pushed_at"] = str(pull.get("updated_at") or "")
     jobs.enqueue(session, "review", repo, number, head, args=args, delivery_id=delivery_id)
     if settings.auto_gpu:
         if fork:
@@ -131,16 +133,21 @@ def on_issue_comment(session: Session, delivery_id: str, payload: dict[str, Any]
     if settings.bot_login and login == settings.bot_login:
         return "ignored-own"
     repo = payload["repository"]["full_name"]
+    number = int(payload["issue"]["number"])
     jobs.enqueue(
         session,
         "command",
         repo,
-        int(payload["issue"]["number"]),
+        number,
         args={
             "comment_id": comment["id"],
             "author": login,
             "author_type": comment["user"].get("type", ""),
             "body": comment["body"],
+            # What the author saw: when the comment was written (GitHub's clock) and the PR head
+            # this service knew when it ingested the comment. `/rerun-gpu` authorises no other head.
+            "comment_created_at": str(comment.get("created_at") or ""),
+            "head_seen": jobs.latest_head(session, repo, number),
         },
         delivery_id=delivery_id,
     )

@@ -54,6 +54,20 @@ def enqueue(
     return job
 
 
+def latest_head(session: Session, repo: str, pr: int) -> str:
+    """The head SHA of the PR's newest review or GPU job ('' when it has none)."""
+    newest = select(Job.head_sha).where(Job.repo == repo, Job.pr == pr, Job.kind.in_(PR_WORK_KINDS), Job.head_sha != "")
+    return session.scalar(newest.order_by(Job.id.desc()).limit(1)) or ""
+
+
+def pushed_after(session: Session, repo: str, pr: int, moment: str) -> list[str]:
+    """Heads of the PR whose recorded `synchronize` delivery says the push happened at or after
+    `moment` (ISO 8601 UTC, GitHub's clock and format: they compare as strings)."""
+    rows = session.scalars(select(Job).where(Job.repo == repo, Job.pr == pr, Job.kind == "review"))
+    pushed = ((job.head_sha, str(job.args.get("pushed_at") or "")) for job in rows)
+    return sorted({head for head, at in pushed if at and at >= moment})
+
+
 def stop_pr_jobs(session: Session, repo: str, pr: int, reason: str, *, keep_head: str | None = None) -> int:
     """Stop the PR's review and GPU jobs (those of `keep_head` excepted): pending ones at once,
     running ones through `stop_reason`, which their worker reads at its next checkpoint."""
@@ -70,20 +84,18 @@ def stop_pr_jobs(session: Session, repo: str, pr: int, reason: str, *, keep_head
     return pending.rowcount + running.rowcount
 
 
-def claim(sessions: sessionmaker, worker_id: str, lease_s: float, max_attempts: int) -> Job | None:
-    """Take the oldest pending job, or a running one whose lease expired (its worker died).
+def claim(sessions: sessionmaker, worker_id: str, lease_s: float) -> Job | None:
+    """Take the oldest pending job whose retry time has come (`lease_until` of a pending job), or
+    a running one whose lease expired (its worker died). The worker decides from `attempts` when
+    to give up (and tells the PR).
 
     A review or GPU job waits while another one of the same PR runs (and has not been told to
     stop): both would write the PR's summary comment, and two writers could each create one.
     """
     now = time.time()
-    claimable = or_(Job.state == "pending", (Job.state == "running") & (Job.lease_until < now))
+    claimable = or_(Job.state == "pending", Job.state == "running") & (Job.lease_until < now)
     with sessions.begin() as session:
         for job in list(session.scalars(select(Job).where(claimable).order_by(Job.id).limit(50))):
-            if job.attempts >= max_attempts:
-                job.state, job.finished_at = "failed", now
-                job.error = (job.error + f"\ngave up after {job.attempts} attempts").strip()
-                continue
             if job.kind in PR_EXCLUSIVE_KINDS and _pr_busy(session, job, now):
                 continue
             claimed = session.execute(
@@ -127,6 +139,20 @@ def renew(sessions: sessionmaker, job_id: int, worker_id: str, lease_s: float) -
             raise LeaseLost(f"job {job_id} is now {job.state} under {job.worker_id!r}")
         job.lease_until = time.time() + lease_s
         return job.stop_reason
+
+
+def retry_later(sessions: sessionmaker, job_id: int, worker_id: str, error: str, delay_s: float) -> None:
+    """Put a job that failed back to pending; it is not claimed for `delay_s` seconds."""
+    with sessions.begin() as session:
+        job = session.get(Job, job_id)
+        assert job is not None, job_id
+        if job.worker_id != worker_id:
+            raise LeaseLost(f"job {job_id} was taken over by {job.worker_id!r}")
+        if job.stop_reason:  # superseded or cancelled meanwhile: no retry
+            job.state, job.finished_at = ("superseded" if job.stop_reason == "superseded" else "cancelled"), time.time()
+        else:
+            job.state = "pending"
+        job.error, job.worker_id, job.lease_until = error, "", time.time() + delay_s
 
 
 def finish(sessions: sessionmaker, job_id: int, worker_id: str, state: str, error: str = "") -> None:

@@ -25,6 +25,7 @@ _FP_MARKER = "<!-- reviewbot:fp:{} -->"
 _FP_RE = re.compile(r"<!-- reviewbot:fp:([0-9a-f]+) -->")
 STATIC_CONTEXT = "reviewbot/static"
 GPU_CONTEXT = "reviewbot/gpu-regression"
+CACHE_LABEL = "cache: invalidates"
 
 
 class FindingLike(Protocol):
@@ -51,6 +52,7 @@ def diff_lines(repo: Path, base: str, head: str) -> dict[str, set[int]]:
         ["git", "-C", str(repo), "diff", "--no-color", "--no-ext-diff", "-U3", f"{base}...{head}"],
         capture_output=True,
         text=True,
+        errors="replace",
         check=True,
     ).stdout
     lines: dict[str, set[int]] = {}
@@ -132,10 +134,10 @@ def post_inline(gh: GitHub, pull: Any, head_sha: str, batch: Sequence[tuple[Find
     )
 
 
-def upsert_summary(gh: GitHub, pull: Any, body: str) -> tuple[int, bool]:
-    """Edit the PR's summary comment in place (create it the first time). Returns (id, sent)."""
+def upsert_summary(gh: GitHub, issue: Any, body: str) -> tuple[int, bool]:
+    """Edit the PR's summary comment in place (create it the first time) on `issue` (the PR's
+    conversation). Returns (id, sent)."""
     assert SUMMARY_MARKER in body
-    issue = gh.call("get_issue", pull.as_issue)
     sent = False
 
     def find() -> Any:
@@ -173,6 +175,16 @@ def reply_once(gh: GitHub, issue: Any, key: str, text: str) -> None:
         return None
 
     gh.upsert("reply_comment", find, lambda: issue.create_comment(f"{text}\n\n{marker}"))
+
+
+def set_label(gh: GitHub, issue: Any, name: str, wanted: bool) -> bool:
+    """Add or remove the label `name` on the PR's `issue`; returns whether a write was needed."""
+    present = name in gh.call("list_labels", lambda: [label.name for label in issue.get_labels()])
+    if wanted and not present:
+        gh.call("add_label", lambda: issue.add_to_labels(name))  # adding a present label changes nothing
+    elif present and not wanted:
+        gh.call("remove_label", lambda: issue.remove_from_labels(name))
+    return wanted != present
 
 
 def set_status(gh: GitHub, repo: Any, sha: str, context: str, state: str, description: str, summary: str = "") -> None:

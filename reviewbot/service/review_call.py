@@ -14,14 +14,20 @@ from pathlib import Path
 from reviewbot import logger
 from reviewbot.engine import run_review
 from reviewbot.findings import Finding
+from reviewbot.keychange import KeyChange
 
 
 @dataclasses.dataclass
 class ReviewOutcome:
+    """`cache_label`: whether the PR should carry `cache: invalidates` (True: the probe confirmed a
+    key change; False: the probe ran and kept every key, or nothing in the key's closure changed;
+    None: unknown, the probe could not run, so a label already there stays)."""
+
     findings: Sequence[Finding]
     markdown: str
     blocking: bool
     invalidates_cache: bool
+    cache_label: bool | None
 
 
 def review(
@@ -56,4 +62,15 @@ def review(
         markdown=markdown,
         blocking=result.blocking,
         invalidates_cache=result.invalidates_cache,
+        cache_label=_cache_label(result.key_change),
     )
+
+
+def _cache_label(change: KeyChange | None) -> bool | None:
+    if change is None:
+        return None
+    if change.confirmed:
+        return True
+    if change.probe_status == "ok" or not change.static_changed:
+        return False
+    return None

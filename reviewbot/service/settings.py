@@ -111,7 +111,25 @@ SETTINGS: tuple[Setting, ...] = (
         "a running job's lease; the worker renews it every third of it. "
         "A job whose lease expired (worker killed) is claimed again",
     ),
-    Setting("job_max_attempts", 5, int, "claims of one job before it is marked failed"),
+    Setting(
+        "job_max_attempts",
+        5,
+        int,
+        "runs of one job (an error, or its worker killed) before it is marked failed and its PR told why",
+    ),
+    Setting(
+        "job_retry_backoff_seconds",
+        10.0,
+        float,
+        "wait before a job that hit an unexpected error runs again (doubles per attempt)",
+    ),
+    Setting(
+        "unsandboxed",
+        False,
+        _bool,
+        "run the code of same-repository PRs even where no sandbox can be built (never a fork's); by default "
+        "the review then says why the suites, the key probe and the test plan did not run",
+    ),
     Setting("max_body_bytes", 25 * 1024 * 1024, int, "largest accepted delivery body (413 above)"),
     Setting(
         "gpu_dispatch",

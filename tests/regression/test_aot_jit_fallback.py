@@ -117,7 +117,11 @@ def test_unsupported_entry_falls_back_to_jit(tmp_path, monkeypatch, records, fal
     assert dit_state.aot is False and dit_state.compiled_callable is not None
     assert records.count(FALLBACK_WARNING) == 1
     warning = next(m for m in records.messages if FALLBACK_WARNING in m)
-    assert f"model_{dit_state.model_index}_dit:" in warning and UNSUPPORTED in warning and "rest of this process" in warning
+    assert (
+        f"model_{dit_state.model_index}_dit:" in warning
+        and UNSUPPORTED in warning
+        and "rest of this process" in warning
+    )
     assert aot_files(tmp_path, "dit") == [], "a failed AOT compile must write nothing"
 
     with compilation_counter.expect(num_graphs_seen=1, num_backend_compilations=1):

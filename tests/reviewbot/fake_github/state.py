@@ -155,6 +155,7 @@ class FakeState:
                 "user": repo["owner"],
             },
             "merged": False,
+            "labels": [],
         }
         if head_full != full_name:
             head["fork"] = True
@@ -191,6 +192,10 @@ class FakeState:
     def review_comments_on(self, full_name: str, number: int) -> list[dict[str, Any]]:
         with self.lock:
             return [c for c in self.review_comments.values() if c["_repo"] == full_name and c["_pull"] == number]
+
+    def labels_on(self, full_name: str, number: int) -> list[str]:
+        with self.lock:
+            return [label["name"] for label in self.pulls[(full_name, number)]["labels"]]
 
     def statuses_for(self, full_name: str, sha: str, context: str | None = None) -> list[dict[str, Any]]:
         with self.lock:

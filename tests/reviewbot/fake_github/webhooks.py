@@ -12,6 +12,7 @@ import copy
 import hashlib
 import hmac
 import json
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -55,10 +56,22 @@ def _retarget_repo(repo: dict[str, Any], pulled: dict[str, Any]) -> None:
     repo["owner"] = dict(repo["owner"], login=pulled["owner"]["login"])
 
 
+def github_time(at: float | None = None) -> str:
+    """A timestamp as GitHub writes them (UTC, seconds): `at` (UNIX seconds) or now."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if at is None else at))
+
+
 def pull_request_event(
-    action: str, pull: dict[str, Any], origin: str, *, installation_id: int | None = None, sender: str | None = None
+    action: str,
+    pull: dict[str, Any],
+    origin: str,
+    *,
+    installation_id: int | None = None,
+    sender: str | None = None,
+    updated_at: str | None = None,
 ) -> dict[str, Any]:
-    """A `pull_request` delivery for `pull` (a fake-state pull), based on the published examples."""
+    """A `pull_request` delivery for `pull` (a fake-state pull), based on the published examples;
+    `pull_request.updated_at` is `updated_at`, default now (for `synchronize`: when the push happened)."""
     example = {
         "opened": "opened.payload",
         "reopened": "reopened.payload",
@@ -87,6 +100,7 @@ def pull_request_event(
     ):
         pr[key] = copy.deepcopy(pull[key])
     pr["user"] = dict(pr["user"], login=pull["user"]["login"])
+    pr["updated_at"] = updated_at or github_time()
     for side in ("head", "base"):
         pr[side]["sha"] = pull[side]["sha"]
         pr[side]["ref"] = pull[side]["ref"]
@@ -109,8 +123,10 @@ def issue_comment_event(
     action: str = "created",
     comment_id: int = 1,
     author_type: str = "User",
+    created_at: str | None = None,
 ) -> dict[str, Any]:
-    """An `issue_comment` delivery on `pull`'s conversation: the published example plus `issue.pull_request`."""
+    """An `issue_comment` delivery on `pull`'s conversation: the published example plus
+    `issue.pull_request`; the comment was written at `created_at`, default now."""
     payload = load_payload("issue_comment", "edited.payload" if action == "edited" else "created.payload", origin)
     payload["action"] = action
     issue = payload["issue"]
@@ -126,6 +142,7 @@ def issue_comment_event(
     comment = payload["comment"]
     comment["id"] = comment_id
     comment["body"] = body
+    comment["created_at"] = comment["updated_at"] = created_at or github_time()
     comment["user"] = dict(comment["user"], login=author, type=author_type)
     comment["url"] = f"{API_ORIGIN}/repos/{pull['base']['repo']['full_name']}/issues/comments/{comment_id}"
     payload["sender"] = dict(payload["sender"], login=author, type=author_type)

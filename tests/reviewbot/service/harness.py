@@ -46,8 +46,9 @@ class Upstream:
         git(path, "init", "-q", "-b", "main")
         git(path, "config", "commit.gpgsign", "false")
 
-    def commit(self, files: dict[str, str], message: str = "change", branch: str = "main") -> str:
-        """Commit `files` on `branch` (created from main when new); leaves main checked out."""
+    def commit(self, files: dict[str, str | bytes], message: str = "change", branch: str = "main") -> str:
+        """Commit `files` (text, or bytes written as they are) on `branch` (created from main when
+        new); leaves main checked out."""
         exists = (
             subprocess.run(
                 ["git", "-C", str(self.path), "rev-parse", "--verify", "-q", f"refs/heads/{branch}"],
@@ -61,7 +62,10 @@ class Upstream:
         for name, content in files.items():
             target = self.path / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content)
+            if isinstance(content, bytes):
+                target.write_bytes(content)
+            else:
+                target.write_text(content)
             git(self.path, "add", name)
         git(self.path, "commit", "-q", "-m", message)
         sha = git(self.path, "rev-parse", "HEAD")

@@ -53,7 +53,7 @@ class Project:
         github.state.add_repo(full_name, clone_url=str(self.upstream.path))
         self._branch_tips: dict[int, str] = {}
 
-    def push(self, number: int, files: dict[str, str], message: str = "change") -> str:
+    def push(self, number: int, files: dict[str, str | bytes], message: str = "change") -> str:
         """Commit on the PR's branch (on top of its previous push) and publish refs/pull/<n>/head."""
         branch = f"pr-{number}"
         sha = self.upstream.commit(files, message, branch=branch)
@@ -64,7 +64,7 @@ class Project:
     def open_pull(
         self,
         number: int,
-        files: dict[str, str],
+        files: dict[str, str | bytes],
         *,
         fork_of: str | None = None,
         draft: bool = False,
@@ -85,7 +85,7 @@ class Project:
         )
         return pull, sha
 
-    def new_head(self, number: int, files: dict[str, str]) -> str:
+    def new_head(self, number: int, files: dict[str, str | bytes]) -> str:
         sha = self.push(number, files, "another push")
         self.github.state.set_head(self.full_name, number, sha)
         return sha

@@ -40,7 +40,7 @@ def test_help_unknown_edited_own_and_plain_issue_comments(service, github, proje
     service.wait_jobs_settled(project.full_name, 1)
     texts = [c["body"] for c in replies(github, project, 1)]
     assert len(texts) == 2, texts  # /help and the unknown command; nothing for edits, quotes or the bot itself
-    assert all("/rerun-gpu [suite ...]" in t for t in texts)
+    assert all("/rerun-gpu [SHA] [suite ...]" in t for t in texts)
     assert sum("Unknown command `/frobnicate`" in t for t in texts) == 1
     acknowledged = {r["_comment"] for r in github.state.reactions if r["content"] == "eyes"}
     human = [c["id"] for c in github.state.comments_on(project.full_name, 1) if c["user"]["login"] == "alice"]

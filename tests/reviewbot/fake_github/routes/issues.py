@@ -1,7 +1,8 @@
-"""Issue comments (the PR conversation) and their reactions."""
+"""Issue comments (the PR conversation), their reactions, and the PR's labels."""
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import Any
 
 from tests.reviewbot.fake_github.router import Request, Response, route
@@ -25,8 +26,49 @@ def get_issue(request: Request) -> Response | dict[str, Any]:
         "url": pull["issue_url"],
         "comments_url": pull["comments_url"],
         "html_url": pull["html_url"],
+        "labels": pull["labels"],
         "pull_request": {"url": pull["url"], "html_url": pull["html_url"]},
     }
+
+
+@route("GET", "/repos/{owner}/{repo}/issues/{number}/labels")
+def list_labels(request: Request) -> Response | list[dict[str, Any]]:
+    pull = request.state.pulls.get((repo_name(request), int(request.params["number"])))
+    return not_found() if pull is None else pull["labels"]
+
+
+@route("POST", "/repos/{owner}/{repo}/issues/{number}/labels")
+def add_labels(request: Request) -> Response | list[dict[str, Any]]:
+    """GitHub creates a label the repository lacks; adding one the issue has changes nothing."""
+    name = repo_name(request)
+    pull = request.state.pulls.get((name, int(request.params["number"])))
+    if pull is None:
+        return not_found()
+    data = request.json()
+    wanted = data.get("labels", []) if isinstance(data, dict) else data
+    for label in wanted:
+        if label not in {existing["name"] for existing in pull["labels"]}:
+            pull["labels"].append(
+                {
+                    "id": request.state.next_id(),
+                    "name": label,
+                    "color": "ededed",
+                    "default": False,
+                    "description": None,
+                    "url": f"https://api.github.com/repos/{name}/labels/{urllib.parse.quote(label)}",
+                }
+            )
+    return pull["labels"]
+
+
+@route("DELETE", "/repos/{owner}/{repo}/issues/{number}/labels/{label}")
+def remove_label(request: Request) -> Response | list[dict[str, Any]]:
+    pull = request.state.pulls.get((repo_name(request), int(request.params["number"])))
+    label = urllib.parse.unquote(request.params["label"])
+    if pull is None or label not in {existing["name"] for existing in pull["labels"]}:
+        return not_found()
+    pull["labels"] = [existing for existing in pull["labels"] if existing["name"] != label]
+    return pull["labels"]
 
 
 @route("GET", "/repos/{owner}/{repo}/issues/{number}/comments")

@@ -1,0 +1,89 @@
+"""`reviewbot.sandbox` on its own: the environment allow-list, reports taken out of a box without
+following links, and a time limit that ends every process of the run (real processes)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from reviewbot import sandbox
+
+
+def test_child_env_is_an_allow_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {
+        "REVIEWBOT_WEBHOOK_SECRET": "s",
+        "REVIEWBOT_DATABASE_URL": "sqlite:///x",
+        "DEPLOY_TOKEN": "t",
+        "https_proxy": "http://proxy:1",
+        "AWS_SECRET_ACCESS_KEY": "k",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "LC_ALL": "C.UTF-8",
+    }.items():
+        monkeypatch.setenv(name, value)
+    env = sandbox.child_env(tmp_path / "tree", tmp_path / "scratch", {"EXTRA": "1"})
+    assert not {"REVIEWBOT_WEBHOOK_SECRET", "REVIEWBOT_DATABASE_URL", "DEPLOY_TOKEN", "https_proxy"} & set(env)
+    assert "AWS_SECRET_ACCESS_KEY" not in env
+    assert (env["CUDA_VISIBLE_DEVICES"], env["LC_ALL"], env["EXTRA"]) == ("0", "C.UTF-8", "1")
+    assert env["PYTHONPATH"] == str(tmp_path / "tree") and env["HOME"] == env["TMPDIR"] == str(tmp_path / "scratch")
+    assert env["PATH"] == os.environ["PATH"]
+
+
+def test_a_report_left_as_a_link_is_not_followed(tmp_path: Path) -> None:
+    private = tmp_path / "private.txt"
+    private.write_text("the service's secret")
+    private.chmod(0o600)
+    tree = tmp_path / "wt"
+    tree.mkdir()
+    with sandbox.box(tree) as box:
+        env = sandbox.child_env(tree, box.scratch)
+        script = (
+            f"import os; out = os.environ['TMPDIR']; os.symlink({str(private)!r}, out + '/r.xml'); "
+            "open(out + '/ok.xml', 'w').write('<ok/>')"
+        )
+        run = box.run_captured([sys.executable, "-c", script], env, 60)
+        assert run.returncode == 0, run.stderr
+        assert (box.scratch / "r.xml").is_symlink()
+        assert not box.take("r.xml", tmp_path / "copied.xml")
+        assert box.take("ok.xml", tmp_path / "ok-copy.xml")
+    assert not (tmp_path / "copied.xml").exists()
+    assert (tmp_path / "ok-copy.xml").read_text() == "<ok/>"
+
+
+@pytest.mark.skipif(not sandbox.availability().ok, reason=f"no sandbox here: {sandbox.availability().reason}")
+def test_the_time_limit_ends_every_process_of_the_run(tmp_path: Path) -> None:
+    """A daemon that left its session and process group still dies with the run's PID namespace."""
+    token = uuid.uuid4().hex
+    tree = tmp_path / "wt"
+    tree.mkdir()
+    daemon = "import os, time; open(os.environ['TMPDIR'] + '/started', 'w').close(); time.sleep(300)"
+    script = (
+        "import subprocess, sys, time; "
+        f"subprocess.Popen([sys.executable, '-c', {daemon!r}, '{token}'], start_new_session=True); "
+        "time.sleep(300)"
+    )
+    with sandbox.box(tree) as box:
+        run = box.run_captured([sys.executable, "-c", script], sandbox.child_env(tree, box.scratch), 3)
+        assert (box.scratch / "started").exists()  # the daemon did run
+    assert run.returncode is None and run.seconds < 3 + 2  # not held open by the daemon's copy of the pipes
+    assert box.sandboxed and run.isolated
+
+    def alive() -> list[int]:
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if token.encode() in cmdline:
+                found.append(int(pid))
+        return found
+
+    deadline = time.monotonic() + 5  # the kernel ends the namespace's processes just after its init
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert alive() == []
