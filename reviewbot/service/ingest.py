@@ -3,13 +3,21 @@
 The webhook answer only stores the delivery (one INSERT), which keeps it fast under bursts; the
 event handlers (`events.py`) then run here, before a worker claims its next job. Several workers
 may ingest concurrently: the conditional UPDATE of `processed` hands each delivery to one of them.
+
+Each delivery is its own unit: its handler runs in a savepoint, and an unexpected error marks
+that delivery `failed: ...` (the jobs it had begun are rolled back) while the others go on. A
+database that cannot be reached or written (`OperationalError`) is not the delivery's fault: the
+transaction is rolled back, the delivery stays unprocessed, and the caller retries later.
+Deliveries found to be ignored keep only their headers (the body is dropped).
 """
 
 from __future__ import annotations
 
 import json
+import zlib
 
 from sqlalchemy import select, update
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import sessionmaker
 
 from reviewbot import logger
@@ -19,25 +27,40 @@ from reviewbot.service.settings import Settings
 
 
 def ingest(sessions: sessionmaker, settings: Settings, batch: int = 200) -> int:
-    """Process up to `batch` unprocessed deliveries; returns how many this call processed."""
-    done = 0
-    with sessions.begin() as session:
+    """Process up to `batch` unprocessed deliveries; returns how many this call processed.
+    Raises `OperationalError` when the database fails (what was processed before stays done)."""
+    with sessions() as session:
         waiting = list(
-            session.scalars(select(Delivery).where(Delivery.processed.is_(False)).order_by(Delivery.seq).limit(batch))
-        )
-        for delivery in waiting:
-            taken = session.execute(
-                update(Delivery)
-                .where(Delivery.seq == delivery.seq, Delivery.processed.is_(False))
-                .values(processed=True)
+            session.scalars(
+                select(Delivery.seq).where(Delivery.processed.is_(False)).order_by(Delivery.seq).limit(batch)
             )
-            if taken.rowcount != 1:
-                continue
-            handler = events.EVENT_HANDLERS.get(delivery.event)
-            assert handler is not None, f"delivery {delivery.guid}: no handler for {delivery.event!r} was stored"
-            outcome = handler(session, delivery.guid, json.loads(delivery.body), settings)
-            session.execute(update(Delivery).where(Delivery.seq == delivery.seq).values(outcome=outcome))
-            metrics.inc("reviewbot_deliveries_processed_total", event=delivery.event, outcome=outcome.split(" ")[0])
-            logger.info("delivery %s %s/%s: %s", delivery.guid, delivery.event, delivery.action, outcome)
-            done += 1
-    return done
+        )
+    return sum(_ingest_one(sessions, settings, seq) for seq in waiting)
+
+
+def _ingest_one(sessions: sessionmaker, settings: Settings, seq: int) -> bool:
+    with sessions.begin() as session:
+        taken = session.execute(
+            update(Delivery).where(Delivery.seq == seq, Delivery.processed.is_(False)).values(processed=True)
+        )
+        if taken.rowcount != 1:
+            return False
+        delivery = session.get(Delivery, seq)
+        assert delivery is not None, seq
+        handler = events.EVENT_HANDLERS.get(delivery.event)
+        assert handler is not None, f"delivery {delivery.guid}: no handler for {delivery.event!r} was stored"
+        try:
+            with session.begin_nested():
+                outcome = handler(session, delivery.guid, json.loads(zlib.decompress(delivery.body)), settings)
+        except OperationalError:
+            raise  # the database, not this delivery: roll back, retried by the caller
+        except Exception as exc:  # noqa: BLE001 - the delivery's error boundary: that delivery fails, ingest goes on
+            logger.exception("delivery %s %s/%s failed", delivery.guid, delivery.event, delivery.action)
+            outcome = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
+        values: dict[str, object] = {"outcome": outcome[:200]}
+        if outcome.startswith("ignored"):
+            values["body"] = b""
+        session.execute(update(Delivery).where(Delivery.seq == seq).values(**values))
+        metrics.inc("reviewbot_deliveries_processed_total", event=delivery.event, outcome=outcome.split(" ")[0])
+        logger.info("delivery %s %s/%s: %s", delivery.guid, delivery.event, delivery.action, outcome)
+    return True

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import or_, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from reviewbot.service.db import Job
@@ -75,16 +75,23 @@ def claim(sessions: sessionmaker, worker_id: str, lease_s: float, max_attempts: 
 
     A review or GPU job waits while another one of the same PR runs (and has not been told to
     stop): both would write the PR's summary comment, and two writers could each create one.
+
+    Atomic across workers: the final UPDATE is conditional on the job still being claimable. On
+    SQLite the whole transaction holds the write lock (`BEGIN IMMEDIATE`). On PostgreSQL the
+    candidates are read `FOR UPDATE SKIP LOCKED` (a job another worker is taking is skipped) and
+    a PR-exclusive job is taken only under a transaction-scoped advisory lock of its PR (tried, not
+    waited for), so two workers never both find the PR idle and start two of its jobs.
     """
     now = time.time()
     claimable = or_(Job.state == "pending", (Job.state == "running") & (Job.lease_until < now))
     with sessions.begin() as session:
-        for job in list(session.scalars(select(Job).where(claimable).order_by(Job.id).limit(50))):
+        candidates = select(Job).where(claimable).order_by(Job.id).limit(50).with_for_update(skip_locked=True)
+        for job in list(session.scalars(candidates)):
             if job.attempts >= max_attempts:
                 job.state, job.finished_at = "failed", now
                 job.error = (job.error + f"\ngave up after {job.attempts} attempts").strip()
                 continue
-            if job.kind in PR_EXCLUSIVE_KINDS and _pr_busy(session, job, now):
+            if job.kind in PR_EXCLUSIVE_KINDS and (not _lock_pr(session, job) or _pr_busy(session, job, now)):
                 continue
             claimed = session.execute(
                 update(Job)
@@ -103,6 +110,15 @@ def claim(sessions: sessionmaker, worker_id: str, lease_s: float, max_attempts: 
                 session.expunge(job)
                 return job
     return None
+
+
+def _lock_pr(session: Session, job: Job) -> bool:
+    """PostgreSQL: try the PR's advisory lock until the end of the transaction (SQLite: the
+    transaction already holds the database's write lock)."""
+    if session.get_bind().dialect.name != "postgresql":
+        return True
+    key = f"reviewbot-pr:{job.repo}#{job.pr}"
+    return bool(session.scalar(text("SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key}))
 
 
 def _pr_busy(session: Session, job: Job, now: float) -> bool:
