@@ -91,6 +91,7 @@ def create_app(settings: Settings, sessions: sessionmaker | None = None) -> Fast
     sessions = sessions or make_sessionmaker(settings.database_url, max_bytes=settings.database_max_mb << 20)
     engine = sessions.kw["bind"]
     identity = health.FileIdentity.of(engine)
+    store = health.StoreOutcome()
     worker = WorkerProcess(settings) if settings.embedded_worker else None
 
     @contextlib.asynccontextmanager
@@ -169,11 +170,15 @@ def create_app(settings: Settings, sessions: sessionmaker | None = None) -> Fast
         except IntegrityError:
             return _answer(event, "duplicate", 200, delivery=delivery_id)
         except OperationalError as exc:
-            logger.error("delivery %s not stored: %s", delivery_id, health.first_line(exc))
-            return _answer(event, "unavailable", 503, reason=f"database: {health.first_line(exc)}")
+            reason = f"database: {health.first_line(exc)}"
+            logger.error("delivery %s not stored: %s", delivery_id, reason)
+            store.failed(reason)
+            return _answer(event, "unavailable", 503, reason=reason)
         if identity is not None and (problem := identity.problem()):
             logger.error("delivery %s: %s", delivery_id, problem)
+            store.failed(problem)
             return _answer(event, "unavailable", 503, reason=problem)
+        store.stored()
         return _answer(event, outcome, 200 if event == "ping" else 202, delivery=delivery_id)
 
     @app.get("/healthz")
@@ -181,7 +186,7 @@ def create_app(settings: Settings, sessions: sessionmaker | None = None) -> Fast
         """503 with the reason when the database cannot take a write and a read, its file was deleted
         or replaced, or serve's own worker process is down or silent."""
         ok, body = health.report(
-            engine, identity, worker.status() if worker else None, settings.worker_heartbeat_seconds
+            engine, identity, store, worker.status() if worker else None, settings.worker_heartbeat_seconds
         )
         return JSONResponse(body, status_code=200 if ok else 503)
 

@@ -215,7 +215,8 @@ def make_engine(url: str, *, max_bytes: int = 0) -> Engine:
             dbapi_connection.isolation_level = None  # transactions begin in `_begin_immediate`
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA busy_timeout=30000")
-            cursor.execute("PRAGMA auto_vacuum=INCREMENTAL")  # takes effect in a new database only
+            if cursor.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new database: pruning gives pages back
+                cursor.execute("PRAGMA auto_vacuum=INCREMENTAL")
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=FULL")
             if max_bytes:

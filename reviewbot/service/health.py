@@ -75,6 +75,30 @@ class OwnWorker:
     note: str
 
 
+class StoreOutcome:
+    """The webhook's last attempt to store a delivery: a failure (disk full, read-only, a database
+    that went away) stays a problem of `/healthz` until a later delivery is stored."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failure: tuple[float, str] | None = None
+
+    def failed(self, reason: str) -> None:
+        with self._lock:
+            self._failure = (time.time(), reason)
+
+    def stored(self) -> None:
+        with self._lock:
+            self._failure = None
+
+    def problem(self) -> str | None:
+        with self._lock:
+            if self._failure is None:
+                return None
+            when, reason = self._failure
+        return f"the last delivery could not be stored ({time.time() - when:.0f} s ago): {reason}"
+
+
 _probe_lock = threading.Lock()
 
 
@@ -140,11 +164,17 @@ def workers(engine: Engine, own: OwnWorker | None, heartbeat_s: float) -> tuple[
 
 
 def report(
-    engine: Engine, identity: FileIdentity | None, own: OwnWorker | None, heartbeat_s: float
+    engine: Engine,
+    identity: FileIdentity | None,
+    store: StoreOutcome,
+    own: OwnWorker | None,
+    heartbeat_s: float,
 ) -> tuple[bool, dict[str, Any]]:
     """(healthy, the JSON body of /healthz)."""
     problems: list[str] = []
     if identity is not None and (problem := identity.problem()):
+        problems.append(problem)
+    if problem := store.problem():
         problems.append(problem)
     if problem := probe_database(engine):
         problems.append(problem)
