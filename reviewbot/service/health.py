@@ -115,6 +115,7 @@ def probe_database(engine: Engine) -> str | None:
             with engine.connect() as conn:
                 read = conn.scalar(select(table.c.value).where(table.c.key == key))
         except DBAPIError as exc:
+            engine.dispose()  # fresh connections next time: a repaired database (writable again) is seen
             return f"database write/read failed: {first_line(exc)}"
     if read != nonce:
         return f"database read back {read!r} after writing {nonce!r}"

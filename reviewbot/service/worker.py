@@ -131,6 +131,7 @@ class Worker:
     def _database_down(self, loop: str, exc: OperationalError) -> None:
         self._problems[loop] = f"{loop}: database unavailable: {health.first_line(exc)}"
         logger.error("worker %s: %s", self.id, self._problems[loop])
+        self.sessions.kw["bind"].dispose()  # reconnect next time: a repaired database is seen
         self._stop.wait(min(5.0, self.settings.worker_poll_interval * 10))
 
     def ingest_forever(self) -> None:

@@ -136,17 +136,19 @@ class Service:
             cwd=self.tmp,
         )
 
-    def start(self) -> Service:
+    def start(self, *, healthy: bool = True) -> Service:
+        """Start `serve`; wait until /healthz says 200 (`healthy`), or only until it answers."""
         self.server = self._spawn("serve", "serve.log")
-        wait_until(self._healthy, timeout=60, what="reviewbot serve /healthz")
+        wanted = (200,) if healthy else (200, 503)
+        wait_until(lambda: self.health_status() in wanted, timeout=60, what="reviewbot serve /healthz")
         return self
 
-    def _healthy(self) -> bool:
+    def health_status(self) -> int | None:
         assert self.server is not None and self.server.poll() is None, self.log("serve.log")
         try:
-            return self.client.get("/healthz").status_code == 200
+            return self.client.get("/healthz").status_code
         except httpx.TransportError:
-            return False
+            return None
 
     def start_worker(self) -> subprocess.Popen[bytes]:
         proc = self._spawn("worker", "worker.log")
