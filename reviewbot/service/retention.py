@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from sqlalchemy import delete, exists, func, select, text
+from sqlalchemy import delete, exists, func, select
 from sqlalchemy.orm import sessionmaker
 
 from reviewbot.service.db import Delivery, Job, SuiteRun, WorkerBeat
@@ -66,6 +66,9 @@ def prune(sessions: sessionmaker, keep_seconds: float, *, now: float | None = No
         workers = session.execute(delete(WorkerBeat).where(WorkerBeat.heartbeat_at < cutoff)).rowcount
     engine = sessions.kw["bind"]
     if engine.dialect.name == "sqlite" and jobs + deliveries:
-        with engine.begin() as conn:
-            conn.execute(text("PRAGMA incremental_vacuum"))
+        raw = engine.raw_connection()
+        try:  # executescript steps the pragma to its end (one step frees one page)
+            raw.driver_connection.executescript("PRAGMA incremental_vacuum;")
+        finally:
+            raw.close()
     return Pruned(jobs, deliveries, workers)
