@@ -8,12 +8,15 @@ a wrong signature is 401 with nothing stored. Then UTF-8 JSON of an object (400)
 types the event's handler needs (400 with the reason), the INSERT (a redelivery: 200, not
 processed again; a database that cannot take the write: 503 with the reason). The 202 comes
 only after the row is committed (durably: SQLite `synchronous=FULL`) into the database file that
-is still at its path. Parsing and storing run in the thread pool, so a large body never stalls
-the event loop. Jobs are derived from stored deliveries by the worker (`ingest.py`).
+is still at its path. Parsing runs in the thread pool, so a large body never stalls the event
+loop; rows are written by the delivery writer's group commits (`delivery_writer.py`). Jobs are
+derived from stored deliveries by the worker (`ingest.py`), in its own process by default
+(`supervisor.py`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import hmac
@@ -27,12 +30,10 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse
-from sqlalchemy.exc import IntegrityError, OperationalError
-from sqlalchemy.orm import sessionmaker
 
-from reviewbot import logger
 from reviewbot.service import events, gpu_dispatch, health, metrics
-from reviewbot.service.db import Delivery, make_sessionmaker, pack_body
+from reviewbot.service.db import make_engine, pack_body
+from reviewbot.service.delivery_writer import DeliveryWriter, StoreFailed
 from reviewbot.service.settings import Settings
 from reviewbot.service.supervisor import WorkerProcess
 
@@ -80,18 +81,24 @@ async def _receive(request: Request, secret: bytes, limit: int) -> bytes | None:
         return spool.read()
 
 
-def create_app(settings: Settings, sessions: sessionmaker | None = None) -> FastAPI:
-    """`sessions` default: the settings' database (`SchemaMismatch` for one of another version)."""
+def create_app(settings: Settings) -> FastAPI:
+    """`SchemaMismatch` for a database of another schema version, `OperationalError` for one that
+    cannot be opened."""
     secret = settings.secret("webhook_secret")
     if not secret:
         raise ValueError(
             "webhook_secret (or webhook_secret_file) is required: deliveries cannot be verified without it"
         )
     gpu_dispatch.load_plugins()
-    sessions = sessions or make_sessionmaker(settings.database_url, max_bytes=settings.database_max_mb << 20)
-    engine = sessions.kw["bind"]
+    engine = make_engine(settings.database_url, max_bytes=settings.database_max_mb << 20)
     identity = health.FileIdentity.of(engine)
     store = health.StoreOutcome()
+    writer = DeliveryWriter(
+        make_engine(settings.database_url, max_bytes=settings.database_max_mb << 20, lock_wait_ms=0)
+        if engine.dialect.name == "sqlite"
+        else engine,
+        identity,
+    )
     worker = WorkerProcess(settings) if settings.embedded_worker else None
 
     @contextlib.asynccontextmanager
@@ -125,9 +132,21 @@ def create_app(settings: Settings, sessions: sessionmaker | None = None) -> Fast
         if body is None:
             return _answer(event, "bad-signature", 401, reason="missing or wrong X-Hub-Signature-256")
         kept = {name: headers[name] for name in KEPT_HEADERS if name in headers}
-        return await run_in_threadpool(_accept, event, delivery_id, kept, body)
+        checked = await run_in_threadpool(_check, event, delivery_id, kept, body)
+        if isinstance(checked, JSONResponse):
+            return checked
+        try:
+            new = await asyncio.wrap_future(writer.submit(checked))
+        except StoreFailed as exc:
+            store.failed(str(exc))
+            return _answer(event, "unavailable", 503, reason=str(exc))
+        store.stored()
+        if not new:
+            return _answer(event, "duplicate", 200, delivery=delivery_id)
+        return _answer(event, checked["outcome"], 200 if event == "ping" else 202, delivery=delivery_id)
 
-    def _accept(event: str, delivery_id: str, headers: dict[str, str], body: bytes) -> JSONResponse:
+    def _check(event: str, delivery_id: str, headers: dict[str, str], body: bytes) -> dict[str, Any] | JSONResponse:
+        """The row to store, or the 400 answer. Events without a handler keep only their headers."""
         try:
             payload = json.loads(body.decode("utf-8"))
         except UnicodeDecodeError as exc:
@@ -142,19 +161,9 @@ def create_app(settings: Settings, sessions: sessionmaker | None = None) -> Fast
             events.validate(event, payload)
         except events.BadPayload as exc:
             return _answer(event, "bad-request", 400, reason=str(exc))
-        return _store(event, delivery_id, headers, payload, body)
-
-    insert_delivery = Delivery.__table__.insert()  # built once: SQLAlchemy reuses its compiled form
-
-    def _store(
-        event: str, delivery_id: str, headers: dict[str, str], payload: dict[str, Any], body: bytes
-    ) -> JSONResponse:
-        """One INSERT: the delivery's guid is unique, so a redelivery fails it and is answered 200.
-        Events without a handler keep only their headers."""
         known = event in events.EVENT_HANDLERS
-        outcome = "accepted" if known else "pong" if event == "ping" else "ignored-event"
         action = payload.get("action")
-        row = {
+        return {
             "guid": delivery_id,
             "event": event,
             "action": action if isinstance(action, str) and _EVENT.fullmatch(action) else "",
@@ -162,24 +171,8 @@ def create_app(settings: Settings, sessions: sessionmaker | None = None) -> Fast
             "headers": headers,
             "body": pack_body(body) if known else b"",
             "processed": not known,
-            "outcome": outcome,
+            "outcome": "accepted" if known else "pong" if event == "ping" else "ignored-event",
         }
-        try:
-            with engine.begin() as conn:
-                conn.execute(insert_delivery, row)
-        except IntegrityError:
-            return _answer(event, "duplicate", 200, delivery=delivery_id)
-        except OperationalError as exc:
-            reason = f"database: {health.first_line(exc)}"
-            logger.error("delivery %s not stored: %s", delivery_id, reason)
-            store.failed(reason)
-            return _answer(event, "unavailable", 503, reason=reason)
-        if identity is not None and (problem := identity.problem()):
-            logger.error("delivery %s: %s", delivery_id, problem)
-            store.failed(problem)
-            return _answer(event, "unavailable", 503, reason=problem)
-        store.stored()
-        return _answer(event, outcome, 200 if event == "ping" else 202, delivery=delivery_id)
 
     @app.get("/healthz")
     def healthz() -> JSONResponse:

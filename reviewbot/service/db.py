@@ -21,6 +21,7 @@ from sqlalchemy import (
     Boolean,
     Float,
     ForeignKey,
+    Index,
     Integer,
     LargeBinary,
     String,
@@ -87,6 +88,7 @@ class Job(Base):
     """
 
     __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_repo_pr", "repo", "pr"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     kind: Mapped[str] = mapped_column(String(32))
     repo: Mapped[str] = mapped_column(String(200))
@@ -204,17 +206,19 @@ def sqlite_path(engine: Engine) -> str | None:
     return engine.url.database
 
 
-def make_engine(url: str, *, max_bytes: int = 0) -> Engine:
-    """`max_bytes` (SQLite only, 0: unlimited): writes that would grow the file past it fail as
-    'database or disk is full', which the service answers with 503 (a cap on disk use)."""
+def make_engine(url: str, *, max_bytes: int = 0, lock_wait_ms: int = 30000) -> Engine:
+    """SQLite only: `max_bytes` (0: unlimited): writes that would grow the file past it fail as
+    'database or disk is full', which the service answers with 503 (a cap on disk use);
+    `lock_wait_ms`: how long a transaction waits for the write lock before 'database is locked'
+    (SQLite's own wait sleeps 1, 2, 5 ... 100 ms between tries; 0 for a caller that polls itself)."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = create_engine(url, connect_args={"timeout": lock_wait_ms / 1000, "check_same_thread": False})
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
             dbapi_connection.isolation_level = None  # transactions begin in `_begin_immediate`
             cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.execute(f"PRAGMA busy_timeout={int(lock_wait_ms)}")
             if cursor.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new database: pruning gives pages back
                 cursor.execute("PRAGMA auto_vacuum=INCREMENTAL")
             cursor.execute("PRAGMA journal_mode=WAL")

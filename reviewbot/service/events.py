@@ -118,7 +118,6 @@ _FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, bool], ...]] = {
         (("pull_request", "base", "repo", "clone_url"), "str", False),
         (("pull_request", "base", "ref"), "str", False),
         (("pull_request", "draft"), "bool", False),
-        (("pull_request", "body"), "str", False),
         (("installation",), "object", False),
         (("installation", "id"), "int", False),
     ),
@@ -166,7 +165,6 @@ def on_pull_request(session: Session, delivery_id: str, payload: dict[str, Any],
     args = {
         "base_sha": pull["base"]["sha"],
         "fork": fork,
-        "body": pull.get("body") or "",
         "clone_url": pull["base"]["repo"].get("clone_url", ""),
         "base_ref": pull["base"].get("ref", ""),
     }

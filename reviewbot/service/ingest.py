@@ -14,6 +14,7 @@ Deliveries found to be ignored keep only their headers (the body is dropped).
 from __future__ import annotations
 
 import json
+import time
 import zlib
 
 from sqlalchemy import select, update
@@ -25,9 +26,12 @@ from reviewbot.service import events, metrics
 from reviewbot.service.db import Delivery
 from reviewbot.service.settings import Settings
 
+_PLAIN = {"synchronize_session": False}  # plain UPDATEs: the session's Delivery is not read after them
 
-def ingest(sessions: sessionmaker, settings: Settings, batch: int = 200) -> int:
-    """Process up to `batch` unprocessed deliveries; returns how many this call processed.
+
+def ingest(sessions: sessionmaker, settings: Settings, batch: int = 200, gap_s: float = 0.0) -> int:
+    """Process up to `batch` unprocessed deliveries, one transaction each, `gap_s` apart (the write
+    lock left free for the webhook meanwhile); returns how many this call processed.
     Raises `OperationalError` when the database fails (what was processed before stays done)."""
     with sessions() as session:
         waiting = list(
@@ -35,13 +39,19 @@ def ingest(sessions: sessionmaker, settings: Settings, batch: int = 200) -> int:
                 select(Delivery.seq).where(Delivery.processed.is_(False)).order_by(Delivery.seq).limit(batch)
             )
         )
-    return sum(_ingest_one(sessions, settings, seq) for seq in waiting)
+    done = 0
+    for seq in waiting:
+        if done and gap_s:
+            time.sleep(gap_s)
+        done += _ingest_one(sessions, settings, seq)
+    return done
 
 
 def _ingest_one(sessions: sessionmaker, settings: Settings, seq: int) -> bool:
     with sessions.begin() as session:
         taken = session.execute(
-            update(Delivery).where(Delivery.seq == seq, Delivery.processed.is_(False)).values(processed=True)
+            update(Delivery).where(Delivery.seq == seq, Delivery.processed.is_(False)).values(processed=True),
+            execution_options=_PLAIN,
         )
         if taken.rowcount != 1:
             return False
@@ -60,7 +70,7 @@ def _ingest_one(sessions: sessionmaker, settings: Settings, seq: int) -> bool:
         values: dict[str, object] = {"outcome": outcome[:200]}
         if outcome.startswith("ignored"):
             values["body"] = b""
-        session.execute(update(Delivery).where(Delivery.seq == seq).values(**values))
+        session.execute(update(Delivery).where(Delivery.seq == seq).values(**values), execution_options=_PLAIN)
         metrics.inc("reviewbot_deliveries_processed_total", event=delivery.event, outcome=outcome.split(" ")[0])
         logger.info("delivery %s %s/%s: %s", delivery.guid, delivery.event, delivery.action, outcome)
     return True

@@ -61,12 +61,16 @@ def stop_pr_jobs(session: Session, repo: str, pr: int, reason: str, *, keep_head
     base = [Job.repo == repo, Job.pr == pr, Job.kind.in_(PR_WORK_KINDS)]
     if keep_head is not None:
         base.append(Job.head_sha != keep_head)
+    plain = {"synchronize_session": False}  # no loaded Job of this PR is used after this in the session
     pending = session.execute(
         update(Job)
         .where(*base, Job.state == "pending")
-        .values(state=final, stop_reason=reason, finished_at=time.time())
+        .values(state=final, stop_reason=reason, finished_at=time.time()),
+        execution_options=plain,
     )
-    running = session.execute(update(Job).where(*base, Job.state == "running").values(stop_reason=reason))
+    running = session.execute(
+        update(Job).where(*base, Job.state == "running").values(stop_reason=reason), execution_options=plain
+    )
     return pending.rowcount + running.rowcount
 
 

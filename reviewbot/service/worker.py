@@ -89,6 +89,7 @@ class JobContext:
         return installation.get("id") or self.job.args.get("installation_id")
 
 
+WRITE_GAP_SECONDS = 0.002
 Handler = Callable[[JobContext], str]
 JOB_HANDLERS: dict[str, Handler] = {}
 
@@ -127,6 +128,9 @@ class Worker:
         self._jobs_waiting = threading.Event()
         self._threads: list[threading.Thread] = []
         self._problems: dict[str, str] = {}  # loop -> what keeps it from working now (heartbeat detail)
+        # SQLite has one writer at a time and no fair queue: between its transactions a worker leaves
+        # the write lock free for a moment, so that the webhook's inserts get it (delivery_writer.py)
+        self._gap_s = WRITE_GAP_SECONDS if sessions.kw["bind"].dialect.name == "sqlite" else 0.0
 
     def _database_down(self, loop: str, exc: OperationalError) -> None:
         self._problems[loop] = f"{loop}: database unavailable: {health.first_line(exc)}"
@@ -137,7 +141,7 @@ class Worker:
     def ingest_forever(self) -> None:
         while not self._stop.is_set():
             try:
-                processed = ingest.ingest(self.sessions, self.settings)
+                processed = ingest.ingest(self.sessions, self.settings, gap_s=self._gap_s)
             except OperationalError as exc:
                 self._database_down("ingest", exc)
                 continue
@@ -195,7 +199,9 @@ class Worker:
                 self._database_down("jobs", exc)
                 continue
             self._problems.pop("jobs", None)
-            if not ran:
+            if ran:
+                time.sleep(self._gap_s)
+            else:
                 self._jobs_waiting.wait(self.settings.worker_poll_interval)
                 self._jobs_waiting.clear()
 
@@ -528,7 +534,6 @@ def _enqueue_from_command(
     base_args = {
         "base_sha": pull.base.sha,
         "fork": fork,
-        "body": pull.body or "",
         "clone_url": pull.base.repo.clone_url,
         "base_ref": pull.base.ref,
         "installation_id": ctx.installation_id(),

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 
 from reviewbot.service import settings as settings_mod
+
+# serve's worker process yields the CPU to serve: webhook answers first, reviews (its children too) after
+SUPERVISED_NICENESS = 10
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -51,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("reviewbot").setLevel(settings.log_level)
+    if args.supervised_by is not None:
+        os.nice(SUPERVISED_NICENESS)
     worker = Worker(settings, sessions, parent_pid=args.supervised_by)
 
     def _graceful(signum: int, _frame: object) -> None:
