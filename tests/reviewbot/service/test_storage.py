@@ -1,11 +1,15 @@
 """Bounded storage, on SQLite and PostgreSQL: ignored events keep only their headers, delivery
 bodies are kept compressed, and pruning deletes old deliveries with their finished jobs (never
-pending work); a restarted worker prunes by itself; pruned SQLite pages go back to the disk."""
+pending work); a restarted worker prunes by itself; pruned SQLite pages go back to the disk; a
+database of the previous schema is refused."""
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
+import subprocess
+import sys
 import time
 import zlib
 
@@ -15,7 +19,7 @@ from sqlalchemy import select
 from reviewbot.service import retention
 from reviewbot.service.db import Delivery, Job, SuiteRun, WorkerBeat, make_sessionmaker, pack_body
 from tests.reviewbot.fake_github.webhooks import load_payload
-from tests.reviewbot.service.harness import Service
+from tests.reviewbot.service.harness import REPO_ROOT, Service
 from tests.reviewbot.service.postgres import BACKENDS
 from tests.reviewbot.service.scenario import Project, good_core
 
@@ -137,3 +141,30 @@ def test_pruned_sqlite_pages_go_back_to_the_file_system(tmp_path):
     assert retention.prune(sessions, 14 * DAY).deliveries == 300
     sessions.kw["bind"].dispose()
     assert path.stat().st_size < full / 10
+
+
+def test_a_database_of_the_previous_schema_is_refused_in_one_line(tmp_path):
+    """A database made before the schema carried a version (no `service_meta`) is not half-used."""
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE deliveries (seq INTEGER PRIMARY KEY, guid TEXT, body TEXT)")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO_ROOT),
+        "REVIEWBOT_WEBHOOK_SECRET": "x",
+        "REVIEWBOT_DATABASE_URL": f"sqlite:///{path}",
+    }
+    for command in ("serve", "worker"):
+        done = subprocess.run(
+            [sys.executable, "-m", "reviewbot", command],
+            check=False,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2, done.stderr
+        [line] = done.stderr.strip().splitlines()
+        assert line.startswith(
+            f"reviewbot {command}: database sqlite:///{path} has service schema 1, this reviewbot needs"
+        )
