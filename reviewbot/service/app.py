@@ -30,9 +30,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse
+from sqlalchemy import select
+from sqlalchemy.exc import DBAPIError
 
 from reviewbot.service import events, gpu_dispatch, health, metrics
-from reviewbot.service.db import make_engine, pack_body
+from reviewbot.service.db import WorkerBeat, make_engine, pack_body
 from reviewbot.service.delivery_writer import DeliveryWriter, StoreFailed
 from reviewbot.service.settings import Settings
 from reviewbot.service.supervisor import WorkerProcess
@@ -185,6 +187,14 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/metrics")
     def prometheus() -> PlainTextResponse:
-        return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
+        """serve's metrics plus the workers' (as of their last heartbeats); serve's alone, with a
+        comment saying why, when the database cannot be read."""
+        try:
+            with engine.connect() as conn:
+                others = [snap for (snap,) in conn.execute(select(WorkerBeat.metrics)) if snap]
+            text = metrics.render(others)
+        except DBAPIError as exc:
+            text = metrics.render() + f"# workers' metrics not read: {health.first_line(exc)}\n"
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     return app

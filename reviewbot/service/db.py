@@ -155,7 +155,8 @@ class Authorisation(Base):
 
 class WorkerBeat(Base):
     """A worker process's heartbeat, written every `worker_heartbeat_seconds` by its heartbeat
-    thread; `state` is running or stopped, `detail` says why a worker is unwell (a dead loop)."""
+    thread; `state` is running or stopped, `detail` says why a worker is unwell (a loop that cannot
+    reach the database), `metrics` its counters (summed into serve's /metrics)."""
 
     __tablename__ = "workers"
     id: Mapped[str] = mapped_column(String(128), primary_key=True)
@@ -165,6 +166,7 @@ class WorkerBeat(Base):
     heartbeat_at: Mapped[float] = mapped_column(Float, default=time.time)
     state: Mapped[str] = mapped_column(String(16), default="running")
     detail: Mapped[str] = mapped_column(Text, default="")
+    metrics: Mapped[dict] = mapped_column(JSON, default=dict)  # `metrics.snapshot()` at the heartbeat
 
 
 class ServiceMeta(Base):

@@ -215,6 +215,7 @@ class Worker:
                     row = WorkerBeat(id=self.id, host=socket.gethostname(), pid=os.getpid(), started_at=time.time())
                     session.add(row)
                 row.heartbeat_at, row.state, row.detail = time.time(), state, detail
+                row.metrics = metrics.snapshot()
         except OperationalError as exc:
             logger.error("worker %s: heartbeat not recorded: %s", self.id, health.first_line(exc))
 
