@@ -208,11 +208,14 @@ def sqlite_path(engine: Engine) -> str | None:
     return engine.url.database
 
 
-def make_engine(url: str, *, max_bytes: int = 0, lock_wait_ms: int = 30000) -> Engine:
+def make_engine(url: str, *, max_bytes: int = 0, lock_wait_ms: int = 30000, durable: bool = True) -> Engine:
     """SQLite only: `max_bytes` (0: unlimited): writes that would grow the file past it fail as
     'database or disk is full', which the service answers with 503 (a cap on disk use);
     `lock_wait_ms`: how long a transaction waits for the write lock before 'database is locked'
-    (SQLite's own wait sleeps 1, 2, 5 ... 100 ms between tries; 0 for a caller that polls itself)."""
+    (SQLite's own wait sleeps 1, 2, 5 ... 100 ms between tries; 0 for a caller that polls itself);
+    `durable`: each commit is on disk when it returns (`synchronous=FULL`). Workers use False
+    (`NORMAL`: no fsync while holding the write lock): a power loss may then undo their last
+    commits, never a delivery the webhook acknowledged; an undone ingest or job runs again."""
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"timeout": lock_wait_ms / 1000, "check_same_thread": False})
 
@@ -224,7 +227,7 @@ def make_engine(url: str, *, max_bytes: int = 0, lock_wait_ms: int = 30000) -> E
             if cursor.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new database: pruning gives pages back
                 cursor.execute("PRAGMA auto_vacuum=INCREMENTAL")
             cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=FULL")
+            cursor.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             if max_bytes:
                 page_size = cursor.execute("PRAGMA page_size").fetchone()[0]
                 cursor.execute(f"PRAGMA max_page_count={max(1, max_bytes // page_size)}")
@@ -241,6 +244,6 @@ def make_engine(url: str, *, max_bytes: int = 0, lock_wait_ms: int = 30000) -> E
     return engine
 
 
-def make_sessionmaker(url: str, *, max_bytes: int = 0) -> sessionmaker:
-    """Raises `SchemaMismatch` for a database of another schema version."""
-    return sessionmaker(make_engine(url, max_bytes=max_bytes), expire_on_commit=False)
+def make_sessionmaker(url: str, *, max_bytes: int = 0, durable: bool = True) -> sessionmaker:
+    """Raises `SchemaMismatch` for a database of another schema version (see `make_engine`)."""
+    return sessionmaker(make_engine(url, max_bytes=max_bytes, durable=durable), expire_on_commit=False)

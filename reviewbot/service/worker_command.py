@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
             settings = settings_mod.Settings.from_json(sys.stdin.read())
         else:
             settings = settings_mod.load(args)
-        sessions = make_sessionmaker(settings.database_url, max_bytes=settings.database_max_mb << 20)
+        sessions = make_sessionmaker(settings.database_url, max_bytes=settings.database_max_mb << 20, durable=False)
     except ValueError as exc:  # bad settings, or a database of another schema version
         print(f"reviewbot worker: {exc}", file=sys.stderr)
         return 2
