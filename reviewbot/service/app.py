@@ -8,8 +8,8 @@ a wrong signature is 401 with nothing stored. Then UTF-8 JSON of an object (400)
 types the event's handler needs (400 with the reason), the INSERT (a redelivery: 200, not
 processed again; a database that cannot take the write: 503 with the reason). The 202 comes
 only after the row is committed (durably: SQLite `synchronous=FULL`) into the database file that
-is still at its path. Parsing runs in the thread pool, so a large body never stalls the event
-loop; rows are written by the delivery writer's group commits (`delivery_writer.py`). Jobs are
+is still at its path. A body over 256 KiB is parsed in the thread pool, so it never stalls the
+event loop; rows are written by the delivery writer's group commits (`delivery_writer.py`). Jobs are
 derived from stored deliveries by the worker (`ingest.py`), in its own process by default
 (`supervisor.py`).
 """
@@ -40,6 +40,7 @@ from reviewbot.service.settings import Settings
 from reviewbot.service.supervisor import WorkerProcess
 
 SPOOL_IN_MEMORY = 1024 * 1024
+INLINE_CHECK_BYTES = 256 * 1024  # larger bodies are parsed in the thread pool, off the event loop
 _SIGNATURE = re.compile(r"sha256=[0-9a-f]{64}")
 _EVENT = re.compile(r"[a-z_]{1,64}")
 _DELIVERY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
@@ -134,7 +135,10 @@ def create_app(settings: Settings) -> FastAPI:
         if body is None:
             return _answer(event, "bad-signature", 401, reason="missing or wrong X-Hub-Signature-256")
         kept = {name: headers[name] for name in KEPT_HEADERS if name in headers}
-        checked = await run_in_threadpool(_check, event, delivery_id, kept, body)
+        if len(body) <= INLINE_CHECK_BYTES:  # parsing takes well under a millisecond: no thread hop
+            checked = _check(event, delivery_id, kept, body)
+        else:
+            checked = await run_in_threadpool(_check, event, delivery_id, kept, body)
         if isinstance(checked, JSONResponse):
             return checked
         try:
