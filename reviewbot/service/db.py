@@ -1,40 +1,65 @@
-"""The service database (SQLAlchemy 2): deliveries, jobs, reviews, suite runs, GPU authorisations.
+"""The service database (SQLAlchemy 2): deliveries, jobs, reviews, suite runs, GPU authorisations,
+worker heartbeats and the schema version.
 
-SQLite by default (WAL journal, busy timeout, so the webhook server and workers in other
-processes share one file); any SQLAlchemy URL works (PostgreSQL for several hosts).
-Times are UNIX seconds (float) to keep comparisons portable across backends.
+SQLite by default (WAL journal, `synchronous=FULL` so a committed delivery survives a power
+loss, busy timeout, so the webhook server and workers in other processes share one file);
+PostgreSQL (`postgresql+psycopg://...`) for several hosts. Times are UNIX seconds (float) to keep
+comparisons portable across backends. The schema carries a version (`service_meta`); a database
+made by another version is refused with `SchemaMismatch` rather than half-used.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import zlib
+from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Float,
     ForeignKey,
+    Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
     create_engine,
     event,
+    inspect,
+    select,
 )
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+
+SCHEMA_VERSION = "2"
+
+
+class SchemaMismatch(ValueError):
+    """The database was created by another version of the service."""
 
 
 class Base(DeclarativeBase):
     pass
 
 
+def pack_body(raw: bytes) -> bytes:
+    """A delivery body as stored: the raw bytes, zlib-compressed (GitHub's JSON shrinks about 10x)."""
+    return zlib.compress(raw, 3)
+
+
 class Delivery(Base):
-    """One accepted webhook delivery, stored as received (the raw JSON body).
+    """One accepted webhook delivery: its `X-GitHub-*` headers and its body as received.
 
     The webhook answer only inserts this row; a worker turns unprocessed rows into jobs in `seq`
-    order (`ingest.py`) and records the `outcome` (queued, draft, ignored-..., cancelled N).
+    order (`ingest.py`) and records the `outcome` (queued, draft, ignored-..., failed: ...).
+    `body` is the raw JSON compressed by `pack_body`; it is empty for events the service ignores
+    (only the headers are kept) and for deliveries that turned out to be ignored at ingest.
+    Rows are deleted after `delivery_retention_days` with their finished jobs (`retention.py`).
     """
 
     __tablename__ = "deliveries"
@@ -42,14 +67,17 @@ class Delivery(Base):
     guid: Mapped[str] = mapped_column(String(64), unique=True)
     event: Mapped[str] = mapped_column(String(64))
     action: Mapped[str] = mapped_column(String(64), default="")
-    received_at: Mapped[float] = mapped_column(Float, default=time.time)
-    body: Mapped[str] = mapped_column(Text)
+    received_at: Mapped[float] = mapped_column(Float, default=time.time, index=True)
+    headers: Mapped[dict] = mapped_column(JSON, default=dict)
+    body: Mapped[bytes] = mapped_column(LargeBinary, default=b"")
     processed: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
-    outcome: Mapped[str] = mapped_column(String(64), default="")
+    outcome: Mapped[str] = mapped_column(String(200), default="")
 
     @property
-    def payload(self) -> dict:
-        return json.loads(self.body)
+    def payload(self) -> dict[str, Any]:
+        """The parsed body; only for deliveries whose body is kept (asserted)."""
+        assert self.body, f"delivery {self.guid}: its body is not kept"
+        return json.loads(zlib.decompress(self.body))
 
 
 class Job(Base):
@@ -61,6 +89,7 @@ class Job(Base):
     """
 
     __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_repo_pr", "repo", "pr"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     kind: Mapped[str] = mapped_column(String(32))
     repo: Mapped[str] = mapped_column(String(200))
@@ -88,7 +117,7 @@ class ReviewRecord(Base):
     repo: Mapped[str] = mapped_column(String(200))
     pr: Mapped[int] = mapped_column(Integer)
     head_sha: Mapped[str] = mapped_column(String(64), default="")
-    summary_comment_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    summary_comment_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     summary_sha256: Mapped[str] = mapped_column(String(64), default="")
     fingerprints: Mapped[list] = mapped_column(JSON, default=list)
     p0: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -125,17 +154,84 @@ class Authorisation(Base):
     granted_at: Mapped[float] = mapped_column(Float, default=time.time)
 
 
-def make_engine(url: str) -> Engine:
+class WorkerBeat(Base):
+    """A worker process's heartbeat, written every `worker_heartbeat_seconds` by its heartbeat
+    thread; `state` is running or stopped, `detail` says why a worker is unwell (a loop that cannot
+    reach the database), `metrics` its counters (summed into serve's /metrics)."""
+
+    __tablename__ = "workers"
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    host: Mapped[str] = mapped_column(String(200))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[float] = mapped_column(Float, default=time.time)
+    heartbeat_at: Mapped[float] = mapped_column(Float, default=time.time)
+    state: Mapped[str] = mapped_column(String(16), default="running")
+    detail: Mapped[str] = mapped_column(Text, default="")
+    metrics: Mapped[dict] = mapped_column(JSON, default=dict)  # `metrics.snapshot()` at the heartbeat
+
+
+class ServiceMeta(Base):
+    """Key-value rows: `schema_version`, and `healthz` (written and read back by each `/healthz`)."""
+
+    __tablename__ = "service_meta"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text, default="")
+
+
+def _check_schema(engine: Engine) -> None:
+    """Create the tables of a new database; refuse one made by another schema version."""
+    tables = set(inspect(engine).get_table_names())
+    if "deliveries" in tables:
+        version = None
+        if "service_meta" in tables:
+            with engine.connect() as conn:
+                version = conn.scalar(select(ServiceMeta.value).where(ServiceMeta.key == "schema_version"))
+        if version != SCHEMA_VERSION:
+            raise SchemaMismatch(
+                f"database {engine.url.render_as_string(hide_password=True)} has service schema "
+                f"{version or '1'}, this reviewbot needs {SCHEMA_VERSION}: move it aside or point "
+                "database_url at a new one (deliveries are only kept for the retention period anyway)"
+            )
+        if set(Base.metadata.tables) <= tables:
+            return
+    Base.metadata.create_all(engine)
+    try:
+        with engine.begin() as conn:
+            conn.execute(ServiceMeta.__table__.insert(), {"key": "schema_version", "value": SCHEMA_VERSION})
+    except IntegrityError:
+        pass  # another process created the database at the same moment and wrote the version
+
+
+def sqlite_path(engine: Engine) -> str | None:
+    """The file of a file-backed SQLite engine, else None (PostgreSQL, in-memory SQLite)."""
+    if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
+        return None
+    return engine.url.database
+
+
+def make_engine(url: str, *, max_bytes: int = 0, lock_wait_ms: int = 30000, durable: bool = True) -> Engine:
+    """SQLite only: `max_bytes` (0: unlimited): writes that would grow the file past it fail as
+    'database or disk is full', which the service answers with 503 (a cap on disk use);
+    `lock_wait_ms`: how long a transaction waits for the write lock before 'database is locked'
+    (SQLite's own wait sleeps 1, 2, 5 ... 100 ms between tries; 0 for a caller that polls itself);
+    `durable`: each commit is on disk when it returns (`synchronous=FULL`). Workers use False
+    (`NORMAL`: no fsync while holding the write lock): a power loss may then undo their last
+    commits, never a delivery the webhook acknowledged; an undone ingest or job runs again."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = create_engine(url, connect_args={"timeout": lock_wait_ms / 1000, "check_same_thread": False})
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
             dbapi_connection.isolation_level = None  # transactions begin in `_begin_immediate`
             cursor = dbapi_connection.cursor()
+            cursor.execute(f"PRAGMA busy_timeout={int(lock_wait_ms)}")
+            if cursor.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new database: pruning gives pages back
+                cursor.execute("PRAGMA auto_vacuum=INCREMENTAL")
             cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+            if max_bytes:
+                page_size = cursor.execute("PRAGMA page_size").fetchone()[0]
+                cursor.execute(f"PRAGMA max_page_count={max(1, max_bytes // page_size)}")
             cursor.close()
 
         @event.listens_for(engine, "begin")
@@ -145,9 +241,10 @@ def make_engine(url: str) -> Engine:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
     else:
         engine = create_engine(url, pool_pre_ping=True)
-    Base.metadata.create_all(engine)
+    _check_schema(engine)
     return engine
 
 
-def make_sessionmaker(url: str) -> sessionmaker:
-    return sessionmaker(make_engine(url), expire_on_commit=False)
+def make_sessionmaker(url: str, *, max_bytes: int = 0, durable: bool = True) -> sessionmaker:
+    """Raises `SchemaMismatch` for a database of another schema version (see `make_engine`)."""
+    return sessionmaker(make_engine(url, max_bytes=max_bytes, durable=durable), expire_on_commit=False)

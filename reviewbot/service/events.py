@@ -1,4 +1,4 @@
-"""Turning a verified, parsed delivery into jobs, inside the transaction that stores it.
+"""Turning a verified, parsed delivery into jobs, inside the ingest transaction that marks it processed.
 
 Nothing here calls GitHub: the webhook answer must stay fast. Work that needs the API (the
 permission check of a slash command, reactions, replies) is itself a job.
@@ -8,6 +8,7 @@ permission check of a slash command, reactions, replies) is itself a job.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +36,15 @@ def register_event(name: str) -> Callable[[EventHandler], EventHandler]:
     return add
 
 
+_MAX_INT = 2**63 - 1
+_FORMATS: dict[str, tuple[re.Pattern[str], str]] = {
+    "action": (re.compile(r"[a-z_]{1,64}"), "an action name"),
+    "repo": (re.compile(r"[A-Za-z0-9_.-]{1,39}/[A-Za-z0-9_.-]{1,100}"), "an owner/name repository"),
+    "sha": (re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?"), "a commit SHA"),
+    "login": (re.compile(r"[A-Za-z0-9-]{1,39}(?:\[bot\])?"), "a GitHub login"),
+}
+
+
 def require(payload: dict[str, Any], *path: str) -> Any:
     value: Any = payload
     for depth, key in enumerate(path):
@@ -44,6 +54,46 @@ def require(payload: dict[str, Any], *path: str) -> Any:
     return value
 
 
+def _optional(payload: dict[str, Any], *path: str) -> Any:
+    """The value at `path`, or None where a level is missing or null (a non-object level is refused)."""
+    value: Any = payload
+    for depth, key in enumerate(path):
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise BadPayload(f"payload field {'.'.join(path[:depth])} must be an object")
+        value = value.get(key)
+    return value
+
+
+def _check(value: Any, kind: str, path: tuple[str, ...]) -> None:
+    """`kind`: object, bool, str, int (1 .. 2**63-1), pr (a PR number, 1 .. 2**31-1), or a `_FORMATS` key."""
+    name = ".".join(path)
+    if kind == "object":
+        ok, what = isinstance(value, dict), "an object"
+    elif kind == "bool":
+        ok, what = isinstance(value, bool), "a boolean"
+    elif kind == "str":
+        ok, what = isinstance(value, str), "a string"
+    elif kind in ("int", "pr"):
+        top = 2**31 - 1 if kind == "pr" else _MAX_INT
+        ok, what = (
+            isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= top,
+            f"an integer in 1..{top}",
+        )
+    else:
+        pattern, what = _FORMATS[kind]
+        ok = isinstance(value, str) and pattern.fullmatch(value) is not None
+    if not ok:
+        raise BadPayload(f"payload field {name} must be {what}, not {_describe(value)}")
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}" + ("..." if len(value) > 40 else "")
+    return {dict: "an object", list: "an array", bool: "a boolean"}.get(type(value), type(value).__name__)
+
+
 def is_fork(pull: dict[str, Any]) -> bool:
     head_repo = pull["head"].get("repo")
     if head_repo is None:  # the fork was deleted
@@ -51,29 +101,48 @@ def is_fork(pull: dict[str, Any]) -> bool:
     return bool(head_repo.get("fork")) or head_repo.get("full_name") != pull["base"]["repo"]["full_name"]
 
 
+# What each event's handler reads: (path, kind, required). Everything a handler touches is here,
+# so a signed payload of any other shape is refused with a 400 naming the field.
+_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, bool], ...]] = {
+    "pull_request": (
+        (("action",), "action", True),
+        (("number",), "pr", True),
+        (("repository", "full_name"), "repo", True),
+        (("pull_request",), "object", True),
+        (("pull_request", "head", "sha"), "sha", True),
+        (("pull_request", "head", "repo"), "object", False),
+        (("pull_request", "head", "repo", "fork"), "bool", False),
+        (("pull_request", "head", "repo", "full_name"), "repo", False),
+        (("pull_request", "base", "sha"), "sha", True),
+        (("pull_request", "base", "repo", "full_name"), "repo", True),
+        (("pull_request", "base", "repo", "clone_url"), "str", False),
+        (("pull_request", "base", "ref"), "str", False),
+        (("pull_request", "draft"), "bool", False),
+        (("installation",), "object", False),
+        (("installation", "id"), "int", False),
+    ),
+    "issue_comment": (
+        (("action",), "action", True),
+        (("repository", "full_name"), "repo", True),
+        (("issue", "number"), "pr", True),
+        (("issue", "pull_request"), "object", False),
+        (("comment", "id"), "int", True),
+        (("comment", "body"), "str", True),
+        (("comment", "user", "login"), "login", True),
+        (("comment", "user", "type"), "str", False),
+        (("installation",), "object", False),
+        (("installation", "id"), "int", False),
+    ),
+}
+
+
 def validate(event: str, payload: dict[str, Any]) -> None:
-    """Raise `BadPayload` naming the first missing field an event's handler needs."""
-    if event == "pull_request":
-        for path in (
-            ("action",),
-            ("number",),
-            ("repository", "full_name"),
-            ("pull_request", "head", "sha"),
-            ("pull_request", "base", "sha"),
-            ("pull_request", "base", "repo", "full_name"),
-        ):
-            require(payload, *path)
-        require(payload, "pull_request", "head")
-    elif event == "issue_comment":
-        for path in (
-            ("action",),
-            ("repository", "full_name"),
-            ("issue", "number"),
-            ("comment", "id"),
-            ("comment", "body"),
-            ("comment", "user", "login"),
-        ):
-            require(payload, *path)
+    """Raise `BadPayload` naming the first field an event's handler needs that is missing or of
+    the wrong type or form (events without a handler are not checked: they are only recorded)."""
+    for path, kind, required in _FIELDS.get(event, ()):
+        value = require(payload, *path) if required else _optional(payload, *path)
+        if value is not None:
+            _check(value, kind, path)
 
 
 @register_event("pull_request")
@@ -96,7 +165,6 @@ def on_pull_request(session: Session, delivery_id: str, payload: dict[str, Any],
     args = {
         "base_sha": pull["base"]["sha"],
         "fork": fork,
-        "body": pull.get("body") or "",
         "clone_url": pull["base"]["repo"].get("clone_url", ""),
         "base_ref": pull["base"].get("ref", ""),
     }

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import or_, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from reviewbot.service.db import Job
@@ -75,12 +75,16 @@ def stop_pr_jobs(session: Session, repo: str, pr: int, reason: str, *, keep_head
     base = [Job.repo == repo, Job.pr == pr, Job.kind.in_(PR_WORK_KINDS)]
     if keep_head is not None:
         base.append(Job.head_sha != keep_head)
+    plain = {"synchronize_session": False}  # no loaded Job of this PR is used after this in the session
     pending = session.execute(
         update(Job)
         .where(*base, Job.state == "pending")
-        .values(state=final, stop_reason=reason, finished_at=time.time())
+        .values(state=final, stop_reason=reason, finished_at=time.time()),
+        execution_options=plain,
     )
-    running = session.execute(update(Job).where(*base, Job.state == "running").values(stop_reason=reason))
+    running = session.execute(
+        update(Job).where(*base, Job.state == "running").values(stop_reason=reason), execution_options=plain
+    )
     return pending.rowcount + running.rowcount
 
 
@@ -91,12 +95,19 @@ def claim(sessions: sessionmaker, worker_id: str, lease_s: float) -> Job | None:
 
     A review or GPU job waits while another one of the same PR runs (and has not been told to
     stop): both would write the PR's summary comment, and two writers could each create one.
+
+    Atomic across workers: the final UPDATE is conditional on the job still being claimable. On
+    SQLite the whole transaction holds the write lock (`BEGIN IMMEDIATE`). On PostgreSQL the
+    candidates are read `FOR UPDATE SKIP LOCKED` (a job another worker is taking is skipped) and
+    a PR-exclusive job is taken only under a transaction-scoped advisory lock of its PR (tried, not
+    waited for), so two workers never both find the PR idle and start two of its jobs.
     """
     now = time.time()
     claimable = or_(Job.state == "pending", Job.state == "running") & (Job.lease_until < now)
     with sessions.begin() as session:
-        for job in list(session.scalars(select(Job).where(claimable).order_by(Job.id).limit(50))):
-            if job.kind in PR_EXCLUSIVE_KINDS and _pr_busy(session, job, now):
+        candidates = select(Job).where(claimable).order_by(Job.id).limit(50).with_for_update(skip_locked=True)
+        for job in list(session.scalars(candidates)):
+            if job.kind in PR_EXCLUSIVE_KINDS and (not _lock_pr(session, job) or _pr_busy(session, job, now)):
                 continue
             claimed = session.execute(
                 update(Job)
@@ -115,6 +126,15 @@ def claim(sessions: sessionmaker, worker_id: str, lease_s: float) -> Job | None:
                 session.expunge(job)
                 return job
     return None
+
+
+def _lock_pr(session: Session, job: Job) -> bool:
+    """PostgreSQL: try the PR's advisory lock until the end of the transaction (SQLite: the
+    transaction already holds the database's write lock)."""
+    if session.get_bind().dialect.name != "postgresql":
+        return True
+    key = f"reviewbot-pr:{job.repo}#{job.pr}"
+    return bool(session.scalar(text("SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key}))
 
 
 def _pr_busy(session: Session, job: Job, now: float) -> bool:

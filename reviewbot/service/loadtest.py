@@ -1,11 +1,24 @@
-"""Webhook latency under a burst: `python -m reviewbot.service.loadtest [--rate 200] [--seconds 10]`.
+"""Webhook latency under a burst, with the worker busy: `python -m reviewbot.service.loadtest`.
 
-Sends signed `pull_request` `synchronize` deliveries (distinct delivery ids, 50 PRs, ~20 KB
-bodies like GitHub's) at a fixed open-loop rate to `POST /webhook` on 127.0.0.1, and prints
-p50/p90/p99/max latency. Each answer covers the full acceptance path: size, signature, JSON and
-field checks, and the committed INSERT of the delivery. Latency is measured from each request's scheduled send time,
-so a stalled server cannot hide queueing delay. Without `--url` it starts `reviewbot serve`
-(temporary SQLite database; embedded worker off unless `--embedded-worker`) and stops it afterwards.
+Sends signed `pull_request` `synchronize` deliveries shaped like GitHub's (the repository objects
+with their API URL fields, a prose PR body; ~20 KB, distinct delivery ids, 50 PRs) at a fixed
+open-loop rate to `POST /webhook` on 127.0.0.1, and prints p50/p90/p99/max latency, measured from
+each request's scheduled send time so that a stalled server cannot hide queueing delay. Each
+answer covers the whole acceptance path: signature, JSON and field checks, and the committed
+(fsynced) INSERT of the delivery.
+
+Without `--url` it starts `reviewbot serve` as deployed by default (temporary SQLite database)
+and stops it afterwards. `--worker`:
+- `busy` (default): serve's worker process ingests every delivery and runs the resulting jobs,
+  while `--reviews` processes (default 1) run real reviews (`reviewbot review` of a scratch
+  repository made from this package's sources) back to back beside it. The jobs' GitHub is an
+  address where nothing listens, so each job fails at its first call: the worker claims, fails
+  and finishes jobs as fast as it can, the harshest database load a worker makes.
+- `idle`: serve's worker process, no review processes;  `none`: serve alone.
+After the burst it waits for the worker to ingest everything and prints the database size.
+
+`--memory-posts N` then sends N concurrent 24 MB posts without a signature header, and N with a
+wrong signature, and prints serve's peak resident memory (VmHWM) before and after each round.
 """
 
 from __future__ import annotations
@@ -16,7 +29,10 @@ import hmac
 import http.client
 import json
 import os
+import random
+import shutil
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -30,29 +46,70 @@ from pathlib import Path
 import httpx
 
 SECRET = "loadtest-secret"
+WORDS = (
+    "cache", "key", "compile", "graph", "guard", "kernel", "shape", "dynamic", "recompile", "artifact",
+    "backend", "inductor", "fix", "test", "when", "the", "and", "of", "to", "a", "in", "is", "for", "on",
+    "with", "this", "that", "it", "be", "by", "as", "are", "from", "adds", "changes",
+)  # fmt: skip
+REPO_URL_FIELDS = (
+    "archive", "assignees", "blobs", "branches", "collaborators", "comments", "commits", "compare", "contents",
+    "contributors", "deployments", "downloads", "events", "forks", "git_commits", "git_refs", "git_tags",
+    "hooks", "issue_comment", "issue_events", "issues", "keys", "labels", "languages", "merges", "milestones",
+    "notifications", "pulls", "releases", "stargazers", "statuses", "subscribers", "subscription", "tags",
+    "teams", "trees",
+)  # fmt: skip
+SOURCE_DIR = Path(__file__).resolve().parent
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _repo(full_name: str) -> dict[str, object]:
+    api = f"https://api.github.com/repos/{full_name}"
+    repo: dict[str, object] = {
+        "id": 1296269,
+        "full_name": full_name,
+        "name": full_name.split("/")[1],
+        "fork": False,
+        "private": False,
+        "clone_url": f"https://github.com/{full_name}.git",
+        "html_url": f"https://github.com/{full_name}",
+        "url": api,
+        "default_branch": "main",
+        "owner": {
+            "login": full_name.split("/")[0],
+            "id": 1,
+            "type": "User",
+            "url": "https://api.github.com/users/octo",
+        },
+        "created_at": "2024-01-01T00:00:00Z",
+        "updated_at": "2026-01-01T00:00:00Z",
+    }
+    for field in REPO_URL_FIELDS:
+        repo[f"{field}_url"] = f"{api}/{field.replace('_', '/')}{{/number}}"
+    return repo
 
 
 def _payload(number: int, seq: int) -> bytes:
     sha = hashlib.sha1(f"{number}-{seq}".encode()).hexdigest()
-    repo = {
-        "full_name": "octo/load",
-        "name": "load",
-        "fork": False,
-        "clone_url": "https://github.com/octo/load.git",
-        "owner": {"login": "octo"},
-    }
+    rng = random.Random(seq)
+    body = " ".join(rng.choice(WORDS) for _ in range(600))
+    repo = _repo("octo/load")
     payload = {
         "action": "synchronize",
         "number": number,
+        "before": hashlib.sha1(f"{number}-{seq - 1}".encode()).hexdigest(),
+        "after": sha,
         "pull_request": {
             "number": number,
+            "state": "open",
             "draft": False,
-            "body": "load test " + "x" * 18000,
-            "head": {"sha": sha, "ref": f"pr-{number}", "repo": repo},
-            "base": {"sha": "0" * 40, "ref": "main", "repo": repo},
+            "title": f"load test {number}",
+            "body": body,
+            "user": {"login": "octo", "id": 1},
+            "head": {"sha": sha, "ref": f"pr-{number}", "label": f"octo:pr-{number}", "repo": repo},
+            "base": {"sha": "0" * 40, "ref": "main", "label": "octo:main", "repo": repo},
         },
         "repository": repo,
-        "sender": {"login": "octo"},
+        "sender": {"login": "octo", "id": 1},
         "installation": {"id": 1},
     }
     return json.dumps(payload).encode()
@@ -112,24 +169,37 @@ def _percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=1000, method="inclusive")[int(q * 10) - 1]
 
 
-def _start_server(workdir: Path, embedded_worker: bool) -> tuple[subprocess.Popen[bytes], str]:
+def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+        return sock.getsockname()[1]
+
+
+def _package_path() -> str:
+    """PYTHONPATH with the package's own location first, for a source checkout as much as an install."""
+    return os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))
+
+
+def _start_server(workdir: Path, worker: bool) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
     env = {
         **os.environ,
         "REVIEWBOT_WEBHOOK_SECRET": SECRET,
         "REVIEWBOT_PORT": str(port),
-        "REVIEWBOT_EMBEDDED_WORKER": "false",
+        "REVIEWBOT_EMBEDDED_WORKER": "true" if worker else "false",
         "REVIEWBOT_DATABASE_URL": f"sqlite:///{workdir / 'load.sqlite3'}",
         "REVIEWBOT_LOG_LEVEL": "WARNING",
         "REVIEWBOT_WORK_DIR": str(workdir / "work"),
-        # the package's own location first, for a source checkout as much as an install
-        "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")])
-        ),
+        # the jobs' GitHub: nothing listens there, so each job fails at once (see the module docstring)
+        "REVIEWBOT_GITHUB_API_URL": f"http://127.0.0.1:{_free_port()}",
+        "REVIEWBOT_GITHUB_TOKEN": "loadtest",
+        "REVIEWBOT_RETRY_MAX_ATTEMPTS": "1",
+        "REVIEWBOT_RETRY_BACKOFF_SECONDS": "0.01",
+        "REVIEWBOT_WORKER_POLL_INTERVAL": "0.2",
+        "PYTHONPATH": _package_path(),
     }
-    proc = subprocess.Popen([sys.executable, "-m", "reviewbot", "serve"], env=env, cwd=workdir)
+    log = open(workdir / "serve.log", "wb")  # noqa: SIM115 - the server's, closed when it ends
+    proc = subprocess.Popen([sys.executable, "-m", "reviewbot", "serve"], env=env, cwd=workdir, stdout=log, stderr=log)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
@@ -137,9 +207,96 @@ def _start_server(workdir: Path, embedded_worker: bool) -> tuple[subprocess.Pope
             if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
                 return proc, url
         except httpx.TransportError:
-            time.sleep(0.2)
+            pass
+        time.sleep(0.2)
     proc.kill()
     raise RuntimeError(f"reviewbot serve did not become healthy (exit code {proc.poll()})")
+
+
+def _git(repo: Path, *args: str) -> None:
+    identity = ["-c", "user.name=loadtest", "-c", "user.email=loadtest@localhost", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", *identity, "-C", str(repo), *args], check=True, capture_output=True)
+
+
+def _scratch_repository(workdir: Path) -> Path:
+    """A repository to review: this package's service sources as the base, a head that changes four
+    of them (a function with a broad `except`)."""
+    repo = workdir / "scratch"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    for source in sorted(SOURCE_DIR.glob("*.py")):
+        shutil.copy(source, repo / source.name)
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "base")
+    _git(repo, "checkout", "-q", "-b", "pr")
+    for name in ("app.py", "db.py", "worker.py", "jobs.py"):
+        with open(repo / name, "a") as handle:
+            handle.write(
+                '\n\ndef _extra(path):\n    try:\n        return open(path).read()\n    except Exception:\n        return ""\n'
+            )
+    _git(repo, "commit", "-q", "-a", "-m", "head")
+    return repo
+
+
+def _review_loop(repo: Path, stop: threading.Event, done: list[int]) -> None:
+    env = {**os.environ, "PYTHONPATH": _package_path()}
+    command = ["nice", "-n", "10", sys.executable, "-m", "reviewbot", "review", "--repo", str(repo), "--base", "main"]
+    command += ["--head", "pr"]  # niced like serve's worker process, whose reviews these stand for
+    while not stop.is_set():
+        subprocess.run([*command, "--suites", "none"], env=env, capture_output=True, check=False)
+        done.append(1)
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmHWM for process {pid}")
+
+
+def _big_posts(url: str, count: int, size: int, signature: str | None) -> dict[str, int]:
+    """`count` concurrent posts of `size` bytes; the answers (or the transport errors: a server may
+    close the connection of a refused upload before reading it)."""
+    results: dict[str, int] = {}
+    lock = threading.Lock()
+    body = b"x" * size
+
+    def post() -> None:
+        headers = {"X-GitHub-Event": "ping", "X-GitHub-Delivery": str(uuid.uuid4())}
+        if signature is not None:
+            headers["X-Hub-Signature-256"] = signature
+        try:
+            outcome = str(httpx.post(f"{url}/webhook", content=body, headers=headers, timeout=120).status_code)
+        except httpx.TransportError as exc:
+            outcome = type(exc).__name__
+        with lock:
+            results[outcome] = results.get(outcome, 0) + 1
+
+    threads = [threading.Thread(target=post) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def _database_report(path: Path, timeout: float = 300) -> str:
+    """Waits until the worker ingested every delivery (or `timeout`), then sizes the database."""
+    deadline = time.monotonic() + timeout
+    with sqlite3.connect(path, timeout=30) as conn:
+        while True:
+            waiting = conn.execute("SELECT COUNT(*) FROM deliveries WHERE NOT processed").fetchone()[0]
+            if not waiting or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        deliveries = conn.execute("SELECT COUNT(*) FROM deliveries").fetchone()[0]
+        jobs = conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0]
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+    return (
+        f"database: {deliveries} deliveries ({waiting} not yet ingested), {jobs} jobs, "
+        f"{size / 2**20:.1f} MiB after a WAL checkpoint ({size / max(deliveries, 1) / 1024:.1f} KiB per delivery)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,24 +307,71 @@ def main(argv: list[str] | None = None) -> int:
         "--url", help="a running server (its webhook secret must be 'loadtest-secret'); default: start one"
     )
     parser.add_argument(
-        "--embedded-worker",
-        action="store_true",
-        help="run the started server with its embedded worker ingesting the deliveries meanwhile",
+        "--worker",
+        choices=("busy", "idle", "none"),
+        default="busy",
+        help="the started server's worker (default busy: serve's worker process runs the jobs, and review "
+        "processes run beside it); idle: the worker process only; none: serve alone",
     )
+    parser.add_argument("--reviews", type=int, default=1, help="review processes with --worker busy (default 1)")
     parser.add_argument("--connections", type=int, default=16, help="concurrent client connections (default 16)")
+    parser.add_argument(
+        "--memory-posts",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after the burst: N concurrent 24 MB posts unsigned, then N with a wrong signature; peak memory",
+    )
     args = parser.parse_args(argv)
     if not 0 < args.seconds <= 120 or not 0 < args.rate <= 2000:
         parser.error("--seconds must be in (0, 120] and --rate in (0, 2000]")
+    if args.url and (args.worker != "busy" or args.memory_posts):
+        parser.error("--worker and --memory-posts apply to the server this command starts, not to --url")
+    if not 0 <= args.reviews <= 8 or not 0 <= args.memory_posts <= 64:
+        parser.error("--reviews must be in [0, 8] and --memory-posts in [0, 64]")
+    stop_reviews = threading.Event()
+    reviews_done: list[int] = []
+    extra: list[str] = []
     with tempfile.TemporaryDirectory(prefix="reviewbot-load-") as tmp:
-        proc, url = (None, args.url) if args.url else _start_server(Path(tmp), args.embedded_worker)
+        workdir = Path(tmp)
+        proc, url = (None, args.url) if args.url else _start_server(workdir, args.worker != "none")
+        loops: list[threading.Thread] = []
+        if proc is not None and args.worker == "busy":
+            repo = _scratch_repository(workdir)
+            loops = [
+                threading.Thread(target=_review_loop, args=(repo, stop_reviews, reviews_done))
+                for _ in range(args.reviews)
+            ]
+            for loop in loops:
+                loop.start()
+            time.sleep(2)  # the reviews are running when the burst starts
         try:
             latencies, codes = _burst(url, args.rate, args.seconds, args.connections)
+            stop_reviews.set()
+            if proc is not None and args.worker != "none":
+                extra.append(_database_report(workdir / "load.sqlite3"))
+            if proc is not None and args.memory_posts:
+                before = _peak_rss_mb(proc.pid)
+                unsigned = _big_posts(url, args.memory_posts, 24 * 2**20, None)
+                after_unsigned = _peak_rss_mb(proc.pid)
+                wrong = _big_posts(url, args.memory_posts, 24 * 2**20, "sha256=" + "0" * 64)
+                after_wrong = _peak_rss_mb(proc.pid)
+                extra.append(
+                    f"serve peak memory (VmHWM): {before:.0f} MB before; {after_unsigned:.0f} MB after "
+                    f"{args.memory_posts} concurrent 24 MB unsigned posts {unsigned}; {after_wrong:.0f} MB after "
+                    f"{args.memory_posts} with a wrong signature {wrong}"
+                )
         finally:
+            stop_reviews.set()
+            for loop in loops:
+                loop.join()
             if proc is not None:
                 proc.terminate()
-                proc.wait(timeout=30)
+                proc.wait(timeout=60)
     ms = [v * 1000 for v in latencies]
-    mode = "external server" if args.url else ("embedded worker on" if args.embedded_worker else "embedded worker off")
+    mode = "external server" if args.url else f"worker {args.worker}"
+    if loops:
+        mode += f", {len(reviews_done)} reviews run by {len(loops)} review process(es) meanwhile"
     load = os.getloadavg()[0]
     print(
         f"deliveries: {len(ms)} at {args.rate:g}/s for {args.seconds:g}s ({mode}); "
@@ -177,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
         f"latency ms: p50 {_percentile(ms, 50):.1f}  p90 {_percentile(ms, 90):.1f}  "
         f"p99 {_percentile(ms, 99):.1f}  max {max(ms):.1f}"
     )
+    for line in extra:
+        print(line)
     return 0 if set(codes) == {202} else 1
 
 

@@ -1,8 +1,8 @@
-"""Process-local Prometheus metrics in the text exposition format (no client library needed).
+"""Prometheus metrics in the text exposition format (no client library needed).
 
-`/metrics` of `reviewbot serve` shows the server's counters and those of its embedded worker;
-a separate `reviewbot worker` process counts its own (job durations are also derivable from
-the `jobs` table, which every worker writes).
+Each process counts its own; a worker stores a `snapshot` with each heartbeat (table `workers`),
+and `/metrics` of `reviewbot serve` renders the sum of its own and every recorded worker's
+snapshot: the service's totals, workers' counts as of their last heartbeat.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
 
 _LOCK = threading.Lock()
 DURATION_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
@@ -47,21 +49,50 @@ def _labels(key: tuple[tuple[str, str], ...], extra: str = "") -> str:
     return "{" + ",".join(parts) + "}" if parts else ""
 
 
-def render() -> str:
-    lines: list[str] = []
+Snapshot = dict[str, Any]
+
+
+def snapshot() -> Snapshot:
+    """This process's counters and histograms as JSON-able data (what `render` merges)."""
     with _LOCK:
-        for name, (kind, help_text) in _HELP.items():
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
-            if kind == "counter":
-                for key, value in sorted(_counters[name].items()):
-                    lines.append(f"{name}{_labels(key)} {value:g}")
-                continue
-            for key, state in sorted(_histograms[name].items()):
-                cumulative = 0.0
-                for bound, count in zip((*DURATION_BUCKETS, "+Inf"), state[:-1], strict=True):
-                    cumulative += count
-                    le = f'le="{bound}"'
-                    lines.append(f"{name}_bucket{_labels(key, le)} {cumulative:g}")
-                lines.append(f"{name}_count{_labels(key)} {cumulative:g}")
-                lines.append(f"{name}_sum{_labels(key)} {state[-1]:g}")
+        return {
+            "counters": {
+                name: [[list(map(list, key)), value] for key, value in series.items()]
+                for name, series in _counters.items()
+            },
+            "histograms": {
+                name: [[list(map(list, key)), list(state)] for key, state in series.items()]
+                for name, series in _histograms.items()
+            },
+        }
+
+
+def render(others: Iterable[Snapshot] = ()) -> str:
+    """This process's metrics plus those of `others` (snapshots of other processes), summed per series."""
+    counters: dict[str, dict[tuple[tuple[str, str], ...], float]] = defaultdict(lambda: defaultdict(float))
+    histograms: dict[str, dict[tuple[tuple[str, str], ...], list[float]]] = defaultdict(dict)
+    for snap in [snapshot(), *others]:
+        for name, series in snap.get("counters", {}).items():
+            for key, value in series:
+                counters[name][tuple(tuple(pair) for pair in key)] += value
+        for name, series in snap.get("histograms", {}).items():
+            for key, state in series:
+                total = histograms[name].setdefault(tuple(tuple(pair) for pair in key), [0.0] * len(state))
+                for index, value in enumerate(state):
+                    total[index] += value
+    lines: list[str] = []
+    for name, (kind, help_text) in _HELP.items():
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
+        if kind == "counter":
+            for key, value in sorted(counters[name].items()):
+                lines.append(f"{name}{_labels(key)} {value:g}")
+            continue
+        for key, state in sorted(histograms[name].items()):
+            cumulative = 0.0
+            for bound, count in zip((*DURATION_BUCKETS, "+Inf"), state[:-1], strict=True):
+                cumulative += count
+                le = f'le="{bound}"'
+                lines.append(f"{name}_bucket{_labels(key, le)} {cumulative:g}")
+            lines.append(f"{name}_count{_labels(key)} {cumulative:g}")
+            lines.append(f"{name}_sum{_labels(key)} {state[-1]:g}")
     return "\n".join(lines) + "\n"

@@ -1,4 +1,4 @@
-"""`reviewbot serve`: the webhook endpoint (uvicorn + FastAPI), with an embedded worker by default."""
+"""`reviewbot serve`: the webhook endpoint (uvicorn + FastAPI), by default with its own worker process."""
 
 from __future__ import annotations
 
@@ -23,8 +23,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import uvicorn
+    from sqlalchemy.exc import OperationalError
 
     from reviewbot.service.app import create_app
+    from reviewbot.service.health import first_line
 
     try:
         settings = settings_mod.load(args)
@@ -45,6 +47,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("reviewbot").setLevel(settings.log_level)
-    app = create_app(settings)
+    try:
+        app = create_app(settings)
+    except ValueError as exc:  # a database of another schema version
+        print(f"reviewbot serve: {exc}", file=sys.stderr)
+        return 2
+    except OperationalError as exc:
+        print(f"reviewbot serve: cannot open the database: {first_line(exc)}", file=sys.stderr)
+        return 2
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False)
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -93,7 +94,8 @@ SETTINGS: tuple[Setting, ...] = (
         "embedded_worker",
         True,
         _bool,
-        "run a worker inside `serve` (one machine); false when separate "
+        "`serve` starts one `reviewbot worker` process beside it (its child: restarted when it exits, stopped "
+        "with serve; reviews never hold up webhook answers); false when separately run "
         "`reviewbot worker` processes share the database",
     ),
     Setting(
@@ -130,7 +132,32 @@ SETTINGS: tuple[Setting, ...] = (
         "run the code of same-repository PRs even where no sandbox can be built (never a fork's); by default "
         "the review then says why the suites, the key probe and the test plan did not run",
     ),
-    Setting("max_body_bytes", 25 * 1024 * 1024, int, "largest accepted delivery body (413 above)"),
+    Setting(
+        "worker_heartbeat_seconds",
+        5.0,
+        float,
+        "a worker records a heartbeat this often (table `workers`, shown by /healthz); serve's own worker "
+        "is unhealthy after three missed beats",
+    ),
+    Setting(
+        "delivery_retention_days",
+        14.0,
+        float,
+        "processed deliveries (their bodies) and finished jobs are deleted this long after they ended",
+    ),
+    Setting(
+        "database_max_mb",
+        0,
+        int,
+        "SQLite only: cap on the database's size in MiB (0: none); writes past it fail and deliveries "
+        "are answered 503 until pruning or the operator frees room",
+    ),
+    Setting(
+        "max_body_bytes",
+        25 * 1024 * 1024,
+        int,
+        "largest accepted delivery body (413 above, refused while it streams in)",
+    ),
     Setting(
         "gpu_dispatch",
         "local",
@@ -190,6 +217,19 @@ class Settings:
     @property
     def app_auth(self) -> bool:
         return bool(self.app_id and self.app_private_key_file)
+
+    def to_json(self) -> str:
+        """The resolved settings (secrets included) for `from_json` in a child process: `serve` hands
+        them to its worker through a pipe, so no secret has to travel in an environment."""
+        return json.dumps({name: list(v) if isinstance(v, tuple) else v for name, v in self.values.items()})
+
+    @classmethod
+    def from_json(cls, text: str) -> Settings:
+        """Settings written by `to_json`; ValueError when the text is not that."""
+        data = json.loads(text)
+        if not isinstance(data, dict) or set(data) != set(_BY_NAME):
+            raise ValueError("settings JSON must name exactly the known settings")
+        return cls({name: tuple(v) if isinstance(v, list) else v for name, v in data.items()})
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -30,13 +30,14 @@ from pathlib import Path
 from typing import Any, Self
 
 from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import sessionmaker
 
 from reviewbot import logger, sandbox
 from reviewbot.repo_config import ConfigError
-from reviewbot.service import commands, ingest, jobs, metrics, posting
+from reviewbot.service import commands, health, ingest, jobs, metrics, posting, retention
 from reviewbot.service.checkout import CheckoutError, checkout
-from reviewbot.service.db import Authorisation, Delivery, Job, ReviewRecord, SuiteRun
+from reviewbot.service.db import Authorisation, Delivery, Job, ReviewRecord, SuiteRun, WorkerBeat
 from reviewbot.service.events import is_fork
 from reviewbot.service.github_api import GitHub, GitHubFailed
 from reviewbot.service.gpu_dispatch import GpuOutcome, GpuRequest, load_plugins, make_dispatcher
@@ -118,6 +119,7 @@ class JobContext:
         return installation.get("id") or self.job.args.get("installation_id")
 
 
+WRITE_GAP_SECONDS = 0.002
 Handler = Callable[[JobContext], str]
 JOB_HANDLERS: dict[str, Handler] = {}
 
@@ -136,13 +138,20 @@ def register_job(kind: str, *, pr_exclusive: bool = False) -> Callable[[Handler]
 
 
 class Worker:
-    """Two loops: ingesting deliveries into jobs (its own thread, so a newer push supersedes a job
-    while that job runs) and running jobs one at a time."""
+    """Loops in threads: ingesting deliveries into jobs (so a newer push supersedes a job while that
+    job runs), `worker_threads` job loops, and a heartbeat (table `workers`, read by /healthz) that
+    also prunes expired rows (`retention.py`) once an hour. A loop that cannot reach the database
+    retries after a pause and says so in the heartbeat; `run_forever` ends the process when a loop
+    thread died, for the supervisor (serve, systemd) to start a fresh one."""
 
-    def __init__(self, settings: Settings, sessions: sessionmaker, name: str = "worker") -> None:
+    def __init__(
+        self, settings: Settings, sessions: sessionmaker, name: str = "worker", parent_pid: int | None = None
+    ) -> None:
+        """`parent_pid`: stop (after the current jobs) once that process is gone (serve's worker)."""
         load_plugins()
         self.settings = settings
         self.sessions = sessions
+        self.parent_pid = parent_pid
         self.id = f"{name}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         sandbox.hide_service_state(service_state_paths(settings))
         available = sandbox.availability()
@@ -157,13 +166,29 @@ class Worker:
                 else "PR code will not run",
             )
         self._stop = threading.Event()
-        self.wake = threading.Event()  # set by the embedded server on each delivery
+        self.wake = threading.Event()
         self._jobs_waiting = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._problems: dict[str, str] = {}  # loop -> what keeps it from working now (heartbeat detail)
+        # SQLite has one writer at a time and no fair queue: between its transactions a worker leaves
+        # the write lock free for a moment, so that the webhook's inserts get it (delivery_writer.py)
+        self._gap_s = WRITE_GAP_SECONDS if sessions.kw["bind"].dialect.name == "sqlite" else 0.0
+
+    def _database_down(self, loop: str, exc: OperationalError) -> None:
+        self._problems[loop] = f"{loop}: database unavailable: {health.first_line(exc)}"
+        logger.error("worker %s: %s", self.id, self._problems[loop])
+        self.sessions.kw["bind"].dispose()  # reconnect next time: a repaired database is seen
+        self._stop.wait(min(5.0, self.settings.worker_poll_interval * 10))
 
     def ingest_forever(self) -> None:
         while not self._stop.is_set():
-            if ingest.ingest(self.sessions, self.settings):
+            try:
+                processed = ingest.ingest(self.sessions, self.settings, gap_s=self._gap_s)
+            except OperationalError as exc:
+                self._database_down("ingest", exc)
+                continue
+            self._problems.pop("ingest", None)
+            if processed:
                 self._jobs_waiting.set()
                 continue
             self.wake.wait(self.settings.worker_poll_interval)
@@ -240,45 +265,85 @@ class Worker:
         while not self._stop.is_set():
             try:
                 ran = self.run_once()
+            except OperationalError as exc:
+                self._database_down("jobs", exc)
+                continue
             except Exception:  # noqa: BLE001 - the loop's boundary: a failed claim must not end the loop
                 logger.exception("job loop: claiming or finishing a job failed; trying again")
                 ran = False
-            if not ran:
+            self._problems.pop("jobs", None)
+            if ran:
+                time.sleep(self._gap_s)
+            else:
                 self._jobs_waiting.wait(self.settings.worker_poll_interval)
                 self._jobs_waiting.clear()
+
+    def _beat(self, state: str) -> None:
+        """Record this worker's heartbeat; a database error is logged (the heartbeat then goes stale)."""
+        detail = "; ".join(sorted(self._problems.values()))
+        try:
+            with self.sessions.begin() as session:
+                row = session.get(WorkerBeat, self.id)
+                if row is None:
+                    row = WorkerBeat(id=self.id, host=socket.gethostname(), pid=os.getpid(), started_at=time.time())
+                    session.add(row)
+                row.heartbeat_at, row.state, row.detail = time.time(), state, detail
+                row.metrics = metrics.snapshot()
+        except OperationalError as exc:
+            logger.error("worker %s: heartbeat not recorded: %s", self.id, health.first_line(exc))
+
+    def _prune(self) -> None:
+        try:
+            pruned = retention.prune(self.sessions, self.settings.delivery_retention_days * 86400)
+        except OperationalError as exc:
+            logger.error("worker %s: pruning failed: %s", self.id, health.first_line(exc))
+            return
+        if pruned.jobs or pruned.deliveries or pruned.workers:
+            logger.info(
+                "pruned %d job(s), %d deliveries, %d worker record(s)", pruned.jobs, pruned.deliveries, pruned.workers
+            )
+
+    def heartbeat_forever(self) -> None:
+        next_prune = time.monotonic()
+        while not self._stop.is_set():
+            self._beat("running")
+            if time.monotonic() >= next_prune:
+                self._prune()
+                next_prune = time.monotonic() + retention.PRUNE_INTERVAL_SECONDS
+            if self.parent_pid is not None and os.getppid() != self.parent_pid:
+                logger.warning("worker %s: parent process %d is gone: stopping", self.id, self.parent_pid)
+                self.stop_soon()
+            self._stop.wait(self.settings.worker_heartbeat_seconds)
 
     def _start(self, target: Callable[[], None], suffix: str) -> None:
         thread = threading.Thread(target=target, name=f"{self.id}-{suffix}", daemon=True)
         self._threads.append(thread)
         thread.start()
 
-    def start_thread(self) -> None:
-        """Embedded mode: all loops in background threads."""
+    def run_forever(self) -> int:
+        """Run until `stop_soon` (0) or until a loop thread dies (1, after the other loops' current
+        jobs are done): a worker missing a loop must not look alive."""
         self._start(self.ingest_forever, "ingest")
         for index in range(self.settings.worker_threads):
             self._start(self.run_jobs_forever, f"jobs{index}")
-
-    def run_forever(self) -> None:
-        """`reviewbot worker`: ingest and extra job loops in background threads, one in the calling thread."""
-        self._start(self.ingest_forever, "ingest")
-        for index in range(1, self.settings.worker_threads):
-            self._start(self.run_jobs_forever, f"jobs{index}")
-        self.run_jobs_forever()
-
-    @property
-    def alive(self) -> bool:
-        return bool(self._threads) and all(thread.is_alive() for thread in self._threads)
-
-    def stop_soon(self) -> None:
-        """Stop polling once the current job is finished."""
-        self._stop.set()
-
-    def stop(self) -> None:
-        self._stop.set()
+        self._start(self.heartbeat_forever, "heartbeat")
+        code = 0
+        while not self._stop.wait(1.0):
+            dead = [thread.name for thread in self._threads if not thread.is_alive()]
+            if dead:
+                logger.error("worker %s: thread(s) %s died: stopping", self.id, ", ".join(dead))
+                code = 1
+                self.stop_soon()
         self.wake.set()
         self._jobs_waiting.set()
         for thread in self._threads:
-            thread.join(timeout=30)
+            thread.join()
+        self._beat("stopped")
+        return code
+
+    def stop_soon(self) -> None:
+        """Stop polling once the current jobs are finished."""
+        self._stop.set()
 
 
 # --- shared steps ---------------------------------------------------------------------------------
@@ -303,7 +368,6 @@ def _pull_args(ctx: JobContext, pull: Any) -> dict[str, Any]:
     return {
         "base_sha": pull.base.sha,
         "fork": is_fork(pull.raw_data),
-        "body": pull.body or "",
         "clone_url": pull.base.repo.clone_url,
         "base_ref": pull.base.ref,
         "installation_id": ctx.installation_id(),

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 
 from reviewbot.service import settings as settings_mod
+
+# serve's worker process yields the CPU to serve: webhook answers first, reviews (its children too) after
+SUPERVISED_NICENESS = 10
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -15,24 +19,45 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "worker",
         help="run queued review jobs (when `serve` runs without its embedded worker)",
         description="Claim and run jobs from the service database (same settings as `reviewbot serve`; the "
-        "listening address and embedded_worker are unused). Several workers may share one database.",
+        "listening address and embedded_worker are unused). Several workers may share one database. "
+        "Exit status: 0 after SIGTERM/SIGINT (once the current jobs are done), 1 when a worker loop died, "
+        "2 for bad settings.",
     )
     settings_mod.add_arguments(parser)
+    parser.add_argument(
+        "--supervised-by",
+        type=int,
+        metavar="PID",
+        help="(used by `serve` for its worker process) read the settings as JSON from standard input "
+        "instead of flags, environment and file, and stop when process PID is gone",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from sqlalchemy.exc import OperationalError
+
     from reviewbot.service.db import make_sessionmaker
+    from reviewbot.service.health import first_line
     from reviewbot.service.worker import Worker
 
     try:
-        settings = settings_mod.load(args)
-    except ValueError as exc:
+        if args.supervised_by is not None:
+            settings = settings_mod.Settings.from_json(sys.stdin.read())
+        else:
+            settings = settings_mod.load(args)
+        sessions = make_sessionmaker(settings.database_url, max_bytes=settings.database_max_mb << 20, durable=False)
+    except ValueError as exc:  # bad settings, or a database of another schema version
         print(f"reviewbot worker: {exc}", file=sys.stderr)
+        return 2
+    except OperationalError as exc:
+        print(f"reviewbot worker: cannot open the database: {first_line(exc)}", file=sys.stderr)
         return 2
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("reviewbot").setLevel(settings.log_level)
-    worker = Worker(settings, make_sessionmaker(settings.database_url))
+    if args.supervised_by is not None:
+        os.nice(SUPERVISED_NICENESS)
+    worker = Worker(settings, sessions, parent_pid=args.supervised_by)
 
     def _graceful(signum: int, _frame: object) -> None:
         logging.getLogger("reviewbot").info("signal %d: stopping after the current job", signum)
@@ -40,5 +65,4 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, _graceful)
     signal.signal(signal.SIGINT, _graceful)
-    worker.run_forever()
-    return 0
+    return worker.run_forever()

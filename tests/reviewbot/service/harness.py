@@ -94,21 +94,27 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, interval: fl
 
 
 class Service:
-    """`reviewbot serve` (optionally without its worker) plus separately started workers."""
+    """`reviewbot serve` (by default with its own worker process) plus separately started workers.
 
-    def __init__(self, tmp: Path, github: FakeGitHub, **settings: Any) -> None:
+    `database_url`: default a SQLite file in `tmp` (`db_path`); a PostgreSQL URL from
+    `postgres.PostgresServer.create_database` runs the same service on PostgreSQL."""
+
+    def __init__(self, tmp: Path, github: FakeGitHub, database_url: str | None = None, **settings: Any) -> None:
         self.tmp = tmp
         self.github = github
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.db_path = tmp / "service.sqlite3"
+        self.database_url = database_url or f"sqlite:///{self.db_path}"
         self.env = {
             **os.environ,
-            "PYTHONPATH": str(REPO_ROOT),
+            # the sources under test first; an outer PYTHONPATH (extra drivers) after them
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
             "REVIEWBOT_WEBHOOK_SECRET": SECRET,
             "REVIEWBOT_GITHUB_TOKEN": "test-token",
             "REVIEWBOT_GITHUB_API_URL": github.base_url,
-            "REVIEWBOT_DATABASE_URL": f"sqlite:///{self.db_path}",
+            "REVIEWBOT_DATABASE_URL": self.database_url,
+            "REVIEWBOT_WORKER_HEARTBEAT_SECONDS": "0.5",
             "REVIEWBOT_WORK_DIR": str(tmp / "work"),
             "REVIEWBOT_PORT": str(self.port),
             "REVIEWBOT_WORKER_POLL_INTERVAL": "0.1",
@@ -134,17 +140,19 @@ class Service:
             cwd=self.tmp,
         )
 
-    def start(self) -> Service:
+    def start(self, *, healthy: bool = True) -> Service:
+        """Start `serve`; wait until /healthz says 200 (`healthy`), or only until it answers."""
         self.server = self._spawn("serve", "serve.log")
-        wait_until(self._healthy, timeout=60, what="reviewbot serve /healthz")
+        wanted = (200,) if healthy else (200, 503)
+        wait_until(lambda: self.health_status() in wanted, timeout=60, what="reviewbot serve /healthz")
         return self
 
-    def _healthy(self) -> bool:
+    def health_status(self) -> int | None:
         assert self.server is not None and self.server.poll() is None, self.log("serve.log")
         try:
-            return self.client.get("/healthz").status_code == 200
+            return self.client.get("/healthz").status_code
         except httpx.TransportError:
-            return False
+            return None
 
     def start_worker(self) -> subprocess.Popen[bytes]:
         proc = self._spawn("worker", "worker.log")
@@ -156,11 +164,12 @@ class Service:
         proc.wait(timeout=10)
 
     def stop(self) -> None:
+        """SIGTERM each process (serve stops its worker process first, up to 20 s), SIGKILL after 30 s."""
         for proc in [*self.workers, self.server]:
             if proc is not None and proc.poll() is None:
                 proc.terminate()
                 try:
-                    proc.wait(timeout=10)
+                    proc.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     self.kill(proc)
         self.client.close()
@@ -210,7 +219,7 @@ class Service:
 
     # database ------------------------------------------------------------------------------------
     def query(self, sql: str, **params: Any) -> list[Any]:
-        engine = create_engine(f"sqlite:///{self.db_path}")
+        engine = create_engine(self.database_url)
         try:
             with engine.connect() as conn:
                 return list(conn.execute(text(sql), params))

@@ -1,8 +1,9 @@
 """Durability: a delivery accepted while no worker runs survives a server kill; a worker killed
 mid-job (SIGKILL, after it posted the summary) leaves the job to the next worker, which posts once.
 
-Real processes: `reviewbot serve` without its embedded worker, and `reviewbot worker`. The
-delivery is the shared pull_request/opened example (shared/fixtures/github-webhooks/).
+Real processes: `reviewbot serve` without its worker process, and `reviewbot worker`, on SQLite and
+on PostgreSQL (two workers claiming concurrently). The delivery is the shared pull_request/opened
+example (shared/fixtures/github-webhooks/).
 """
 
 from __future__ import annotations
@@ -10,22 +11,28 @@ from __future__ import annotations
 import pytest
 
 from tests.reviewbot.service.harness import Service, wait_until
+from tests.reviewbot.service.postgres import BACKENDS
 from tests.reviewbot.service.scenario import Project, bad_core
 
 SUMMARY_MARKER = "<!-- reviewbot:summary -->"
 
 
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
 @pytest.fixture
-def split_service(github, tmp_path):
-    svc = Service(tmp_path / "svc", github, embedded_worker="false")
+def split_service(github, tmp_path, database_url):
+    svc = Service(tmp_path / "svc", github, database_url, embedded_worker="false")
     (tmp_path / "svc").mkdir()
     yield svc.start()
     svc.stop()
 
 
-def test_killed_server_and_worker_lose_nothing_and_post_once(split_service, github, tmp_path):
+def test_killed_server_and_worker_lose_nothing_and_post_once(split_service, github, tmp_path, backend):
     service = split_service
-    project = Project(tmp_path, github, "octo/crash")
+    project = Project(tmp_path, github, f"octo/crash-{backend}")
     _, head = project.open_pull(1, bad_core())
     response = service.pull_event("opened", project.full_name, 1, wait=False)
     assert response.status_code == 202
@@ -55,9 +62,9 @@ def test_killed_server_and_worker_lose_nothing_and_post_once(split_service, gith
     assert github.state.statuses_for(project.full_name, head, "reviewbot/static")[-1]["state"] == "failure"
 
 
-def test_two_workers_share_the_queue_and_run_each_job_once(split_service, github, tmp_path):
+def test_two_workers_share_the_queue_and_run_each_job_once(split_service, github, tmp_path, backend):
     service = split_service
-    project = Project(tmp_path, github, "octo/shared")
+    project = Project(tmp_path, github, f"octo/shared-{backend}")
     heads = {}
     for number in range(1, 7):
         _, heads[number] = project.open_pull(number, bad_core(f"\n\ndef pr{'x' * number}() -> int:\n    return 0\n"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+from tests.reviewbot.service.harness import wait_until
 from tests.reviewbot.service.scenario import good_core
 
 SUMMARY_MARKER = "<!-- reviewbot:summary -->"
@@ -24,7 +25,12 @@ def test_502_on_reads_is_retried(service, github, project):
     service.pull_event("opened", project.full_name, 1)
     _done(service, project, 1)
     assert github.state.statuses_for(project.full_name, head)[-1]["state"] == "success"
-    metrics = service.client.get("/metrics").text
+
+    def with_worker_counts() -> str | None:  # the worker's counters arrive with its next heartbeat
+        text = service.client.get("/metrics").text
+        return text if 'reviewbot_jobs_total{kind="review"' in text else None
+
+    metrics = wait_until(with_worker_counts, timeout=10, what="the worker's metrics in /metrics")
     assert 'reviewbot_github_api_retries_total{op="get_pull",reason="502"}' in metrics
     assert 'reviewbot_github_api_calls_total{op="get_pull",result="502"}' in metrics
     assert 'reviewbot_jobs_total{kind="review",state="done"}' in metrics

@@ -1,4 +1,5 @@
-"""The webhook endpoint of a real `reviewbot serve`: verification, limits, dedupe, health and metrics.
+"""The webhook endpoint of a real `reviewbot serve`: verification, limits, dedupe, health and metrics,
+on SQLite and on PostgreSQL.
 
 Payloads come from the shared GitHub webhook examples (shared/fixtures/github-webhooks/).
 """
@@ -8,9 +9,17 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
+
 from tests.reviewbot.fake_github.webhooks import load_payload, pull_request_event, sign
 from tests.reviewbot.service.harness import SECRET
+from tests.reviewbot.service.postgres import BACKENDS
 from tests.reviewbot.service.scenario import good_core
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request) -> str:
+    return request.param
 
 
 def stored(service, delivery: str) -> int:

@@ -1,0 +1,81 @@
+"""Concurrent claims on a real database, SQLite and PostgreSQL: four claimers (threads, each with
+its own engine and connections) drain 200 review jobs of 20 PRs. Every job is claimed exactly once,
+and two jobs of one PR never run at the same time (they would both write its summary comment)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from sqlalchemy import func, select
+
+from reviewbot.service import jobs
+from reviewbot.service.db import Job, make_sessionmaker
+from tests.reviewbot.service.postgres import BACKENDS
+
+PRS = 20
+PER_PR = 10
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
+def test_concurrent_claims_take_each_job_once_and_one_job_per_pr_at_a_time(tmp_path, database_url):
+    url = database_url or f"sqlite:///{tmp_path / 'queue.sqlite3'}"
+    setup = make_sessionmaker(url)
+    with setup.begin() as session:
+        for index in range(PRS * PER_PR):
+            session.add(
+                Job(kind="review", repo="octo/queue", pr=index % PRS, head_sha=f"{index:040x}", state="pending")
+            )
+    lock = threading.Lock()
+    running: dict[int, int] = {}  # pr -> job id, between claim and finish
+    claims: list[tuple[int, str]] = []
+    overlaps: list[tuple[int, int, int]] = []
+    errors: list[BaseException] = []
+
+    def claimer(name: str) -> None:
+        sessions = make_sessionmaker(url)
+        try:
+            idle_since = None
+            while True:
+                job = jobs.claim(sessions, name, lease_s=60)
+                if job is None:
+                    idle_since = idle_since or time.monotonic()
+                    if time.monotonic() - idle_since > 2:
+                        return
+                    time.sleep(0.01)
+                    continue
+                idle_since = None
+                with lock:
+                    claims.append((job.id, name))
+                    if job.pr in running:
+                        overlaps.append((job.pr, running[job.pr], job.id))
+                    running[job.pr] = job.id
+                time.sleep(0.002)  # "work"
+                with lock:
+                    running.pop(job.pr, None)  # before the database says so: no false overlap
+                jobs.finish(sessions, job.id, name, "done")
+        except BaseException as exc:  # noqa: BLE001 - reported by the test below
+            errors.append(exc)
+        finally:
+            sessions.kw["bind"].dispose()
+
+    threads = [threading.Thread(target=claimer, args=(f"w{n}",)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    assert not overlaps, f"two jobs of one PR ran at once: {overlaps[:5]}"
+    claimed = [job_id for job_id, _ in claims]
+    assert sorted(claimed) == sorted(set(claimed)) and len(claimed) == PRS * PER_PR
+    assert len({name for _, name in claims}) > 1, "the claimers must really have shared the queue"
+    with setup() as session:
+        states = dict(session.execute(select(Job.state, func.count()).group_by(Job.state)).all())
+        attempts = set(session.scalars(select(Job.attempts)))
+    assert states == {"done": PRS * PER_PR} and attempts == {1}
+    setup.kw["bind"].dispose()
