@@ -1,9 +1,13 @@
 """Static closure of the cache-key roots at one revision, read from git blobs (no code runs).
 
-From each configured root (`pkg.mod.func` or `pkg.mod.Class`) the closure follows the module-level
-names a definition references: functions it calls, classes, module constants, and names imported
-from modules of the same repository (relative imports included). Classes are taken whole (fields,
-methods, decorators). Each item's digest is the `ast.dump` of its definition with docstrings
+From each configured root (`pkg.mod.func`, `pkg.mod.Class` or `pkg.mod.Class.method`) the closure
+follows the module-level names a definition references: functions it calls, classes, module
+constants, and names imported from modules of the same repository (relative imports included).
+Classes are taken whole (fields, methods, decorators). A method root is taken alone (kind `method`,
+qualified `pkg.mod.Class.method`): the closure follows what its body calls, including the
+class's own members reached through its first parameter (`self.helper()`, `cls.ATTR`) or the class
+name (kind `method` or `attribute`), and never the class's other members. A member the class does
+not define is looked up in its base classes from the same repository. Each item's digest is the `ast.dump` of its definition with docstrings
 removed and positions ignored, so comments, docstrings and formatting never count as a change.
 Names from outside the repository (torch, the standard library) end the walk.
 """
@@ -21,7 +25,7 @@ from reviewbot.gitrepo import GitRepo
 @dataclasses.dataclass(frozen=True)
 class ClosureItem:
     name: str
-    kind: str  # function | class | constant
+    kind: str  # function | class | constant | method | attribute
     path: str
     line: int
     end_line: int
@@ -153,19 +157,93 @@ def _referenced_names(node: ast.AST) -> list[list[str]]:
     return chains
 
 
+MAX_BASE_DEPTH = 8
+
+
+def _lookup(index: ModuleIndex, mod: ModuleInfo, name: str, depth: int = 0) -> tuple[ModuleInfo, str] | None:
+    """Where module-level `name` of `mod` is defined in the repository (through imports), or None."""
+    if name in mod.defs:
+        return mod, name
+    if name not in mod.imports or depth > MAX_BASE_DEPTH:
+        return None
+    target = _follow_import(index, mod.imports[name], [])
+    return _lookup(index, target[0], target[1], depth + 1) if target is not None else None
+
+
+def find_member(
+    index: ModuleIndex, mod: ModuleInfo, cls_name: str, member: str, depth: int = 0
+) -> tuple[ModuleInfo, str, ast.stmt] | None:
+    """The statement defining `member` in class `cls_name` of `mod` (method, assigned or annotated
+    attribute), looked up in the repository's base classes when the class lacks it; with the module
+    and class that define it. None when nothing in the repository defines it."""
+    cls = mod.defs.get(cls_name)
+    if not isinstance(cls, ast.ClassDef) or depth > MAX_BASE_DEPTH:
+        return None
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == member:
+            return mod, cls_name, stmt
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == member for t in stmt.targets):
+            return mod, cls_name, stmt
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == member:
+            return mod, cls_name, stmt
+    for base in cls.bases:
+        attrs, inner = unwind_attributes(base)
+        if not isinstance(inner, ast.Name):
+            continue
+        if attrs:
+            imp = mod.imports.get(inner.id)
+            target = _follow_import(index, imp, list(reversed(attrs))) if imp is not None else None
+            target = _lookup(index, target[0], target[1]) if target is not None else None
+        else:
+            target = _lookup(index, mod, inner.id)
+        if target is not None:
+            found = find_member(index, target[0], target[1], member, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def resolve_root(index: ModuleIndex, root: str) -> tuple[ModuleInfo, str, str | None] | None:
+    """A configured root as (module, module-level name, member or None); None when `root` names
+    nothing at this revision. `pkg.mod.name` is a module-level definition (or a name the module
+    imports from the repository); `pkg.mod.Class.member` a member of that class or its bases."""
+    found = index.resolve(root)
+    if found is None or not found[1] or len(found[1]) > 2:
+        return None
+    mod, attrs = found
+    target = _lookup(index, mod, attrs[0])
+    if target is None:
+        return None
+    if len(attrs) == 1:
+        return target[0], target[1], None
+    return (target[0], target[1], attrs[1]) if find_member(index, target[0], target[1], attrs[1]) else None
+
+
+def _self_name(node: ast.stmt) -> str | None:
+    """The first parameter of a method (`self`, `cls`), None for a static method or an attribute."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list):
+        return None
+    params = [*node.args.posonlyargs, *node.args.args]
+    return params[0].arg if params else None
+
+
 def compute_closure(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> dict[str, ClosureItem]:
-    """Qualified name -> item for everything the roots reach at `rev`. Missing roots are skipped."""
+    """Qualified name -> item for everything the roots reach at `rev`. Missing roots are skipped
+    (`resolve_root` tells which)."""
     index = ModuleIndex(git, rev)
     items: dict[str, ClosureItem] = {}
-    todo: list[tuple[ModuleInfo, str]] = []
+    todo: list[tuple[ModuleInfo, str, str | None]] = []
     for root in roots:
-        found = index.resolve(root)
-        if found is None or not found[1]:
-            continue
-        mod, attrs = found
-        todo.append((mod, attrs[0]))
+        found = resolve_root(index, root)
+        if found is not None:
+            todo.append(found)
     while todo:
-        mod, name = todo.pop()
+        mod, name, member = todo.pop()
+        if member is not None:
+            _add_member(index, items, todo, mod, name, member)
+            continue
         qual = f"{mod.name}.{name}"
         if qual in items:
             continue
@@ -173,7 +251,7 @@ def compute_closure(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) 
             if name in mod.imports:
                 target = _follow_import(index, mod.imports[name], [])
                 if target is not None:
-                    todo.append(target)
+                    todo.append((*target, None))
             continue
         node = mod.defs[name]
         if isinstance(node, ast.ClassDef):
@@ -182,17 +260,57 @@ def compute_closure(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) 
             kind, fields = "function", ()
         else:
             kind, fields = "constant", ()
-        start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-        items[qual] = ClosureItem(qual, kind, mod.path, start, node.end_lineno or node.lineno, digest(node), fields)
+        items[qual] = _item(qual, kind, mod.path, node, fields)
         for chain in _referenced_names(node):
-            head = chain[0]
-            if head in mod.defs and head != name:
-                todo.append((mod, head))
-            elif head in mod.imports:
-                target = _follow_import(index, mod.imports[head], chain[1:])
-                if target is not None:
-                    todo.append(target)
+            _follow_chain(index, todo, mod, chain, skip=name)
     return items
+
+
+def _item(qual: str, kind: str, path: str, node: ast.stmt, fields: tuple[str, ...] = ()) -> ClosureItem:
+    start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    return ClosureItem(qual, kind, path, start, node.end_lineno or node.lineno, digest(node), fields)
+
+
+def _follow_chain(
+    index: ModuleIndex, todo: list[tuple[ModuleInfo, str, str | None]], mod: ModuleInfo, chain: list[str], skip: str
+) -> None:
+    """Queue the module-level definition (or repository import) that `chain` starts with."""
+    head = chain[0]
+    if head in mod.defs and head != skip:
+        todo.append((mod, head, None))
+    elif head in mod.imports:
+        target = _follow_import(index, mod.imports[head], chain[1:])
+        if target is not None:
+            todo.append((*target, None))
+
+
+def _add_member(
+    index: ModuleIndex,
+    items: dict[str, ClosureItem],
+    todo: list[tuple[ModuleInfo, str, str | None]],
+    mod: ModuleInfo,
+    cls_name: str,
+    member: str,
+) -> None:
+    """Add member `member` of class `cls_name` alone and queue what it references: members of the
+    class through its first parameter or the class name (dispatched on `cls_name`, so a subclass's
+    override counts), other names as module-level definitions of the defining module."""
+    found = find_member(index, mod, cls_name, member)
+    if found is None:
+        return
+    owner_mod, owner_cls, node = found
+    qual = f"{owner_mod.name}.{owner_cls}.{member}"
+    if qual in items:
+        return
+    kind = "method" if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else "attribute"
+    items[qual] = _item(qual, kind, owner_mod.path, node)
+    own = {n for n in (_self_name(node), cls_name, owner_cls) if n}
+    for chain in _referenced_names(node):
+        if chain[0] in own:
+            if len(chain) > 1 and chain[1] != member:
+                todo.append((mod, cls_name, chain[1]))
+            continue
+        _follow_chain(index, todo, owner_mod, chain, skip="")
 
 
 def _follow_import(index: ModuleIndex, imp: tuple[str, str | None], rest: list[str]) -> tuple[ModuleInfo, str] | None:
@@ -213,16 +331,21 @@ def _follow_import(index: ModuleIndex, imp: tuple[str, str | None], rest: list[s
 
 
 def factor_sites(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> dict[str, tuple[str, int]]:
-    """Factor name -> (path, line) where the first function root names it, read statically: string
+    """Factor name -> (path, line) where the first function or method root names it, read statically: string
     keys of dict literals it returns or assigns, `x["name"] = ...` assignments and `dict(name=...)`
     keywords, in order. Empty when no function root exists."""
     index = ModuleIndex(git, rev)
     for root in roots:
-        found = index.resolve(root)
-        if found is None or len(found[1]) != 1:
+        found = resolve_root(index, root)
+        if found is None:
             continue
-        mod, (name,) = found
-        node = mod.defs.get(name)
+        mod, name, member = found
+        if member is None:
+            node: ast.stmt | None = mod.defs.get(name)
+        else:
+            owner = find_member(index, mod, name, member)
+            assert owner is not None  # resolve_root found it
+            mod, _, node = owner
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         sites: dict[str, tuple[str, int]] = {}
@@ -256,3 +379,9 @@ def unwind_attributes(node: ast.AST) -> tuple[list[str], ast.AST]:
         attrs.append(node.attr)
         node = node.value
     return attrs, node
+
+
+def resolvable_roots(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> list[str]:
+    """The roots that name something at `rev` (see `resolve_root`), in order."""
+    index = ModuleIndex(git, rev)
+    return [root for root in roots if resolve_root(index, root) is not None]
