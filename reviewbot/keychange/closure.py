@@ -9,7 +9,9 @@ class's own members reached through its first parameter (`self.helper()`, `cls.A
 name (kind `method` or `attribute`), and never the class's other members. A member the class does
 not define is looked up in its base classes from the same repository. Each item's digest is the `ast.dump` of its definition with docstrings
 removed and positions ignored, so comments, docstrings and formatting never count as a change.
-Names from outside the repository (torch, the standard library) end the walk.
+Names from outside the repository (torch, the standard library) end the walk. Modules are found at
+the repository root or under a `src/` or `python/` source directory (`pkg.mod` is `pkg/mod.py`,
+`src/pkg/mod.py` or `python/pkg/mod.py`, first found wins).
 """
 
 from __future__ import annotations
@@ -73,6 +75,9 @@ def class_fields(node: ast.ClassDef) -> tuple[str, ...]:
     )
 
 
+SOURCE_DIRS = ("", "src/", "python/")
+
+
 class ModuleIndex:
     """Modules of one revision, parsed on demand."""
 
@@ -84,9 +89,10 @@ class ModuleIndex:
 
     def module_path(self, module: str) -> str | None:
         base = module.replace(".", "/")
-        for cand in (f"{base}.py", f"{base}/__init__.py"):
-            if cand in self.files:
-                return cand
+        for prefix in SOURCE_DIRS:
+            for cand in (f"{prefix}{base}.py", f"{prefix}{base}/__init__.py"):
+                if cand in self.files:
+                    return cand
         return None
 
     def module(self, name: str) -> ModuleInfo | None:
@@ -160,14 +166,14 @@ def _referenced_names(node: ast.AST) -> list[list[str]]:
 MAX_BASE_DEPTH = 8
 
 
-def _lookup(index: ModuleIndex, mod: ModuleInfo, name: str, depth: int = 0) -> tuple[ModuleInfo, str] | None:
+def lookup_definition(index: ModuleIndex, mod: ModuleInfo, name: str, depth: int = 0) -> tuple[ModuleInfo, str] | None:
     """Where module-level `name` of `mod` is defined in the repository (through imports), or None."""
     if name in mod.defs:
         return mod, name
     if name not in mod.imports or depth > MAX_BASE_DEPTH:
         return None
     target = _follow_import(index, mod.imports[name], [])
-    return _lookup(index, target[0], target[1], depth + 1) if target is not None else None
+    return lookup_definition(index, target[0], target[1], depth + 1) if target is not None else None
 
 
 def find_member(
@@ -193,9 +199,9 @@ def find_member(
         if attrs:
             imp = mod.imports.get(inner.id)
             target = _follow_import(index, imp, list(reversed(attrs))) if imp is not None else None
-            target = _lookup(index, target[0], target[1]) if target is not None else None
+            target = lookup_definition(index, target[0], target[1]) if target is not None else None
         else:
-            target = _lookup(index, mod, inner.id)
+            target = lookup_definition(index, mod, inner.id)
         if target is not None:
             found = find_member(index, target[0], target[1], member, depth + 1)
             if found is not None:
@@ -211,7 +217,7 @@ def resolve_root(index: ModuleIndex, root: str) -> tuple[ModuleInfo, str, str | 
     if found is None or not found[1] or len(found[1]) > 2:
         return None
     mod, attrs = found
-    target = _lookup(index, mod, attrs[0])
+    target = lookup_definition(index, mod, attrs[0])
     if target is None:
         return None
     if len(attrs) == 1:
