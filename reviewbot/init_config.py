@@ -34,6 +34,7 @@ import re
 import shlex
 import time
 import tomllib
+from collections import Counter
 from pathlib import Path
 
 import yaml
@@ -51,7 +52,11 @@ from reviewbot.keychange.closure import (
 from reviewbot.repo_config import CONFIG_FILE, ConfigError, parse_config
 
 MAX_ROOTS = 6
+# candidate scores: key builders, configuration classes (hashed by a candidate, or with their own
+# hashing method), functions that hash and say so in their name
+BUILDER, CONFIG_CLASS, NAMED_HASHER = 6, 5, 4
 MAX_CONSIDERED = 10
+MAX_CLOSURES = 40  # candidates whose closures are compared (best first)
 MAX_SUITES = 8
 SKIPPED_DIRS = frozenset(
     {
@@ -236,7 +241,7 @@ def _read_body(d: _Def) -> None:
         if isinstance(sub, ast.Attribute):
             attrs, inner = unwind_attributes(sub)
             chain = ".".join([*(["?"] if not isinstance(inner, ast.Name) else [inner.id]), *reversed(attrs)])
-            if chain.startswith("hashlib.") and not d.hashlib_use:
+            if chain.startswith("hashlib.") and not d.hashlib_use.startswith("hashlib."):
                 d.hashlib_use = chain
             if sub.attr in ("hexdigest", "digest") and not d.hashlib_use:
                 d.hashlib_use = f".{sub.attr}()"
@@ -262,24 +267,57 @@ def _short(text: str, limit: int = 60) -> str:
 
 
 def _link_hashers(index: ModuleIndex, defs: list[_Def]) -> None:
-    """Mark defs that call a repository function using hashlib, or call or read a hash-named member."""
-    direct = {d.qual for d in defs if d.hashlib_use}
+    """Mark defs that hash indirectly, to a fixed point: they call a repository function or a
+    method of their own class (`self.key()`) that hashes, or call or read a hash-named member."""
+    hashing = {d.qual for d in defs if d.hashlib_use}
     for d in defs:
-        if d.hashlib_use:
+        if not d.hashlib_use:
+            d.hash_calls = [
+                f".{sub.attr}"
+                for sub in ast.walk(d.node)
+                if isinstance(sub, ast.Attribute) and HASH_METHOD.search(sub.attr)
+            ]
+            if d.hash_calls:
+                hashing.add(d.qual)
+    callees = {d.qual: _callees(index, d) for d in defs if d.qual not in hashing}
+    changed = True
+    while changed:
+        changed = False
+        for d in defs:
+            if d.qual in hashing:
+                continue
+            for callee, label in callees[d.qual]:
+                if callee in hashing:
+                    d.hash_calls.append(label)
+            if d.hash_calls:
+                hashing.add(d.qual)
+                changed = True
+
+
+def _callees(index: ModuleIndex, d: _Def) -> list[tuple[str, str]]:
+    """(qualified name, how it is written) of the repository functions `d` calls by name and the
+    methods of its own class it calls through its first parameter."""
+    params = [*d.node.args.posonlyargs, *d.node.args.args]
+    self_name = params[0].arg if d.cls is not None and params else None
+    out: list[tuple[str, str]] = []
+    for sub in ast.walk(d.node):
+        if not isinstance(sub, ast.Call):
             continue
-        for sub in ast.walk(d.node):
-            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
-                target = lookup_definition(index, d.module, sub.func.id)
-                if target is not None and f"{target[0].name}.{target[1]}" in direct:
-                    d.hash_calls.append(sub.func.id)
-            elif isinstance(sub, ast.Attribute) and HASH_METHOD.search(sub.attr):
-                d.hash_calls.append(f".{sub.attr}")
+        func = sub.func
+        if isinstance(func, ast.Name):
+            target = lookup_definition(index, d.module, func.id)
+            if target is not None:
+                out.append((f"{target[0].name}.{target[1]}", func.id))
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == self_name:
+            assert d.cls is not None
+            out.append((f"{d.module.name}.{d.cls.name}.{func.attr}", f"{self_name}.{func.attr}"))
+    return out
 
 
 def _hash_reason(d: _Def) -> str:
     if d.hashlib_use:
         return f"hashes with `{d.hashlib_use}`"
-    return "hashes through " + ", ".join(f"`{c}`" for c in dict.fromkeys(d.hash_calls))
+    return "hashes through " + ", ".join(f"`{c}`" for c in list(dict.fromkeys(d.hash_calls))[:3])
 
 
 def _score(d: _Def) -> tuple[int, str]:
@@ -288,9 +326,9 @@ def _score(d: _Def) -> tuple[int, str]:
         return 0, ""
     named = [w for w in KEY_WORDS if w in _words(d.name)]
     if d.cache_path:
-        return 3, f"{_hash_reason(d)} and builds a cache path (`{d.cache_path}`)"
+        return BUILDER, f"{_hash_reason(d)} and builds a cache path (`{d.cache_path}`)"
     if named:
-        return 2, f"{_hash_reason(d)}; its name says `{named[0]}`"
+        return NAMED_HASHER, f"{_hash_reason(d)}; its name says `{named[0]}`"
     return 0, ""
 
 
@@ -381,36 +419,39 @@ def _propose_roots(
         if d.cls is not None and _is_config_class(d.cls) is not None and HASH_METHOD.search(d.name):
             qual = d.qual.rsplit(".", 1)[0]
             reason = f"configuration class ({_is_config_class(d.cls)}) whose `{d.name}` {reason}"
-            score = max(score, 2)
+            score = CONFIG_CLASS
         else:
             qual = d.qual
         old = ranked.get(qual)
         if old is None or old.score < score:
             ranked[qual] = Candidate(qual, reason, score)
         for cls_qual, how in _configs_read(index, d):
-            if cls_qual not in ranked:
-                ranked[cls_qual] = Candidate(cls_qual, f"configuration class: {how}", score - 1)
+            if cls_qual not in ranked or ranked[cls_qual].score < CONFIG_CLASS:
+                ranked[cls_qual] = Candidate(cls_qual, f"configuration class: {how}", CONFIG_CLASS)
     # ties: the candidate more other functions hash through first (`Task.calculate_hash` called as
-    # `.calculate_hash` by a key builder)
-    fan_in: dict[str, int] = {}
-    for d in defs:
-        for call in set(d.hash_calls):
-            fan_in[call.lstrip(".")] = fan_in.get(call.lstrip("."), 0) + 1
-    order = sorted(ranked.values(), key=lambda c: (-c.score, -fan_in.get(c.value.rsplit(".", 1)[-1], 0), c.value))
+    # `.calculate_hash` by a key builder); a name several definitions share says nothing
+    names = Counter(d.name for d in defs)
+    fan_in = Counter(
+        call.rsplit(".", 1)[-1] for d in defs for call in set(d.hash_calls) if names[call.rsplit(".", 1)[-1]] == 1
+    )
+    order = sorted(ranked.values(), key=lambda c: (-c.score, -fan_in[c.value.rsplit(".", 1)[-1]], c.value))
+    closures = {c.value: set(compute_closure(git, rev, [c.value], index)) - {c.value} for c in order[:MAX_CLOSURES]}
+    covered: dict[str, str] = {}
+    for pos, cand in enumerate(order[:MAX_CLOSURES]):
+        for other in order[:MAX_CLOSURES]:
+            mutual = cand.value in closures[other.value] and other.value in closures[cand.value]
+            if other is not cand and cand.value in closures[other.value] and not (mutual and order.index(other) > pos):
+                covered[cand.value] = other.value
+                break
     chosen: list[Candidate] = []
     considered: list[Candidate] = []
-    covered: dict[str, str] = {}
     for cand in order:
         if cand.value in covered:
             considered.append(Candidate(cand.value, f"in the closure of `{covered[cand.value]}` ({cand.reason})"))
-            continue
-        if len(chosen) >= MAX_ROOTS or cand.score < 1:
+        elif len(chosen) < MAX_ROOTS:
+            chosen.append(cand)
+        else:
             considered.append(cand)
-            continue
-        chosen.append(cand)
-        for name in compute_closure(git, rev, [cand.value]):
-            if name != cand.value:
-                covered.setdefault(name, cand.value)
     return chosen, considered[:MAX_CONSIDERED]
 
 

@@ -86,6 +86,13 @@ class ModuleIndex:
         self.rev = rev
         self.files = set(git.list_files(rev))
         self._modules: dict[str, ModuleInfo | None] = {}
+        self._digests: dict[int, str] = {}  # id of a node of a parsed module (kept alive here) -> digest
+
+    def digest(self, node: ast.stmt) -> str:
+        """`digest(node)` of a definition of one of the parsed modules, computed once."""
+        if id(node) not in self._digests:
+            self._digests[id(node)] = digest(node)
+        return self._digests[id(node)]
 
     def module_path(self, module: str) -> str | None:
         base = module.replace(".", "/")
@@ -235,10 +242,13 @@ def _self_name(node: ast.stmt) -> str | None:
     return params[0].arg if params else None
 
 
-def compute_closure(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> dict[str, ClosureItem]:
+def compute_closure(
+    git: GitRepo, rev: str, roots: tuple[str, ...] | list[str], index: ModuleIndex | None = None
+) -> dict[str, ClosureItem]:
     """Qualified name -> item for everything the roots reach at `rev`. Missing roots are skipped
-    (`resolve_root` tells which)."""
-    index = ModuleIndex(git, rev)
+    (`resolve_root` tells which). `index`: modules of `rev` already parsed, to reuse."""
+    assert index is None or index.rev == rev
+    index = index or ModuleIndex(git, rev)
     items: dict[str, ClosureItem] = {}
     todo: list[tuple[ModuleInfo, str, str | None]] = []
     for root in roots:
@@ -266,15 +276,17 @@ def compute_closure(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) 
             kind, fields = "function", ()
         else:
             kind, fields = "constant", ()
-        items[qual] = _item(qual, kind, mod.path, node, fields)
+        items[qual] = _item(index, qual, kind, mod.path, node, fields)
         for chain in _referenced_names(node):
             _follow_chain(index, todo, mod, chain, skip=name)
     return items
 
 
-def _item(qual: str, kind: str, path: str, node: ast.stmt, fields: tuple[str, ...] = ()) -> ClosureItem:
+def _item(
+    index: ModuleIndex, qual: str, kind: str, path: str, node: ast.stmt, fields: tuple[str, ...] = ()
+) -> ClosureItem:
     start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-    return ClosureItem(qual, kind, path, start, node.end_lineno or node.lineno, digest(node), fields)
+    return ClosureItem(qual, kind, path, start, node.end_lineno or node.lineno, index.digest(node), fields)
 
 
 def _follow_chain(
@@ -309,7 +321,7 @@ def _add_member(
     if qual in items:
         return
     kind = "method" if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else "attribute"
-    items[qual] = _item(qual, kind, owner_mod.path, node)
+    items[qual] = _item(index, qual, kind, owner_mod.path, node)
     own = {n for n in (_self_name(node), cls_name, owner_cls) if n}
     for chain in _referenced_names(node):
         if chain[0] in own:
