@@ -21,7 +21,7 @@ class CompileConfig:
     cache_root: str = "/tmp/mycc-cache"
 '''
 
-UTILS = '''
+UTILS = """
 import hashlib
 
 
@@ -31,9 +31,9 @@ def stable_hash(obj) -> str:
 
 def pretty(obj) -> str:
     return repr(obj)
-'''
+"""
 
-BACKEND = '''
+BACKEND = """
 import dataclasses
 from pathlib import Path
 
@@ -63,9 +63,9 @@ class MyBackend:
 
     def log_stats(self) -> str:
         return f"compiled {self.compiled}"
-'''
+"""
 
-PROBE = '''
+PROBE = """
 import json
 
 from mycc.backend import MyBackend
@@ -76,7 +76,7 @@ for name, config in {"O1": CompileConfig(opt_level=1), "O2": CompileConfig()}.it
     backend = MyBackend(config)
     cases[name] = {"factors": {"version": backend._version()}, "key": backend.artifact_key("graph")}
 print(json.dumps({"cases": cases}))
-'''
+"""
 
 FILES = {
     "mycc/__init__.py": "",
