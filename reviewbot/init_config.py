@@ -13,8 +13,9 @@ like a hash (`hash`, `compute_hash`, `cache_key`, ...). Candidates, best first:
 A method of a configuration class (a dataclass, a pydantic model, or a class named `*Config`,
 `*Options`, `*Settings`) is proposed as its class, which also enables the ignored-field check. The
 configuration classes a chosen root reads through a typed parameter or `self` attribute, or
-references directly, are proposed too. A candidate reached from a better one's closure is left out
-(listed as covered). At most `MAX_ROOTS` roots; the rest are listed as comments. Files under test,
+references directly, are proposed too, even when a function root reaches them (a class root
+also enables the ignored-field check). Another candidate reached from a listed one's closure is
+left out (listed as covered). At most `MAX_ROOTS` roots; the rest are listed as comments. Files under test,
 docs, example, benchmark and script directories are not inspected.
 
 Suites: pytest `testpaths` (pyproject.toml, pytest.ini, setup.cfg, tox.ini) when configured, else the
@@ -438,6 +439,8 @@ def _propose_roots(
     closures = {c.value: set(compute_closure(git, rev, [c.value], index)) - {c.value} for c in order[:MAX_CLOSURES]}
     covered: dict[str, str] = {}
     for pos, cand in enumerate(order[:MAX_CLOSURES]):
+        if cand.score == CONFIG_CLASS:  # listed even when reached: class roots enable the ignored-field check
+            continue
         for other in order[:MAX_CLOSURES]:
             mutual = cand.value in closures[other.value] and other.value in closures[cand.value]
             if other is not cand and cand.value in closures[other.value] and not (mutual and order.index(other) > pos):

@@ -78,6 +78,19 @@ def class_fields(node: ast.ClassDef) -> tuple[str, ...]:
 SOURCE_DIRS = ("", "src/", "python/")
 
 
+def _module_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of a module body, preceded by those inside module-level `if` and `try`
+    blocks (`if TYPE_CHECKING:` imports, `try: import x except ImportError: ...`): read in this
+    order, a top-level definition wins over a conditional one of the same name."""
+    nested: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            nested += _module_level([*stmt.body, *stmt.orelse])
+        elif isinstance(stmt, ast.Try):
+            nested += _module_level([*stmt.body, *(s for h in stmt.handlers for s in h.body), *stmt.orelse])
+    return [*nested, *body]
+
+
 class ModuleIndex:
     """Modules of one revision, parsed on demand."""
 
@@ -121,7 +134,7 @@ class ModuleIndex:
         package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
         defs: dict[str, ast.stmt] = {}
         imports: dict[str, tuple[str, str | None]] = {}
-        for stmt in tree.body:
+        for stmt in _module_level(tree.body):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 defs[stmt.name] = stmt
             elif isinstance(stmt, ast.Assign):
