@@ -20,7 +20,7 @@ docs, example, benchmark and script directories are not inspected.
 
 Suites: pytest `testpaths` (pyproject.toml, pytest.ini, setup.cfg, tox.ini) when configured, else the
 directories holding `test_*.py` files under `tests/` or `test/`, one suite per first-level
-subdirectory; `gpus: 1` when the suite's files use CUDA. The probe command is a commented template:
+subdirectory; `gpus: 1` when most of the suite's files use CUDA. The probe command is a commented template:
 the repository has to provide a command printing its reference keys.
 
 Every candidate carries its reason, written as a YAML comment above it.
@@ -79,6 +79,8 @@ SKIPPED_DIRS = frozenset(
 KEY_WORDS = ("cache", "key", "hash", "digest", "fingerprint")
 # a member that hashes: `hash`, `compute_hash`, `hash_source`, `config_hash`, `cache_key`, `uuid`, ...
 HASH_METHOD = re.compile(r"^(compute_)?(hash|digest|fingerprint|uuid|cache_key)(_\w+)?$|_hash$")
+# an attribute read (not a call) that is a hash: `self.config.hash` (a property), or ends in `_hash`
+HASH_PROPERTIES = frozenset({"hash", "compute_hash", "digest", "fingerprint", "uuid", "cache_key", "key_hash"})
 CONFIG_NAME = re.compile(r"(Config|Options|Settings|Params)$")
 CUDA_USE = re.compile(r"torch\.cuda|\.cuda\(|[\"']cuda[\"']|device=[\"']cuda|requires_cuda|@cuda")
 
@@ -273,10 +275,16 @@ def _link_hashers(index: ModuleIndex, defs: list[_Def]) -> None:
     hashing = {d.qual for d in defs if d.hashlib_use}
     for d in defs:
         if not d.hashlib_use:
+            called = {id(sub.func) for sub in ast.walk(d.node) if isinstance(sub, ast.Call)}
             d.hash_calls = [
                 f".{sub.attr}"
                 for sub in ast.walk(d.node)
-                if isinstance(sub, ast.Attribute) and HASH_METHOD.search(sub.attr)
+                if isinstance(sub, ast.Attribute)
+                and (
+                    HASH_METHOD.search(sub.attr)
+                    if id(sub) in called
+                    else sub.attr in HASH_PROPERTIES or sub.attr.endswith("_hash")
+                )
             ]
             if d.hash_calls:
                 hashing.add(d.qual)
@@ -379,9 +387,12 @@ def _configs_read(index: ModuleIndex, d: _Def) -> list[tuple[str, str]]:
 
     reader = f"{d.cls.name}.{d.name}" if d.cls is not None else d.name
 
-    def note(mod: ModuleInfo, cls: ast.ClassDef, how: str) -> None:
+    def note(mod: ModuleInfo, cls: ast.ClassDef, how: str, typed: bool = True) -> None:
         kind = _is_config_class(cls)
-        if kind is not None:
+        # a plain dataclass counts when a key builder, or a function hashing with hashlib, reads it
+        # through a typed parameter or attribute; a class named like a configuration always counts
+        strong = kind is not None and not kind.startswith("a dataclass")
+        if kind is not None and (strong or (typed and (d.cache_path or d.hashlib_use))):
             found.setdefault(f"{mod.name}.{cls.name}", f"{kind}, read by `{reader}` through {how}")
 
     args = d.node.args
@@ -401,7 +412,7 @@ def _configs_read(index: ModuleIndex, d: _Def) -> list[tuple[str, str]]:
     for name in sorted(used):
         target = lookup_definition(index, d.module, name)
         if target is not None and isinstance(target[0].defs.get(target[1]), ast.ClassDef):
-            note(target[0], target[0].defs[target[1]], f"the name `{name}`")
+            note(target[0], target[0].defs[target[1]], f"the name `{name}`", typed=False)
     return list(found.items())
 
 
@@ -492,9 +503,15 @@ def _is_test_file(path: str) -> bool:
 
 def _suite(git: GitRepo, rev: str, name: str, target: str, files: list[str], why: str) -> SuiteCandidate:
     cuda = [f for f in files if CUDA_USE.search(git.read(rev, f) or "")]
-    gpu_note = f"{len(cuda)} of them use CUDA (e.g. {cuda[0]}), so gpus: 1" if cuda else "none uses CUDA, so gpus: 0"
+    gpus = 1 if 2 * len(cuda) > len(files) else 0
+    if not cuda:
+        gpu_note = "none uses CUDA, so gpus: 0"
+    elif gpus:
+        gpu_note = f"{len(cuda)} of them use CUDA (e.g. {cuda[0]}), so gpus: 1"
+    else:
+        gpu_note = f"only {len(cuda)} use CUDA (e.g. {cuda[0]}), so gpus: 0: they must skip without a GPU"
     reason = f"{why}: {len(files)} test file(s); {gpu_note}"
-    return SuiteCandidate(name, f"python -m pytest {target} -q", 1 if cuda else 0, reason)
+    return SuiteCandidate(name, f"python -m pytest {target} -q", gpus, reason)
 
 
 def _propose_suites(git: GitRepo, rev: str, files: list[str]) -> list[SuiteCandidate]:
