@@ -253,6 +253,10 @@ def _read_body(d: _Def) -> None:
             text = sub.value
         if text is not None and "cache" in text.lower():
             mentions_cache = True
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and not d.hashlib_use.startswith("hashlib."):
+            imported = d.module.imports.get(sub.func.id)  # `from hashlib import sha256`
+            if imported is not None and imported[0] == "hashlib":
+                d.hashlib_use = f"hashlib.{imported[1] or sub.func.id}"
         if isinstance(sub, ast.Call):
             func = ast.unparse(sub.func)
             if func.endswith(("path.join", "makedirs", ".mkdir")) and not builds_path:
@@ -509,7 +513,7 @@ def _suite(git: GitRepo, rev: str, name: str, target: str, files: list[str], why
     elif gpus:
         gpu_note = f"{len(cuda)} of them use CUDA (e.g. {cuda[0]}), so gpus: 1"
     else:
-        gpu_note = f"only {len(cuda)} use CUDA (e.g. {cuda[0]}), so gpus: 0: they must skip without a GPU"
+        gpu_note = f"only {len(cuda)} of them use CUDA (e.g. {cuda[0]}), so gpus: 0: those must skip without a GPU"
     reason = f"{why}: {len(files)} test file(s); {gpu_note}"
     return SuiteCandidate(name, f"python -m pytest {target} -q", gpus, reason)
 
