@@ -49,7 +49,11 @@ class MyBackend:
         self.compiled = 0
 
     def artifact_key(self, graph_code: str) -> str:
-        return stable_hash([graph_code, dataclasses.asdict(self.config), self._version()])
+        return stable_hash([graph_code, self.config_factors(self.config), self._version()])
+
+    @staticmethod
+    def config_factors(config: CompileConfig) -> dict:
+        return dataclasses.asdict(config)
 
     def cache_dir(self, graph_code: str) -> Path:
         return Path(self.config.cache_root) / self.artifact_key(graph_code)
@@ -90,10 +94,11 @@ FILES = {
 }
 
 
-def compiler_repo(path: Path, reviewbot_yml: str | None = None) -> Repo:
-    """The project committed on `main` (with `.reviewbot.yml` when given)."""
+def compiler_repo(path: Path, reviewbot_yml: str | None = None, replace: dict[str, str] | None = None) -> Repo:
+    """The project committed on `main` (with `.reviewbot.yml` when given, files of `replace`
+    instead of the project's own)."""
     repo = Repo(path)
-    files = dict(FILES)
+    files = {**FILES, **(replace or {})}
     if reviewbot_yml is not None:
         files[".reviewbot.yml"] = reviewbot_yml
     repo.commit(files, "initial")

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from compiler_project import BACKEND, compiler_repo
+from compiler_project import BACKEND, CONFIG, compiler_repo
 from engine_gitrepos import Repo, sub
 
 from reviewbot.engine import run_review
@@ -69,6 +69,25 @@ def test_a_change_to_what_the_method_calls_is_a_confirmed_key_change(repo: Repo)
     findings = [f for f in review.findings if f.rule == "cache-key-change"]
     assert len(findings) == 1 and findings[0].evidence.kind is EvidenceKind.PROBE
     assert findings[0].params["factors"] and "version" in str(findings[0].params["factors"])
+
+
+def test_a_method_root_that_walks_a_typed_config_sees_a_new_field(tmp_path: Path) -> None:
+    # the class's own `hash` names its fields; the key method hashes the whole object instead
+    named = CONFIG + "\n    def hash(self) -> str:\n        return repr((self.opt_level, self.cache_root))\n"
+    repo = compiler_repo(tmp_path / "mycc", None, {"mycc/config.py": named})
+    repo.branch("new-field")
+    repo.commit(
+        {
+            "mycc/config.py": sub(
+                named, "    opt_level: int = 2\n", "    opt_level: int = 2\n    fast_math: bool = False\n"
+            )
+        }
+    )
+    config = parse_config(f"cache_key:\n  roots: [{METHOD_ROOT}, mycc.config.CompileConfig]\n")
+    change = detect_key_change(repo.path, "main", "new-field", config, probe=False)
+    [field] = change.new_fields
+    assert (field.class_name, field.field) == ("mycc.config.CompileConfig", "fast_math")
+    assert not field.ignored and "config_factors" in field.evidence, field
 
 
 def test_roots_present_at_one_revision_are_notes(repo: Repo) -> None:
