@@ -127,16 +127,16 @@ class Proposal:
         if self.roots:
             out += ["cache_key:", "  roots:"]
             for root in self.roots:
-                out += [f"    # {root.reason}", f"    - {_scalar(root.value)}"]
+                out += [f"    # {_one_line(root.reason)}", f"    - {_scalar(root.value)}"]
         else:
             out += [
-                "# cache_key: no function was found that hashes and builds a cache path; list the key's",
-                "#   roots by hand.",
+                "# cache_key: no function or method was found that hashes and builds a cache path or is named",
+                "#   for a key or hash; list the key's roots by hand.",
             ]
         if self.considered:
             out.append("  # also considered, not listed:" if self.roots else "# considered:")
             prefix = "  #" if self.roots else "#"
-            out += [f"{prefix}   {c.value}: {c.reason}" for c in self.considered]
+            out += [f"{prefix}   {c.value}: {_one_line(c.reason)}" for c in self.considered]
         indent = "  " if self.roots else ""
         out += [
             f'{indent}# probe: a command printing {{"cases": {{NAME: {{"factors": {{...}}, "key": "..."}}}}}} for a',
@@ -150,7 +150,7 @@ class Proposal:
             out.append("suites:")
             for suite in self.suites:
                 out += [
-                    f"  # {suite.reason}",
+                    f"  # {_one_line(suite.reason)}",
                     f"  {_scalar(suite.name)}:",
                     f"    command: {_scalar(suite.command)}",
                     f"    gpus: {suite.gpus}",
@@ -158,6 +158,10 @@ class Proposal:
         else:
             out.append("# suites: no test directory or pytest testpaths found")
         return "\n".join(out) + "\n"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _scalar(value: str) -> str:
