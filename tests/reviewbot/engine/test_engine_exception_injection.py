@@ -1,0 +1,227 @@
+"""The exception-injection experiment end to end: tiny git repositories whose pytest suite reaches
+(or does not reach) a catch-all, reviewed with `run_review`; the experiment raises `AssertionError`
+(or `torch.OutOfMemoryError`) at the start of the try body and the final severity and evidence
+follow what the tests saw."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from engine_gitrepos import Repo
+
+from reviewbot.engine import run_review
+from reviewbot.experiments.exception_injection import MARKER
+from reviewbot.findings import EvidenceKind, Severity
+from reviewbot.repo_config import InjectionConfig, load_config
+
+BASE = '''
+def fast(x):
+    return x * 2
+
+
+def slow(x):
+    return x + x
+
+
+def double(x):
+    return fast(x)
+'''
+
+# four handlers the static rule reports as P0 swallowing catch-alls
+MIXED = '''
+import logging
+
+logger = logging.getLogger(__name__)
+
+
+class FastPathError(Exception):
+    """The fast path is not available for this input."""
+
+
+def fast(x):
+    return x * 2
+
+
+def slow(x):
+    return x + x
+
+
+def double(x):
+    try:
+        return fast(x)
+    except Exception:
+        logger.warning("fast path failed; using the slow one")
+        return slow(x)
+
+
+def triple(x):
+    try:
+        return fast(x) + x
+    except Exception as error:
+        if not isinstance(error, FastPathError):
+            raise
+        return slow(x) + x
+
+
+def quadruple(x):
+    try:
+        return fast(fast(x))
+    except Exception:
+        return slow(x)
+
+
+def halve(x):
+    try:
+        return x / 2
+    except Exception:
+        return 0
+'''
+
+TESTS = '''
+from pkg.compute import double, quadruple, triple
+
+
+def test_double():
+    assert double(3) == 6
+
+
+def test_triple():
+    assert triple(3) == 9
+
+
+def test_quadruple():
+    assert quadruple(2) == 8
+'''
+
+RUNTIME = '''
+def fast(x):
+    return x * 2
+
+
+def slow(x):
+    return x + x
+
+
+def double(x):
+    try:
+        return fast(x)
+    except RuntimeError:
+        return slow(x)
+'''
+
+REVIEWBOT_YML = """
+suites:
+  unit:
+    command: python -m pytest -q -p no:cacheprovider tests
+    timeout_s: 60
+"""
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
+    repo = Repo(tmp_path_factory.mktemp("injection") / "r")
+    base_tests = "from pkg.compute import double\n\n\ndef test_double():\n    assert double(3) == 6\n"
+    repo.commit(
+        {
+            "pkg/__init__.py": "",
+            "pkg/compute.py": BASE,
+            "tests/test_compute.py": base_tests,
+            ".reviewbot.yml": REVIEWBOT_YML,
+        },
+        "initial",
+    )
+    repo.branch("mixed")
+    repo.commit({"pkg/compute.py": MIXED, "tests/test_compute.py": TESTS}, "fallbacks")
+    repo.branch("runtime", "main")
+    repo.commit({"pkg/compute.py": RUNTIME}, "runtime fallback")
+    repo.checkout("main")
+    return repo
+
+
+def _at(review, repo: Repo, branch: str, text: str):
+    """The finding on the `except` line of the function containing `text`."""
+    lines = repo.git("show", f"{branch}:pkg/compute.py").splitlines()
+    start = next(i for i, line in enumerate(lines) if text in line)
+    handler = next(i for i in range(start, len(lines)) if lines[i].lstrip().startswith("except")) + 1
+    (finding,) = [f for f in review.findings if f.path == "pkg/compute.py" and f.line_start == handler]
+    return finding, lines
+
+
+def test_swallowed_confirmed_reraised_refuted_unreached_unconfirmed(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "mixed")
+    assert [r.status for r in review.suite_results] == ["passed"]
+    assert "exception_injection" in review.timings
+
+    swallowed, lines = _at(review, repo, "mixed", "def double")
+    assert (swallowed.rule, swallowed.severity) == ("broad-except", Severity.P0)
+    assert swallowed.evidence.kind is EvidenceKind.EXPERIMENT and swallowed.evidence.confirmed
+    first_body_line = swallowed.line_start - 1  # `return fast(x)`, right above the `except`
+    assert lines[first_body_line - 1].strip() == "return fast(x)"
+    text = swallowed.evidence.text("en")
+    assert f"raised `AssertionError` at pkg/compute.py:{first_body_line}" in text
+    assert "1 test(s) reached it (`tests/test_compute.py::test_double`)" in text
+    assert "1 still passed" in text and "swallowed it" in text
+    assert "异常注入实验" in swallowed.evidence.text("zh")
+    assert review.blocking
+
+    # the handler re-raises everything but its own failure type: the AssertionError reaches the test
+    reraised, _ = _at(review, repo, "mixed", "def triple")
+    assert reraised.severity is Severity.P3 and reraised.evidence.kind is EvidenceKind.EXPERIMENT
+    assert not reraised.evidence.confirmed
+    assert "refuted it: `AssertionError` raised at pkg/compute.py:" in reraised.evidence.text("en")
+    assert "`tests/test_compute.py::test_triple`" in reraised.evidence.text("en")
+
+    # the fallback computes a wrong value: the test fails, but not with the injected error
+    noticed, _ = _at(review, repo, "mixed", "def quadruple")
+    assert noticed.severity is Severity.P0 and noticed.evidence.confirmed
+    assert "0 still passed and 1 failed on the fallback's result" in noticed.evidence.text("en")
+
+    unreached, _ = _at(review, repo, "mixed", "def halve")
+    assert unreached.severity is Severity.P2 and unreached.evidence.kind is EvidenceKind.PATTERN
+    assert unreached.evidence.text("en") == (
+        "unconfirmed (would be P0-BLOCKER with proof): no test executes this try body "
+        "(3 candidate test(s) ran with an exception injected there); add one that reaches it"
+    )
+    # the worktree was the experiment's: the user's checkout is untouched
+    assert MARKER not in (repo.path / "pkg/compute.py").read_text()
+
+
+def test_the_cap_leaves_the_rest_unconfirmed_and_says_so(repo: Repo) -> None:
+    config = load_config(repo.path, "mixed")
+    config = dataclasses.replace(config, injection=InjectionConfig(max_handlers=1))
+    review = run_review(repo.path, "main", "mixed", config=config)
+    tried, _ = _at(review, repo, "mixed", "def double")
+    assert tried.severity is Severity.P0 and tried.evidence.confirmed
+    for name in ("def triple", "def quadruple", "def halve"):
+        untried, _ = _at(review, repo, "mixed", name)
+        assert untried.severity is Severity.P2
+        assert untried.evidence.message_id == "evidence.injection-cap"
+        assert "tries at most 1 handler(s) per review" in untried.evidence.text("en")
+
+
+def test_without_running_code_nothing_is_injected(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "mixed", suites="none")
+    assert "exception_injection" not in review.timings
+    finding, _ = _at(review, repo, "mixed", "def double")
+    assert finding.severity is Severity.P2 and finding.evidence.message_id == "evidence.pattern"
+    assert not review.blocking
+
+
+def test_a_configured_command_runs_once_without_and_once_per_handler(repo: Repo) -> None:
+    config = load_config(repo.path, "mixed")
+    command = InjectionConfig(command="python -m pytest -q -p no:cacheprovider tests -k double", max_handlers=2)
+    config = dataclasses.replace(config, suites={}, injection=command)
+    review = run_review(repo.path, "main", "mixed", config=config)
+    assert review.suite_results == []
+    confirmed, _ = _at(review, repo, "mixed", "def double")
+    assert confirmed.severity is Severity.P0 and "`tests/test_compute.py::test_double`" in confirmed.evidence.text("en")
+    deselected, _ = _at(review, repo, "mixed", "def triple")
+    assert deselected.evidence.message_id == "evidence.no-test-reaches"
+
+
+def test_runtime_error_fallback_swallowing_oom_is_confirmed(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "runtime")
+    (finding,) = [f for f in review.findings if f.rule == "runtime-error-fallback"]
+    assert finding.severity is Severity.P0 and finding.evidence.confirmed
+    assert "raised `torch.OutOfMemoryError` at pkg/compute.py:" in finding.evidence.text("en")
