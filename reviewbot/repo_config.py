@@ -133,7 +133,15 @@ def parse_config(text: str) -> RepoConfig:
     _expect(data, dict, "<top level>")
     _check_keys(
         data,
-        {"language", "cache_key", "suites", "severity_overrides", "config_attribute_names", "release_notes", "experiments"},
+        {
+            "language",
+            "cache_key",
+            "suites",
+            "severity_overrides",
+            "config_attribute_names",
+            "release_notes",
+            "experiments",
+        },
         "",
     )
     language = _expect(data.get("language", "en"), str, "language")

@@ -25,8 +25,9 @@ without it:
 - failed without `MARKER`: swallowed, but the fallback's result made the test fail.
 
 Verdicts: swallowed in at least one test: the finding is confirmed (experiment evidence, the
-rule's `P0`); propagated in every reaching test: refuted, lowered to `P3-STYLE` with the
-experiment's evidence (the catch-all is still there to read, but it does not hide the error); no
+rule's `P0`); propagated in every reaching test: refuted, the finding becomes a `P3-STYLE` note
+`<rule>.refuted` ("catches everything, but an injected X still propagated to the tests") backed by
+the experiment (the catch-all is still there to read, but it does not hide the error); no
 test reached the line: `evidence.no-test-reaches` (stays unconfirmed, `P2`); a run that timed out
 or produced no report, or reaching tests that already failed without the injection:
 `evidence.experiment-not-run` with the reason. Findings past the cap get `evidence.injection-cap`.
@@ -107,9 +108,7 @@ def candidates(findings: Sequence[Finding]) -> list[Finding]:
     """The findings the experiment can confirm: a catch-all or `RuntimeError` fallback claiming
     `P0-BLOCKER` with nothing but the pattern behind it."""
     return [
-        f
-        for f in findings
-        if f.rule in RULES and f.severity is Severity.P0 and f.evidence.kind is EvidenceKind.PATTERN
+        f for f in findings if f.rule in RULES and f.severity is Severity.P0 and f.evidence.kind is EvidenceKind.PATTERN
     ]
 
 
@@ -169,7 +168,10 @@ def _junit_cases(path: Path) -> dict[str, tuple[str, str]]:
         for tag in ("failure", "error"):
             node = case.find(tag)
             if node is not None:
-                outcome, text = ("failed" if tag == "failure" else "error"), f"{node.get('message', '')}\n{node.text or ''}"
+                outcome, text = (
+                    ("failed" if tag == "failure" else "error"),
+                    f"{node.get('message', '')}\n{node.text or ''}",
+                )
         if case.find("skipped") is not None and outcome == "passed":
             outcome = "skipped"
         out[tid] = (outcome, text)
@@ -260,14 +262,23 @@ def evidence(injection: Injection, outcome: Outcome) -> tuple[Evidence, Severity
         return Evidence(EvidenceKind.EXPERIMENT, "evidence.injection-swallowed", params), finding.severity
     if outcome.propagated and not outcome.problems:
         params = {**base, "reached": len(outcome.propagated), "tests": _shown(outcome.propagated)}
-        surfaced = Evidence(EvidenceKind.EXPERIMENT, "evidence.injection-surfaced", params, shows_harm=False)
-        return surfaced, REFUTED_SEVERITY
+        return Evidence(EvidenceKind.EXPERIMENT, "evidence.injection-surfaced", params), REFUTED_SEVERITY
     if not outcome.reached and not outcome.problems:
-        return Evidence(EvidenceKind.PATTERN, "evidence.no-test-reaches", {"candidates": outcome.tests_run}), finding.severity
+        return Evidence(
+            EvidenceKind.PATTERN, "evidence.no-test-reaches", {"candidates": outcome.tests_run}
+        ), finding.severity
     reasons = list(outcome.problems)
     if outcome.failing_before:
         reasons.append(f"the tests reaching it already fail without the injection ({_shown(outcome.failing_before)})")
     return not_run("; ".join(reasons)), finding.severity
+
+
+def refuted(finding: Finding, injection: Injection, surfaced: Evidence) -> Finding:
+    """The finding as the refuting experiment leaves it: a `REFUTED_SEVERITY` note saying that the
+    injected error propagated (`<rule>.refuted`), backed by that experiment."""
+    params = {"label": finding.params["label"], "exception": injection.exception}
+    note = dataclasses.replace(finding, message_id=f"{finding.rule}.refuted", params=params, extra={})
+    return note.with_evidence(surfaced, REFUTED_SEVERITY)
 
 
 def not_run(reason: str) -> Evidence:
@@ -318,7 +329,11 @@ def run_injection(
         return [replaced.get(id(f), f) for f in findings]
     started = time.monotonic()
     torch_importable = importlib.util.find_spec("torch") is not None
-    with tempfile.TemporaryDirectory(prefix="reviewbot-injection-") as tmp, git.worktree(head) as tree, box(tree) as runs:
+    with (
+        tempfile.TemporaryDirectory(prefix="reviewbot-injection-") as tmp,
+        git.worktree(head) as tree,
+        box(tree) as runs,
+    ):
         logs = log_dir or Path(tmp)
         logs.mkdir(parents=True, exist_ok=True)
         try:
@@ -327,7 +342,9 @@ def run_injection(
                 first = _run(runs, specs[0], settings.timeout_s, logs, "injection-none")
                 before = {specs[0].name: {tid: state for tid, (state, _) in first.cases.items()}}
             for number, finding in enumerate(tried, 1):
-                replaced[id(finding)] = _try_one(git, head, runs, finding, specs, before, settings, logs, number, torch_importable, progress)
+                replaced[id(finding)] = _try_one(
+                    git, head, runs, finding, specs, before, settings, logs, number, torch_importable, progress
+                )
         except (FileNotFoundError, SandboxError) as exc:
             reason = f"the tests could not start: {exc}"
             for finding in tried:
@@ -370,6 +387,8 @@ def _try_one(
     finally:
         _write(runs.tree, finding.path, source)
     result, severity = evidence(injection, outcome)
+    if result.message_id == "evidence.injection-surfaced":
+        return refuted(finding, injection, result)
     progress(
         f"exception injection: {injection.location}: swallowed in {len(outcome.swallowed) + len(outcome.noticed)}, "
         f"propagated in {len(outcome.propagated)} test(s) of {outcome.tests_run}"

@@ -15,7 +15,7 @@ from reviewbot.experiments.exception_injection import MARKER
 from reviewbot.findings import EvidenceKind, Severity
 from reviewbot.repo_config import InjectionConfig, load_config
 
-BASE = '''
+BASE = """
 def fast(x):
     return x * 2
 
@@ -26,7 +26,7 @@ def slow(x):
 
 def double(x):
     return fast(x)
-'''
+"""
 
 # four handlers the static rule reports as P0 swallowing catch-alls
 MIXED = '''
@@ -78,7 +78,7 @@ def halve(x):
         return 0
 '''
 
-TESTS = '''
+TESTS = """
 from pkg.compute import double, quadruple, triple
 
 
@@ -92,9 +92,44 @@ def test_triple():
 
 def test_quadruple():
     assert quadruple(2) == 8
+"""
+
+# two catch-alls converting into the type `double` falls back on
+CONVERTS = '''
+class FastPathError(Exception):
+    """The fast path is not available for this input."""
+
+
+def fast(x):
+    return x * 2
+
+
+def slow(x):
+    return x + x
+
+
+def checked_fast(x):
+    try:
+        return fast(x)
+    except Exception as error:
+        raise FastPathError("fast path failed") from error
+
+
+def double(x):
+    try:
+        return checked_fast(x)
+    except FastPathError:
+        return slow(x)
+
+
+def triple(x):
+    try:
+        return fast(x) + x
+    except Exception as error:
+        raise FastPathError("triple failed") from error
 '''
 
-RUNTIME = '''
+RUNTIME = """
 def fast(x):
     return x * 2
 
@@ -108,12 +143,14 @@ def double(x):
         return fast(x)
     except RuntimeError:
         return slow(x)
-'''
+"""
 
-REVIEWBOT_YML = """
+# the venv's heavy pytest plugins off: each run then starts in well under a second
+PYTEST = "python -m pytest -q -p no:cacheprovider -p no:hypothesispytest -p no:benchmark -p no:anyio tests"
+REVIEWBOT_YML = f"""
 suites:
   unit:
-    command: python -m pytest -q -p no:cacheprovider tests
+    command: {PYTEST}
     timeout_s: 60
 """
 
@@ -133,6 +170,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     )
     repo.branch("mixed")
     repo.commit({"pkg/compute.py": MIXED, "tests/test_compute.py": TESTS}, "fallbacks")
+    repo.branch("converts", "main")
+    repo.commit({"pkg/compute.py": CONVERTS, "tests/test_compute.py": TESTS.replace(", quadruple", "")}, "converts")
     repo.branch("runtime", "main")
     repo.commit({"pkg/compute.py": RUNTIME}, "runtime fallback")
     repo.checkout("main")
@@ -168,9 +207,13 @@ def test_swallowed_confirmed_reraised_refuted_unreached_unconfirmed(repo: Repo) 
     # the handler re-raises everything but its own failure type: the AssertionError reaches the test
     reraised, _ = _at(review, repo, "mixed", "def triple")
     assert reraised.severity is Severity.P3 and reraised.evidence.kind is EvidenceKind.EXPERIMENT
-    assert not reraised.evidence.confirmed
-    assert "refuted it: `AssertionError` raised at pkg/compute.py:" in reraised.evidence.text("en")
-    assert "`tests/test_compute.py::test_triple`" in reraised.evidence.text("en")
+    assert reraised.message_id == "broad-except.refuted"
+    assert reraised.message == (
+        "`except Exception` catches everything, but an injected `AssertionError` still propagated to the tests"
+    )
+    assert reraised.evidence.text("en").endswith(
+        "it propagated to every one of the 1 test(s) that reached it (`tests/test_compute.py::test_triple`)"
+    )
 
     # the fallback computes a wrong value: the test fails, but not with the injected error
     noticed, _ = _at(review, repo, "mixed", "def quadruple")
@@ -185,6 +228,20 @@ def test_swallowed_confirmed_reraised_refuted_unreached_unconfirmed(repo: Repo) 
     )
     # the worktree was the experiment's: the user's checkout is untouched
     assert MARKER not in (repo.path / "pkg/compute.py").read_text()
+
+
+def test_a_conversion_caught_by_a_fallback_is_confirmed_and_one_reaching_the_test_refuted(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "converts")
+    caught, _ = _at(review, repo, "converts", "def checked_fast")
+    assert caught.message_id == "broad-except.converts" and caught.severity is Severity.P0
+    assert (
+        caught.evidence.confirmed
+        and "`tests/test_compute.py::test_double`); 1 still passed" in caught.evidence.text("en")
+    )
+    # the converted error reaches the test chained to the injected one: not hidden
+    reaches_user, _ = _at(review, repo, "converts", "def triple")
+    assert reaches_user.message_id == "broad-except.refuted" and reaches_user.severity is Severity.P3
+    assert "`tests/test_compute.py::test_triple`" in reaches_user.evidence.text("en")
 
 
 def test_the_cap_leaves_the_rest_unconfirmed_and_says_so(repo: Repo) -> None:
@@ -210,7 +267,7 @@ def test_without_running_code_nothing_is_injected(repo: Repo) -> None:
 
 def test_a_configured_command_runs_once_without_and_once_per_handler(repo: Repo) -> None:
     config = load_config(repo.path, "mixed")
-    command = InjectionConfig(command="python -m pytest -q -p no:cacheprovider tests -k double", max_handlers=2)
+    command = InjectionConfig(command=f"{PYTEST} -k double", max_handlers=2)
     config = dataclasses.replace(config, suites={}, injection=command)
     review = run_review(repo.path, "main", "mixed", config=config)
     assert review.suite_results == []
