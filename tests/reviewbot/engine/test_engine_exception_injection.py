@@ -11,9 +11,9 @@ import pytest
 from engine_gitrepos import Repo
 
 from reviewbot.engine import run_review
-from reviewbot.experiments.exception_injection import MARKER
-from reviewbot.findings import EvidenceKind, Severity
-from reviewbot.repo_config import InjectionConfig, load_config
+from reviewbot.experiments.exception_injection import MARKER, Injection, injected_source, plan
+from reviewbot.findings import EvidenceKind, Finding, Severity
+from reviewbot.repo_config import ConfigError, InjectionConfig, load_config, parse_config
 
 BASE = """
 def fast(x):
@@ -282,3 +282,37 @@ def test_runtime_error_fallback_swallowing_oom_is_confirmed(repo: Repo) -> None:
     (finding,) = [f for f in review.findings if f.rule == "runtime-error-fallback"]
     assert finding.severity is Severity.P0 and finding.evidence.confirmed
     assert "raised `torch.OutOfMemoryError` at pkg/compute.py:" in finding.evidence.text("en")
+
+
+def test_injection_settings_parse_with_defaults_and_name_the_bad_key() -> None:
+    assert parse_config("").injection == InjectionConfig(command=None, timeout_s=300.0, max_handlers=5)
+    text = (
+        "experiments:\n  injection:\n    command: python -m pytest tests/unit\n    timeout_s: 30\n    max_handlers: 2\n"
+    )
+    assert parse_config(text).injection == InjectionConfig("python -m pytest tests/unit", 30.0, 2)
+    for bad, key in [
+        ("experiments:\n  injection:\n    max_handlers: -1\n", "experiments.injection.max_handlers"),
+        ("experiments:\n  injection:\n    max_handlers: two\n", "experiments.injection.max_handlers"),
+        ("experiments:\n  injection:\n    timeout_s: 0\n", "experiments.injection.timeout_s"),
+        ("experiments:\n  injection:\n    tests: x\n", "experiments.injection.tests"),
+        ("experiments:\n  fuzz: {}\n", "experiments.fuzz"),
+    ]:
+        with pytest.raises(ConfigError, match=key):
+            parse_config(bad)
+
+
+def test_the_injected_line_goes_before_the_try_body_and_one_line_bodies_are_not_tried(tmp_path) -> None:
+    source = "def f(x):\n    try:\n        return g(x)\n    except Exception:\n        return None\n"
+    finding = Finding("broad-except", Severity.P0, "pkg/m.py", 4, 5, "broad-except.swallows", {"label": "x"})
+    injection = plan(finding, source, torch_importable=False)
+    assert isinstance(injection, Injection) and (injection.line, injection.exception) == (3, "AssertionError")
+    lines = injected_source(source, injection, tmp_path / "hits").splitlines()
+    assert lines[2].startswith("        _rb_os = ") and lines[2].endswith(
+        "raise AssertionError('reviewbot injected AssertionError at pkg/m.py:3')"
+    )
+    assert lines[3] == "        return g(x)" and len(lines) == 6
+    one_line = "def f(x):\n    try: return g(x)\n    except Exception:\n        return None\n"
+    at_three = dataclasses.replace(finding, line_start=3, line_end=4)
+    assert "starts on the `try:` line" in plan(at_three, one_line, torch_importable=False)
+    runtime = dataclasses.replace(finding, rule="runtime-error-fallback")
+    assert "torch is not importable" in plan(runtime, source, torch_importable=False)
