@@ -211,6 +211,9 @@ def _judge(outcome: Outcome, spec: SuiteConfig, run: _Run, before: Mapping[str, 
     if not hits:
         if run.returncode is None:
             outcome.problems.append(f"suite {spec.name} timed out before reaching it")
+        elif not run.cases:
+            last = (run.log.strip().splitlines() or ["no output"])[-1].strip()
+            outcome.problems.append(f"suite {spec.name} exited with code {run.returncode} and ran no test ({last})")
         return
     outcome.reached = True
     if run.returncode is None:
