@@ -390,10 +390,10 @@ def _try_one(
     finally:
         _write(runs.tree, finding.path, source)
     result, severity = evidence(injection, outcome)
-    if result.message_id == "evidence.injection-surfaced":
-        return refuted(finding, injection, result)
     progress(
         f"exception injection: {injection.location}: swallowed in {len(outcome.swallowed) + len(outcome.noticed)}, "
         f"propagated in {len(outcome.propagated)} test(s) of {outcome.tests_run}"
     )
+    if result.message_id == "evidence.injection-surfaced":
+        return refuted(finding, injection, result)
     return finding.with_evidence(result, severity)

@@ -277,6 +277,19 @@ def test_a_configured_command_runs_once_without_and_once_per_handler(repo: Repo)
     assert deselected.evidence.message_id == "evidence.no-test-reaches"
 
 
+def test_a_command_that_runs_no_test_leaves_the_finding_unconfirmed_with_the_reason(repo: Repo) -> None:
+    config = load_config(repo.path, "mixed")
+    broken = InjectionConfig(command=f"{PYTEST} --no-such-option", max_handlers=1)
+    review = run_review(repo.path, "main", "mixed", config=dataclasses.replace(config, suites={}, injection=broken))
+    finding, _ = _at(review, repo, "mixed", "def double")
+    assert finding.severity is Severity.P2 and finding.evidence.message_id == "evidence.experiment-not-run"
+    text = finding.evidence.text("en")
+    assert text.startswith(
+        "unconfirmed (would be P0-BLOCKER with proof): the exception injection experiment could not run"
+    )
+    assert "suite injection exited with code 4 and ran no test" in text
+
+
 def test_runtime_error_fallback_swallowing_oom_is_confirmed(repo: Repo) -> None:
     review = run_review(repo.path, "main", "runtime")
     (finding,) = [f for f in review.findings if f.rule == "runtime-error-fallback"]
