@@ -2,7 +2,8 @@
 should let through?
 
 For each `broad-except` or `runtime-error-fallback` finding that claims `P0-BLOCKER` on a pattern
-alone (at most `InjectionConfig.max_handlers` per review, in the review's order), the head revision
+alone, then each `caught-own-subclass` finding (`P2`), at most `InjectionConfig.max_handlers` per
+review in that order, the head revision
 is checked out into one throw-away worktree and the handler's file is rewritten there: one line is
 inserted before the first statement of the try body that appends the current test
 (`PYTEST_CURRENT_TEST`, `?` outside pytest) to a hits file in the box's scratch directory and then
@@ -10,7 +11,10 @@ raises an exception the handler must not swallow:
 
 - `AssertionError` (a programmer error) for a catch-all (`broad-except`);
 - `torch.OutOfMemoryError` for `except RuntimeError` (`runtime-error-fallback`), only when torch is
-  importable by the reviewing interpreter.
+  importable by the reviewing interpreter;
+- the first repository class a `caught-own-subclass` finding names (a cache-miss error, say), found
+  in the test process's loaded modules and made without calling its `__init__`; where it is not
+  loaded the line records that and the experiment says it could not run.
 
 Its message carries `MARKER`. The tests then run in that worktree through `reviewbot.sandbox` (fresh
 interpreter, `PYTHONHASHSEED=0`, no network, the allow-listed environment, a time limit): the
@@ -25,7 +29,7 @@ without it:
 - failed without `MARKER`: swallowed, but the fallback's result made the test fail.
 
 Verdicts: swallowed in at least one test: the finding is confirmed (experiment evidence, the
-rule's `P0`); propagated in every reaching test: refuted, the finding becomes a `P3-STYLE` note
+rule's `P0`, or `P2` for the repository's own subclass); propagated in every reaching test: refuted, the finding becomes a `P3-STYLE` note
 `<rule>.refuted` ("catches everything, but an injected X still propagated to the tests") backed by
 the experiment (the catch-all is still there to read, but it does not hide the error); no
 test reached the line: `evidence.no-test-reaches` (stays unconfirmed, `P2`); a run that timed out
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import importlib.util
 import tempfile
 import time
@@ -48,6 +53,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from reviewbot import logger
+from reviewbot.exception_index import ExceptionClass, ExceptionIndex, index_revision
 from reviewbot.findings import Evidence, EvidenceKind, Finding
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import InjectionConfig, SuiteConfig
@@ -58,6 +64,8 @@ from reviewbot.suites import SuiteResult
 
 MARKER = "reviewbot injected"
 RULES = frozenset({"broad-except", "runtime-error-fallback"})
+OWN_SUBCLASS_RULE = "caught-own-subclass"
+UNRESOLVED = "?unresolved "
 REFUTED_SEVERITY = Severity.P3
 SHOWN_TESTS = 4
 _HITS = "reviewbot-injection-hits.txt"
@@ -73,13 +81,16 @@ def _no_progress(_: str) -> None:
 @dataclasses.dataclass(frozen=True)
 class Injection:
     """Where and what: `line` is the head line of the try body's first statement (the raise goes
-    before it), `exception` the injected type as shown, `raise_expr` the expression raised."""
+    before it), `exception` the injected type as shown, `raise_expr` the expression raised, `setup`
+    code run first (one line, `;`-separated) and `resolved` an expression saying it found the class."""
 
     finding: Finding
     line: int
     indent: str
     exception: str
     raise_expr: str
+    setup: str = ""
+    resolved: str = "True"
 
     @property
     def location(self) -> str:
@@ -105,15 +116,37 @@ class Outcome:
 
 
 def candidates(findings: Sequence[Finding]) -> list[Finding]:
-    """The findings the experiment can confirm: a catch-all or `RuntimeError` fallback claiming
-    `P0-BLOCKER` with nothing but the pattern behind it."""
-    return [
-        f for f in findings if f.rule in RULES and f.severity is Severity.P0 and f.evidence.kind is EvidenceKind.PATTERN
+    """The findings the experiment can confirm, with nothing but the pattern behind them: catch-alls
+    and `RuntimeError` fallbacks claiming `P0-BLOCKER` first, then `caught-own-subclass` (`P2`)."""
+    pattern = [f for f in findings if f.evidence.kind is EvidenceKind.PATTERN]
+    return [f for f in pattern if f.rule in RULES and f.severity is Severity.P0] + [
+        f for f in pattern if f.rule == OWN_SUBCLASS_RULE
     ]
 
 
-def plan(finding: Finding, source: str, torch_importable: bool) -> Injection | str:
-    """The injection for `finding` in its head `source`, or why there is none (English, one line)."""
+def _own_class(finding: Finding, classes: Callable[[str], ExceptionClass | None]) -> tuple[str, str, str] | str:
+    """(shown name, setup code binding `_rb_c` to the class or None, check that it did) for the
+    first class a `caught-own-subclass` finding names, or why it cannot be injected. The class is
+    looked up in the test process's `sys.modules` (the try body calls into its module, so it is
+    loaded), under its module path and the shorter ones a `src/`-style layout imports it as."""
+    full_name = finding.params["classes"][0]
+    cls = classes(full_name)
+    if cls is None or "." in cls.qualname:
+        return f"`{full_name}` is not a top-level class of a module of the repository"
+    parts = cls.module.split(".")
+    lookups = " or ".join(f"_rb_sys.modules.get({'.'.join(parts[i:])!r})" for i in range(len(parts)))
+    setup = f"_rb_sys = __import__('sys'); _rb_m = {lookups}; _rb_c = getattr(_rb_m, {cls.name!r}, None); "
+    return cls.full_name, setup, "isinstance(_rb_c, type) and issubclass(_rb_c, BaseException)"
+
+
+def plan(
+    finding: Finding,
+    source: str,
+    torch_importable: bool,
+    classes: Callable[[str], ExceptionClass | None] = lambda _: None,
+) -> Injection | str:
+    """The injection for `finding` in its head `source`, or why there is none (English, one line).
+    `classes` finds a repository exception class by name (`ExceptionIndex.get`)."""
     tree = ast.parse(source)
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Try, ast.TryStar)):
@@ -125,6 +158,15 @@ def plan(finding: Finding, source: str, torch_importable: bool) -> Injection | s
         indent = line_text[: first.col_offset]
         if first.lineno == node.lineno or indent.strip():
             return "the try body starts on the `try:` line, so no line can be inserted before it"
+        setup, resolved = "", "True"
+        if finding.rule == OWN_SUBCLASS_RULE:
+            own = _own_class(finding, classes)
+            if isinstance(own, str):
+                return own
+            exception, setup, resolved = own
+            message = repr(f"{MARKER} {exception} at {finding.path}:{first.lineno}")
+            raise_expr = f"(_rb_c.__new__(_rb_c, {message}) if {resolved} else AssertionError({message}))"
+            return Injection(finding, first.lineno, indent, exception, raise_expr, setup, resolved)
         if finding.rule == "runtime-error-fallback":
             if not torch_importable:
                 return "torch is not importable here, so torch.OutOfMemoryError cannot be injected"
@@ -137,10 +179,12 @@ def plan(finding: Finding, source: str, torch_importable: bool) -> Injection | s
 
 
 def injected_source(source: str, injection: Injection, hits: Path) -> str:
-    """`source` with one line before the try body's first statement: record the test, then raise."""
+    """`source` with one line before the try body's first statement: record the test (prefixed
+    with `UNRESOLVED` when the class to raise was not found), then raise."""
     record = (
-        f"_rb_os = __import__('os'); _rb_f = open({str(hits)!r}, 'a'); "
-        "_rb_f.write(_rb_os.environ.get('PYTEST_CURRENT_TEST', '?') + '\\n'); _rb_f.close(); "
+        f"{injection.setup}_rb_os = __import__('os'); _rb_f = open({str(hits)!r}, 'a'); "
+        f"_rb_f.write(('' if {injection.resolved} else {UNRESOLVED!r}) + "
+        "_rb_os.environ.get('PYTEST_CURRENT_TEST', '?') + '\\n'); _rb_f.close(); "
         f"raise {injection.raise_expr}"
     )
     lines = source.splitlines(keepends=True)
@@ -214,6 +258,12 @@ def _judge(outcome: Outcome, spec: SuiteConfig, run: _Run, before: Mapping[str, 
         elif not run.cases:
             last = (run.log.strip().splitlines() or ["no output"])[-1].strip()
             outcome.problems.append(f"suite {spec.name} exited with code {run.returncode} and ran no test ({last})")
+        return
+    unresolved = [h for h in hits if h.startswith(UNRESOLVED)]
+    if unresolved:
+        outcome.problems.append(
+            f"the class to raise was not loaded where {_test_id(unresolved[0].removeprefix(UNRESOLVED))} reached the try body"
+        )
         return
     outcome.reached = True
     if run.returncode is None:
@@ -332,6 +382,12 @@ def run_injection(
         return [replaced.get(id(f), f) for f in findings]
     started = time.monotonic()
     torch_importable = importlib.util.find_spec("torch") is not None
+    index: ExceptionIndex | None = None
+    if any(f.rule == OWN_SUBCLASS_RULE for f in tried):
+        index = index_revision(git, head)
+    planner = functools.partial(
+        plan, torch_importable=torch_importable, classes=index.get if index is not None else lambda _: None
+    )
     with (
         tempfile.TemporaryDirectory(prefix="reviewbot-injection-") as tmp,
         git.worktree(head) as tree,
@@ -346,7 +402,7 @@ def run_injection(
                 before = {specs[0].name: {tid: state for tid, (state, _) in first.cases.items()}}
             for number, finding in enumerate(tried, 1):
                 replaced[id(finding)] = _try_one(
-                    git, head, runs, finding, specs, before, settings, logs, number, torch_importable, progress
+                    git, head, runs, finding, specs, before, settings, logs, number, planner, progress
                 )
         except (FileNotFoundError, SandboxError) as exc:
             reason = f"the tests could not start: {exc}"
@@ -367,12 +423,12 @@ def _try_one(
     settings: InjectionConfig,
     logs: Path,
     number: int,
-    torch_importable: bool,
+    planner: Callable[[Finding, str], Injection | str],
     progress: ProgressFn,
 ) -> Finding:
     source = git.read(head, finding.path)
     assert source is not None, f"{finding.path} missing at head"
-    injection = plan(finding, source, torch_importable)
+    injection = planner(finding, source)
     if isinstance(injection, str):
         progress(f"exception injection: {finding.location}: not run ({injection})")
         return finding.with_evidence(not_run(injection))

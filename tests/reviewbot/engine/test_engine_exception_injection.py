@@ -129,6 +129,33 @@ def triple(x):
         raise FastPathError("triple failed") from error
 '''
 
+# `except NotImplementedError` around a call into a module raising the repository's own subclass
+OWN_ERRORS = '''
+class UnsupportedGraphError(NotImplementedError):
+    """The graph cannot be compiled ahead of time."""
+'''
+
+OWN_CACHE = """
+from pkg.errors import UnsupportedGraphError
+
+
+def load(x):
+    if x is None:
+        raise UnsupportedGraphError("no graph")
+    return x * 2
+"""
+
+OWN = """
+from pkg import cache
+
+
+def double(x):
+    try:
+        return cache.load(x)
+    except NotImplementedError:
+        return x + x
+"""
+
 RUNTIME = """
 def fast(x):
     return x * 2
@@ -172,6 +199,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo.commit({"pkg/compute.py": MIXED, "tests/test_compute.py": TESTS}, "fallbacks")
     repo.branch("converts", "main")
     repo.commit({"pkg/compute.py": CONVERTS, "tests/test_compute.py": TESTS.replace(", quadruple", "")}, "converts")
+    repo.branch("own", "main")
+    repo.commit({"pkg/errors.py": OWN_ERRORS, "pkg/cache.py": OWN_CACHE, "pkg/compute.py": OWN}, "own subclass")
     repo.branch("runtime", "main")
     repo.commit({"pkg/compute.py": RUNTIME}, "runtime fallback")
     repo.checkout("main")
@@ -242,6 +271,16 @@ def test_a_conversion_caught_by_a_fallback_is_confirmed_and_one_reaching_the_tes
     reaches_user, _ = _at(review, repo, "converts", "def triple")
     assert reaches_user.message_id == "broad-except.refuted" and reaches_user.severity is Severity.P3
     assert "`tests/test_compute.py::test_triple`" in reaches_user.evidence.text("en")
+
+
+def test_the_repositorys_own_subclass_swallowed_is_a_confirmed_p2(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "own")
+    (finding,) = [f for f in review.findings if f.rule == "caught-own-subclass"]
+    assert finding.severity is Severity.P2 and finding.evidence.kind is EvidenceKind.EXPERIMENT
+    assert finding.evidence.confirmed and not review.blocking
+    text = finding.evidence.text("en")
+    assert "raised `pkg.errors.UnsupportedGraphError` at pkg/compute.py:6" in text
+    assert "(`tests/test_compute.py::test_double`); 1 still passed" in text
 
 
 def test_the_cap_leaves_the_rest_unconfirmed_and_says_so(repo: Repo) -> None:
