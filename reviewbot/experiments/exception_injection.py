@@ -249,6 +249,15 @@ def _write(tree: Path, rel: str, text: str) -> None:
     target.write_text(text)
 
 
+def _same_test(test: str, ids: Mapping[str, object]) -> str:
+    """`test` as `ids` names it: itself, else the one id that ends with it or that it ends with
+    (pytest's node ids are relative to its rootdir, JUnit's are rebuilt from dotted class names)."""
+    if test in ids:
+        return test
+    matches = [i for i in ids if i.endswith("/" + test) or test.endswith("/" + i)]
+    return matches[0] if len(matches) == 1 else test
+
+
 def _judge(outcome: Outcome, spec: SuiteConfig, run: _Run, before: Mapping[str, str], hits: list[str]) -> None:
     """Add what one suite run with the injection showed to `outcome`."""
     outcome.tests_run += len(run.cases)
@@ -280,10 +289,10 @@ def _judge(outcome: Outcome, spec: SuiteConfig, run: _Run, before: Mapping[str, 
             outcome.problems.append(f"suite {spec.name} reached it outside pytest and exited with {run.returncode}")
         return
     for test in reached:
-        if before.get(test) != "passed":
+        if before.get(_same_test(test, before), "") != "passed":
             outcome.failing_before.append(test)
             continue
-        state, text = run.cases.get(test, ("missing", ""))
+        state, text = run.cases.get(_same_test(test, run.cases), ("missing", ""))
         if state == "passed":
             outcome.swallowed.append(test)
         elif MARKER in text or (state == "missing" and MARKER in run.log):
