@@ -28,6 +28,10 @@ without it:
   the error *propagated* to the test;
 - failed without `MARKER`: swallowed, but the fallback's result made the test fail.
 
+A catch-all whose `# noqa` gives a reason (`broad-except.noqa-reason`, `P3`) is respected and keeps
+its note with the experiment's evidence, unless the injected `AssertionError` was swallowed and the
+handler logs nothing: then it is `P0` `broad-except.noqa-silent`.
+
 Verdicts: swallowed in at least one test: the finding is confirmed (experiment evidence, the
 rule's `P0`, or `P2` for the repository's own subclass); propagated in every reaching test: refuted, the finding becomes a `P3-STYLE` note
 `<rule>.refuted` ("catches everything, but an injected X still propagated to the tests") backed by
@@ -58,6 +62,7 @@ from reviewbot.findings import Evidence, EvidenceKind, Finding
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import InjectionConfig, SuiteConfig
 from reviewbot.results.junit import node_id
+from reviewbot.rules.common import contains_logging
 from reviewbot.sandbox import Box, SandboxError, box, build_argv, child_env
 from reviewbot.severity import Severity
 from reviewbot.suites import SuiteResult
@@ -65,6 +70,7 @@ from reviewbot.suites import SuiteResult
 MARKER = "reviewbot injected"
 RULES = frozenset({"broad-except", "runtime-error-fallback"})
 OWN_SUBCLASS_RULE = "caught-own-subclass"
+NOQA_ID = "broad-except.noqa-reason"
 UNRESOLVED = "?unresolved "
 REFUTED_SEVERITY = Severity.P3
 SHOWN_TESTS = 4
@@ -82,7 +88,8 @@ def _no_progress(_: str) -> None:
 class Injection:
     """Where and what: `line` is the head line of the try body's first statement (the raise goes
     before it), `exception` the injected type as shown, `raise_expr` the expression raised, `setup`
-    code run first (one line, `;`-separated) and `resolved` an expression saying it found the class."""
+    code run first (one line, `;`-separated) and `resolved` an expression saying it found the class;
+    `logs`: the handler's body holds a logging call (or `print`/`warn`)."""
 
     finding: Finding
     line: int
@@ -91,6 +98,7 @@ class Injection:
     raise_expr: str
     setup: str = ""
     resolved: str = "True"
+    logs: bool = False
 
     @property
     def location(self) -> str:
@@ -117,10 +125,13 @@ class Outcome:
 
 def candidates(findings: Sequence[Finding]) -> list[Finding]:
     """The findings the experiment can confirm, with nothing but the pattern behind them: catch-alls
-    and `RuntimeError` fallbacks claiming `P0-BLOCKER` first, then `caught-own-subclass` (`P2`)."""
+    and `RuntimeError` fallbacks claiming `P0-BLOCKER` first, then `caught-own-subclass` (`P2`),
+    then catch-alls whose `# noqa` gives a reason (`P3`)."""
     pattern = [f for f in findings if f.evidence.kind is EvidenceKind.PATTERN]
-    return [f for f in pattern if f.rule in RULES and f.severity is Severity.P0] + [
-        f for f in pattern if f.rule == OWN_SUBCLASS_RULE
+    return [
+        *(f for f in pattern if f.rule in RULES and f.severity is Severity.P0),
+        *(f for f in pattern if f.rule == OWN_SUBCLASS_RULE),
+        *(f for f in pattern if f.message_id == NOQA_ID),
     ]
 
 
@@ -151,7 +162,8 @@ def plan(
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Try, ast.TryStar)):
             continue
-        if not any(h.lineno == finding.line_start for h in node.handlers):
+        handler = next((h for h in node.handlers if h.lineno == finding.line_start), None)
+        if handler is None:
             continue
         first = node.body[0]
         line_text = source.splitlines()[first.lineno - 1]
@@ -174,7 +186,8 @@ def plan(
         else:
             exception, expr = "AssertionError", "AssertionError"
         message = f"{MARKER} {exception} at {finding.path}:{first.lineno}"
-        return Injection(finding, first.lineno, indent, exception, f"{expr}({message!r})")
+        logs = contains_logging(handler.body)
+        return Injection(finding, first.lineno, indent, exception, f"{expr}({message!r})", logs=logs)
     return f"no try statement with a handler at line {finding.line_start}"
 
 
@@ -343,6 +356,16 @@ def refuted(finding: Finding, injection: Injection, surfaced: Evidence) -> Findi
     return note.with_evidence(surfaced, REFUTED_SEVERITY)
 
 
+def noqa_verdict(finding: Finding, injection: Injection, seen: Evidence) -> Finding:
+    """A catch-all whose `# noqa` gives a reason stays a respected `P3` note, backed by what the
+    experiment saw, unless it swallowed the injected `AssertionError` and its handler logs nothing:
+    then it is `P0` `broad-except.noqa-silent` (no reason makes a programmer error vanish safely)."""
+    if seen.message_id == "evidence.injection-swallowed" and not injection.logs:
+        silent = dataclasses.replace(finding, message_id="broad-except.noqa-silent")
+        return silent.with_evidence(seen, Severity.P0)
+    return finding.with_evidence(seen, finding.severity)
+
+
 def not_run(reason: str) -> Evidence:
     return Evidence(
         EvidenceKind.PATTERN, "evidence.experiment-not-run", {"experiment": "exception injection", "reason": reason}
@@ -459,6 +482,8 @@ def _try_one(
         f"exception injection: {injection.location}: swallowed in {len(outcome.swallowed) + len(outcome.noticed)}, "
         f"propagated in {len(outcome.propagated)} test(s) of {outcome.tests_run}"
     )
+    if finding.message_id == NOQA_ID:
+        return noqa_verdict(finding, injection, result)
     if result.message_id == "evidence.injection-surfaced":
         return refuted(finding, injection, result)
     return finding.with_evidence(result, severity)

@@ -76,10 +76,25 @@ def halve(x):
         return x / 2
     except Exception:
         return 0
+
+
+def negate(x):
+    try:
+        return -fast(x) // 2
+    except Exception:  # noqa: BLE001 - an optional speed-up; the plain path is always correct
+        return -x
+
+
+def absolute(x):
+    try:
+        return abs(fast(x)) // 2
+    except Exception:  # noqa: BLE001 - an optional speed-up; the plain path is always correct
+        logger.exception("fast path failed")
+        return abs(x)
 '''
 
 TESTS = """
-from pkg.compute import double, quadruple, triple
+from pkg.compute import absolute, double, negate, quadruple, triple
 
 
 def test_double():
@@ -92,6 +107,14 @@ def test_triple():
 
 def test_quadruple():
     assert quadruple(2) == 8
+
+
+def test_negate():
+    assert negate(3) == -3
+
+
+def test_absolute():
+    assert absolute(-3) == 3
 """
 
 # two catch-alls converting into the type `double` falls back on
@@ -198,7 +221,9 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo.branch("mixed")
     repo.commit({"pkg/compute.py": MIXED, "tests/test_compute.py": TESTS}, "fallbacks")
     repo.branch("converts", "main")
-    repo.commit({"pkg/compute.py": CONVERTS, "tests/test_compute.py": TESTS.replace(", quadruple", "")}, "converts")
+    convert_tests = "from pkg.compute import double, triple\n\n\ndef test_double():\n    assert double(3) == 6\n\n\n"
+    convert_tests += "def test_triple():\n    assert triple(3) == 9\n"
+    repo.commit({"pkg/compute.py": CONVERTS, "tests/test_compute.py": convert_tests}, "converts")
     repo.branch("own", "main")
     repo.commit({"pkg/errors.py": OWN_ERRORS, "pkg/cache.py": OWN_CACHE, "pkg/compute.py": OWN}, "own subclass")
     repo.branch("runtime", "main")
@@ -217,7 +242,8 @@ def _at(review, repo: Repo, branch: str, text: str):
 
 
 def test_swallowed_confirmed_reraised_refuted_unreached_unconfirmed(repo: Repo) -> None:
-    review = run_review(repo.path, "main", "mixed")
+    config = dataclasses.replace(load_config(repo.path, "mixed"), injection=InjectionConfig(max_handlers=6))
+    review = run_review(repo.path, "main", "mixed", config=config)
     assert [r.status for r in review.suite_results] == ["passed"]
     assert "exception_injection" in review.timings
 
@@ -253,8 +279,16 @@ def test_swallowed_confirmed_reraised_refuted_unreached_unconfirmed(repo: Repo) 
     assert unreached.severity is Severity.P2 and unreached.evidence.kind is EvidenceKind.PATTERN
     assert unreached.evidence.text("en") == (
         "unconfirmed (would be P0-BLOCKER with proof): no test executes this try body "
-        "(3 candidate test(s) ran with an exception injected there); add one that reaches it"
+        "(5 candidate test(s) ran with an exception injected there); add one that reaches it"
     )
+    # a noqa with a reason is respected unless the error vanished without a log record
+    silent, _ = _at(review, repo, "mixed", "def negate")
+    assert (silent.message_id, silent.severity) == ("broad-except.noqa-silent", Severity.P0)
+    assert silent.evidence.confirmed and "`tests/test_compute.py::test_negate`" in silent.evidence.text("en")
+    assert "(an optional speed-up; the plain path is always correct)" in silent.message
+    logged, _ = _at(review, repo, "mixed", "def absolute")
+    assert (logged.message_id, logged.severity) == ("broad-except.noqa-reason", Severity.P3)
+    assert "`tests/test_compute.py::test_absolute`); 1 still passed" in logged.evidence.text("en")
     # the worktree was the experiment's: the user's checkout is untouched
     assert MARKER not in (repo.path / "pkg/compute.py").read_text()
 
@@ -289,9 +323,15 @@ def test_the_cap_leaves_the_rest_unconfirmed_and_says_so(repo: Repo) -> None:
     review = run_review(repo.path, "main", "mixed", config=config)
     tried, _ = _at(review, repo, "mixed", "def double")
     assert tried.severity is Severity.P0 and tried.evidence.confirmed
-    for name in ("def triple", "def quadruple", "def halve"):
+    for name, severity in [
+        ("def triple", Severity.P2),
+        ("def quadruple", Severity.P2),
+        ("def halve", Severity.P2),
+        ("def negate", Severity.P3),  # the noqa notes come last
+        ("def absolute", Severity.P3),
+    ]:
         untried, _ = _at(review, repo, "mixed", name)
-        assert untried.severity is Severity.P2
+        assert untried.severity is severity
         assert untried.evidence.message_id == "evidence.injection-cap"
         assert "tries at most 1 handler(s) per review" in untried.evidence.text("en")
 
