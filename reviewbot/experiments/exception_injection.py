@@ -170,7 +170,7 @@ def plan(
         indent = line_text[: first.col_offset]
         if first.lineno == node.lineno or indent.strip():
             return "the try body starts on the `try:` line, so no line can be inserted before it"
-        setup, resolved = "", "True"
+        setup, resolved, logs = "", "True", contains_logging(handler.body)
         if finding.rule == OWN_SUBCLASS_RULE:
             own = _own_class(finding, classes)
             if isinstance(own, str):
@@ -178,7 +178,7 @@ def plan(
             exception, setup, resolved = own
             message = repr(f"{MARKER} {exception} at {finding.path}:{first.lineno}")
             raise_expr = f"(_rb_c.__new__(_rb_c, {message}) if {resolved} else AssertionError({message}))"
-            return Injection(finding, first.lineno, indent, exception, raise_expr, setup, resolved)
+            return Injection(finding, first.lineno, indent, exception, raise_expr, setup, resolved, logs)
         if finding.rule == "runtime-error-fallback":
             if not torch_importable:
                 return "torch is not importable here, so torch.OutOfMemoryError cannot be injected"
@@ -186,7 +186,6 @@ def plan(
         else:
             exception, expr = "AssertionError", "AssertionError"
         message = f"{MARKER} {exception} at {finding.path}:{first.lineno}"
-        logs = contains_logging(handler.body)
         return Injection(finding, first.lineno, indent, exception, f"{expr}({message!r})", logs=logs)
     return f"no try statement with a handler at line {finding.line_start}"
 
@@ -333,6 +332,7 @@ def evidence(injection: Injection, outcome: Outcome) -> tuple[Evidence, Severity
             "passed": len(outcome.swallowed),
             "noticed": len(outcome.noticed),
             "propagated": len(outcome.propagated),
+            "logs": injection.logs,
         }
         return Evidence(EvidenceKind.EXPERIMENT, "evidence.injection-swallowed", params), finding.severity
     if outcome.propagated and not outcome.problems:

@@ -255,7 +255,7 @@ def test_swallowed_confirmed_reraised_refuted_unreached_unconfirmed(repo: Repo) 
     text = swallowed.evidence.text("en")
     assert f"raised `AssertionError` at pkg/compute.py:{first_body_line}" in text
     assert "1 test(s) reached it (`tests/test_compute.py::test_double`)" in text
-    assert "1 still passed" in text and "swallowed it" in text
+    assert "1 still passed" in text and "swallowed it (the handler has a logging call)" in text
     assert "异常注入实验" in swallowed.evidence.text("zh")
     assert review.blocking
 
@@ -285,6 +285,7 @@ def test_swallowed_confirmed_reraised_refuted_unreached_unconfirmed(repo: Repo) 
     silent, _ = _at(review, repo, "mixed", "def negate")
     assert (silent.message_id, silent.severity) == ("broad-except.noqa-silent", Severity.P0)
     assert silent.evidence.confirmed and "`tests/test_compute.py::test_negate`" in silent.evidence.text("en")
+    assert silent.evidence.text("en").endswith("swallowed it (the handler has no logging call)")
     assert "(an optional speed-up; the plain path is always correct)" in silent.message
     logged, _ = _at(review, repo, "mixed", "def absolute")
     assert (logged.message_id, logged.severity) == ("broad-except.noqa-reason", Severity.P3)
