@@ -3,7 +3,11 @@ bfloat16) through eager, ``@magi_compile`` with ``cudagraph_mode`` NONE / PIECEW
 ``torch.compile(mode="reduce-overhead")``, in interleaved rounds; prints per-call figures and the
 capture time and memory per size (docs/benchmarks.md, docs/cudagraphs.md).
 
-Usage: ``python benchmarks/cudagraph_latency.py [--rounds 30] [--calls 200]`` on a CUDA machine,
+With ``--split`` each layer's activation is a custom op (``magi_bench_cg::act``, GELU) named in
+``splitting_ops``: PIECEWISE then runs it eagerly between 9 captured pieces (copying its outputs
+into the next piece's static buffers), FULL compiles it in (``disable_graph_split``).
+
+Usage: ``python benchmarks/cudagraph_latency.py [--rounds 30] [--calls 200] [--split]`` on a CUDA machine,
 with ``MAGI_COMPILE_CACHE_ROOT_DIR`` and ``TORCHINDUCTOR_CACHE_DIR`` pointing at scratch dirs.
 """
 
@@ -21,22 +25,41 @@ from magi_compiler import magi_compile
 from magi_compiler.cudagraph import capture_records
 
 LAYERS, HIDDEN, BATCH, SEQ = 8, 1024, 2, 16
+SPLIT_OP = "magi_bench_cg::act"
 
 
-def build_model() -> torch.nn.Module:
+@torch.library.custom_op(SPLIT_OP, mutates_args=())
+def act(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.gelu(x)
+
+
+@act.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+class SplitGELU(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.magi_bench_cg.act(x)
+
+
+def build_model(split: bool) -> torch.nn.Module:
     torch.manual_seed(0)
     layers: list[torch.nn.Module] = []
     for _ in range(LAYERS):
-        layers += [torch.nn.Linear(HIDDEN, HIDDEN), torch.nn.GELU()]
+        layers += [torch.nn.Linear(HIDDEN, HIDDEN), SplitGELU() if split else torch.nn.GELU()]
     return torch.nn.Sequential(*layers).to("cuda", torch.bfloat16).eval()
 
 
-def contenders(model: torch.nn.Module) -> dict:
+def contenders(model: torch.nn.Module, split: bool) -> dict:
     out = {"eager": model}
     for mode in ("NONE", "PIECEWISE", "FULL"):
+        patch: dict = {"cudagraph_mode": mode}
+        if split:
+            patch |= {"splitting_ops": [SPLIT_OP], "disable_graph_split": mode == "FULL"}
         instance = copy.deepcopy(model)
         out[f"magi_{mode.lower()}"] = magi_compile(
-            instance, method_name="forward", dynamic_arg_dims={"input": 0}, config_patch={"cudagraph_mode": mode}
+            instance, method_name="forward", dynamic_arg_dims={"input": 0}, config_patch=patch
         )
     reduce_overhead = torch.compile(copy.deepcopy(model), mode="reduce-overhead", fullgraph=True)
 
@@ -52,11 +75,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--split", action="store_true", help="a splitting op after every linear layer")
     args = parser.parse_args()
-    model = build_model()
+    model = build_model(args.split)
     x = torch.randn(BATCH, SEQ, HIDDEN, device="cuda", dtype=torch.bfloat16)
     torch._dynamo.mark_dynamic(x, 0)
-    runs = contenders(model)
+    runs = contenders(model, args.split)
     first_call_s = {}
     with torch.no_grad():
         expected = model(x)
