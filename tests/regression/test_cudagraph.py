@@ -187,3 +187,17 @@ def test_reallocated_weights_are_recaptured_never_replayed_stale(cache_env, magi
             close(compiled(x), eager(model, x))
     warnings = [r.getMessage() for r in magi_log.records if "reallocated" in r.getMessage()]
     assert len(warnings) == 2, warnings
+
+
+def test_size_one_compiles_a_static_graph_that_is_captured_too(cache_env):
+    model, compiled = compiled_net("piecewise")
+    with torch.no_grad():
+        x = torch.randn(4, 16, HIDDEN, device="cuda")
+        close(compiled(x), eager(model, x))
+        one = torch.randn(1, 16, HIDDEN, device="cuda")
+        with compilation_counter.expect(num_cudagraph_captures=1, num_backend_compilations=1):
+            close(compiled(one), eager(model, one))
+        with compilation_counter.expect(num_cudagraph_replays=2, num_cudagraph_captures=0):
+            close(compiled(one), eager(model, one))
+            close(compiled(x), eager(model, x))
+    assert capture_records[-1].size == 0, "a static graph is captured once, at its one shape"
