@@ -23,6 +23,7 @@ from magi_compiler.cudagraph import (
     slice_outputs,
     static_addresses,
     unstable_piece_args,
+    wrap_compiled_graph,
 )
 from magi_compiler.log import logger
 from magi_compiler.splitting import split_graph
@@ -232,3 +233,15 @@ def test_cudagraph_mode_on_cpu_logs_once_and_runs_as_none(module_cache_env, magi
     state = get_entry_state(model)
     reason = "the graph's inputs are not all on CUDA" if torch.cuda.is_available() else "CUDA is not available"
     assert lines == [f"{state.model_name}: cudagraph_mode={mode} does not apply ({reason}); running as NONE"]
+
+
+def test_a_graph_that_cannot_be_padded_runs_without_graphs_and_says_why(magi_log):
+    def compiled(*args):
+        return args
+
+    reason = "it has 2 dynamic sizes ['s0', 's1']; padding needs exactly one"
+    wrapped = wrap_compiled_graph(reason, compiled, CudaGraphMode.PIECEWISE, [2, 4], "model_7 graph 0", None)
+    assert wrapped is compiled
+    assert [r.getMessage() for r in magi_log.records] == [
+        f"model_7 graph 0: cudagraph_mode=PIECEWISE does not apply to this graph: {reason}"
+    ]
