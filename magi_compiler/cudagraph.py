@@ -51,6 +51,7 @@ from typing import Any
 
 import torch
 from torch import fx
+from torch._dynamo.source import LocalSource
 
 from magi_compiler.config import CudaGraphMode
 from magi_compiler.counters import compilation_counter
@@ -161,7 +162,7 @@ def plan_graph(gm: fx.GraphModule) -> GraphPlan | str:
         if len(dims) > 1:
             return f"input {node.name} has the dynamic size on more than one dim"
         grapharg = node.meta.get("grapharg")
-        is_local = getattr(getattr(grapharg, "source", None), "local_name", None) is not None
+        is_local = grapharg is not None and isinstance(grapharg.source, LocalSource)
         if dims or is_local:
             if not _is_contiguous(value):
                 return f"input {node.name} is not contiguous"
