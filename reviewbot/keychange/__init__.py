@@ -301,8 +301,8 @@ def detect_key_change(
 
     `config` gives the roots and the probe at head; `base_config` (default: `config`) at base, so a
     change that moves the key's module (and updates `.reviewbot.yml`) is still compared correctly.
-    `require_roots`: raise `ConfigError` for a root (of either configuration) that names nothing
-    at either revision, before anything runs.
+    `require_roots`: raise `ConfigError` for a root of `config` that names nothing at either
+    revision, before anything runs (one only the base's configuration names is logged).
     """
     git = repo if isinstance(repo, GitRepo) else GitRepo(repo)
     base, head = git.rev_parse(base_ref), git.rev_parse(head_ref)
@@ -312,7 +312,10 @@ def detect_key_change(
     every_root = tuple(dict.fromkeys([*roots, *base_roots]))
     at_base = set(resolvable_roots(git, base, every_root))
     at_head = set(resolvable_roots(git, head, every_root))
-    missing = [root for root in every_root if root not in at_base and root not in at_head]
+    missing = [root for root in roots if root not in at_base and root not in at_head]
+    stale_base = [root for root in base_roots if root not in roots and root not in at_base and root not in at_head]
+    if stale_base:  # the merge base's own file is wrong: not this change's to fix
+        logger.warning("the merge base's cache_key.roots %s name nothing at either revision", stale_base)
     if require_roots and missing:
         raise ConfigError(
             f"cache_key.roots: {', '.join(repr(r) for r in missing)} names nothing at base {base[:12]} "

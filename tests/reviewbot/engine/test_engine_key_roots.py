@@ -19,7 +19,7 @@ from engine_gitrepos import Repo, sub
 from reviewbot.engine import run_review
 from reviewbot.findings import EvidenceKind
 from reviewbot.keychange import detect_key_change
-from reviewbot.repo_config import ConfigError, parse_config
+from reviewbot.repo_config import ConfigError, differing_keys, parse_config
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 METHOD_ROOT = "mycc.backend.MyBackend.cache_dir"
@@ -167,3 +167,19 @@ def test_cli_config_overrides_and_working_tree_warning(feature: Repo, tmp_path: 
 
     missing = _review(feature, "--config", str(tmp_path / "nope.yml"))
     assert missing.returncode == 2 and f"--config {tmp_path / 'nope.yml'}: no such file" in missing.stderr
+
+
+def test_only_the_reviewed_configuration_roots_must_resolve(repo: Repo) -> None:
+    head = parse_config(f"cache_key:\n  roots: [{METHOD_ROOT}]\n")
+    stale_base = parse_config("cache_key:\n  roots: [mycc.backend.gone]\n")
+    change = detect_key_change(repo.path, "main", "other-method", head, base_config=stale_base, require_roots=True)
+    assert change.roots == (METHOD_ROOT,)
+    with pytest.raises(ConfigError, match="'mycc.backend.gone' names nothing"):
+        detect_key_change(repo.path, "main", "other-method", stale_base, require_roots=True)
+
+
+def test_differing_keys_compares_values_not_text() -> None:
+    assert differing_keys("a: 1\nb: [x]\n", "# a comment\nb: [x]\na: 1\n") == []
+    assert differing_keys("a: 1\nb: 2\n", "a: 2\nb: 2\nc: 3\n") == ["a", "c"]
+    assert differing_keys(None, "a: 1\n") == ["a"] and differing_keys("a: 1\n", None) == ["a"]
+    assert differing_keys("a: 1\n", "a: [\n") is None and differing_keys("a: 1\n", "- a\n") is None
