@@ -157,7 +157,8 @@ def run(args: argparse.Namespace) -> int:
         unknown = [name for name in args.suites.split(",") if name not in config.suites]
         if unknown:
             configured = ", ".join(config.suites) or "none"
-            return _fail(f"--suites names unknown suite(s) {', '.join(unknown)}; configured at head: {configured}")
+            where = f"in {args.config}" if args.config is not None else "at head"
+            return _fail(f"--suites names unknown suite(s) {', '.join(unknown)}; configured {where}: {configured}")
     if args.pr_body is not None and not args.pr_body.is_file():
         return _fail(f"--pr-body {args.pr_body}: no such file")
     for note in notes:
