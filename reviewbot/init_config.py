@@ -45,6 +45,8 @@ from reviewbot.keychange.closure import (
     SOURCE_DIRS,
     ModuleIndex,
     ModuleInfo,
+    annotation_classes,
+    attribute_types,
     compute_closure,
     lookup_definition,
     resolvable_roots,
@@ -349,46 +351,6 @@ def _score(d: _Def) -> tuple[int, str]:
     return 0, ""
 
 
-def _annotation_classes(
-    index: ModuleIndex, mod: ModuleInfo, annotation: ast.expr | None
-) -> list[tuple[ModuleInfo, ast.ClassDef]]:
-    out: list[tuple[ModuleInfo, ast.ClassDef]] = []
-    if annotation is None:
-        return out
-    for sub in ast.walk(annotation):
-        name = sub.id if isinstance(sub, ast.Name) else sub.value if isinstance(sub, ast.Constant) else None
-        if not isinstance(name, str) or not name.isidentifier():
-            continue
-        target = lookup_definition(index, mod, name)
-        if target is not None and isinstance(target[0].defs.get(target[1]), ast.ClassDef):
-            out.append((target[0], target[0].defs[target[1]]))
-    return out
-
-
-def _self_attribute_types(
-    index: ModuleIndex, mod: ModuleInfo, cls: ast.ClassDef
-) -> dict[str, list[tuple[ModuleInfo, ast.ClassDef]]]:
-    """Attribute name -> repository classes it holds: class-level annotations, `self.x: T` and
-    `self.x = param` (annotated) or `self.x = T(...)` in any method."""
-    types: dict[str, list[tuple[ModuleInfo, ast.ClassDef]]] = {}
-    for stmt in cls.body:
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            types.setdefault(stmt.target.id, []).extend(_annotation_classes(index, mod, stmt.annotation))
-        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        params = {a.arg: a.annotation for a in [*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs]}
-        for sub in ast.walk(stmt):
-            if isinstance(sub, ast.AnnAssign) and isinstance(sub.target, ast.Attribute):
-                types.setdefault(sub.target.attr, []).extend(_annotation_classes(index, mod, sub.annotation))
-            elif isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Attribute):
-                attr = sub.targets[0].attr
-                if isinstance(sub.value, ast.Name) and sub.value.id in params:
-                    types.setdefault(attr, []).extend(_annotation_classes(index, mod, params[sub.value.id]))
-                elif isinstance(sub.value, ast.Call) and isinstance(sub.value.func, ast.Name):
-                    types.setdefault(attr, []).extend(_annotation_classes(index, mod, sub.value.func))
-    return types
-
-
 def _configs_read(index: ModuleIndex, d: _Def) -> list[tuple[str, str]]:
     """(class qualified name, how `d` reaches it) for the configuration classes `d` reads."""
     found: dict[str, str] = {}
@@ -408,11 +370,11 @@ def _configs_read(index: ModuleIndex, d: _Def) -> list[tuple[str, str]]:
     used = {sub.id for sub in ast.walk(d.node) if isinstance(sub, ast.Name)}
     for param in params:
         if param.arg in used:
-            for mod, cls in _annotation_classes(index, d.module, param.annotation):
+            for mod, cls in annotation_classes(index, d.module, param.annotation):
                 note(mod, cls, f"its parameter `{param.arg}`")
     if d.cls is not None and params:
         self_name = params[0].arg
-        attrs = _self_attribute_types(index, d.module, d.cls)
+        attrs = attribute_types(index, d.module, d.cls)
         for sub in ast.walk(d.node):
             if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == self_name:
                 for mod, cls in attrs.get(sub.attr, []):

@@ -315,6 +315,69 @@ def _follow_chain(
             todo.append((*target, None))
 
 
+def annotation_classes(
+    index: ModuleIndex, mod: ModuleInfo, annotation: ast.expr | None
+) -> list[tuple[ModuleInfo, ast.ClassDef]]:
+    """The repository classes named in a type annotation (or a called name) read in `mod`."""
+    out: list[tuple[ModuleInfo, ast.ClassDef]] = []
+    if annotation is None:
+        return out
+    for sub in ast.walk(annotation):
+        name = sub.id if isinstance(sub, ast.Name) else sub.value if isinstance(sub, ast.Constant) else None
+        if not isinstance(name, str) or not name.isidentifier():
+            continue
+        target = lookup_definition(index, mod, name)
+        if target is not None and isinstance(target[0].defs.get(target[1]), ast.ClassDef):
+            out.append((target[0], target[0].defs[target[1]]))
+    return out
+
+
+def attribute_types(
+    index: ModuleIndex, mod: ModuleInfo, cls: ast.ClassDef
+) -> dict[str, list[tuple[ModuleInfo, ast.ClassDef]]]:
+    """Attribute name -> repository classes it holds, read statically: class-level annotations,
+    and in any method `self.x: T`, `self.x = param` (an annotated parameter) or `self.x = T(...)`."""
+    types: dict[str, list[tuple[ModuleInfo, ast.ClassDef]]] = {}
+    for stmt in cls.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            types.setdefault(stmt.target.id, []).extend(annotation_classes(index, mod, stmt.annotation))
+        self_name = _self_name(stmt)
+        if self_name is None:
+            continue
+        assert isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+        params = {a.arg: a.annotation for a in [*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs]}
+        for sub in ast.walk(stmt):
+            target = sub.target if isinstance(sub, ast.AnnAssign) else None
+            if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
+                target = sub.targets[0]
+            if not (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == self_name
+            ):
+                continue
+            found = types.setdefault(target.attr, [])
+            if isinstance(sub, ast.AnnAssign):
+                found.extend(annotation_classes(index, mod, sub.annotation))
+            elif isinstance(sub.value, ast.Name) and sub.value.id in params:
+                found.extend(annotation_classes(index, mod, params[sub.value.id]))
+            elif isinstance(sub.value, ast.Call) and isinstance(sub.value.func, ast.Name):
+                found.extend(annotation_classes(index, mod, sub.value.func))
+    return types
+
+
+def _outer_chains(node: ast.AST, names: set[str]) -> list[list[str]]:
+    """Whole attribute chains (`self.a.b`, not also `self.a`) whose base is one of `names`."""
+    inner = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Attribute)}
+    chains: list[list[str]] = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and id(sub) not in inner:
+            attrs, base = unwind_attributes(sub)
+            if isinstance(base, ast.Name) and base.id in names:
+                chains.append([base.id, *reversed(attrs)])
+    return chains
+
+
 def _add_member(
     index: ModuleIndex,
     items: dict[str, ClosureItem],
@@ -325,7 +388,11 @@ def _add_member(
 ) -> None:
     """Add member `member` of class `cls_name` alone and queue what it references: members of the
     class through its first parameter or the class name (dispatched on `cls_name`, so a subclass's
-    override counts), other names as module-level definitions of the defining module."""
+    override counts); through an attribute of a known repository class (`attribute_types`), that
+    class's member (`self.compiler.hash()`: `Compiler.hash`), or the whole class when the object is
+    used otherwise (`asdict(self.config)`, or a member the repository does not define); the whole
+    class itself for a member it neither defines nor assigns (`self.model_dump()`); other names as
+    module-level definitions of the defining module."""
     found = find_member(index, mod, cls_name, member)
     if found is None:
         return
@@ -337,11 +404,27 @@ def _add_member(
     items[qual] = _item(index, qual, kind, owner_mod.path, node)
     own = {n for n in (_self_name(node), cls_name, owner_cls) if n}
     for chain in _referenced_names(node):
-        if chain[0] in own:
-            if len(chain) > 1 and chain[1] != member:
-                todo.append((mod, cls_name, chain[1]))
+        if chain[0] not in own:
+            _follow_chain(index, todo, owner_mod, chain, skip="")
+    cls = mod.defs.get(cls_name)
+    assert isinstance(cls, ast.ClassDef)
+    types: dict[str, list[tuple[ModuleInfo, ast.ClassDef]]] | None = None
+    for chain in _outer_chains(node, own):
+        if len(chain) < 2 or chain[1] == member:
             continue
-        _follow_chain(index, todo, owner_mod, chain, skip="")
+        if find_member(index, mod, cls_name, chain[1]) is not None:
+            todo.append((mod, cls_name, chain[1]))
+            continue
+        types = attribute_types(index, mod, cls) if types is None else types
+        if chain[0] != cls_name and chain[1] not in types:
+            # neither defined nor assigned by the class: inherited from outside the repository
+            # (`self.model_dump()`, `self.__dict__`), which sees the whole object
+            todo.append((mod, cls_name, None))
+        for held_mod, held in types.get(chain[1], []):
+            if len(chain) > 2 and find_member(index, held_mod, held.name, chain[2]) is not None:
+                todo.append((held_mod, held.name, chain[2]))
+            else:
+                todo.append((held_mod, held.name, None))
 
 
 def _follow_import(index: ModuleIndex, imp: tuple[str, str | None], rest: list[str]) -> tuple[ModuleInfo, str] | None:

@@ -183,3 +183,42 @@ def test_differing_keys_compares_values_not_text() -> None:
     assert differing_keys("a: 1\nb: 2\n", "a: 2\nb: 2\nc: 3\n") == ["a", "c"]
     assert differing_keys(None, "a: 1\n") == ["a"] and differing_keys("a: 1\n", None) == ["a"]
     assert differing_keys("a: 1\n", "a: [\n") is None and differing_keys("a: 1\n", "- a\n") is None
+
+
+CODEGEN = """
+
+class Codegen:
+    def fingerprint(self) -> str:
+        return "codegen-1"
+
+    def emit(self, graph_code: str) -> str:
+        return graph_code
+"""
+
+
+def test_a_method_root_follows_attributes_of_known_classes(tmp_path: Path) -> None:
+    backend = sub(
+        BACKEND, "        self.compiled = 0\n", "        self.compiled = 0\n        self.codegen = Codegen()\n"
+    )
+    backend = sub(backend, "self._version()])", "self._version(), self.codegen.fingerprint()])") + CODEGEN
+    repo = compiler_repo(tmp_path / "mycc", None, {"mycc/backend.py": backend})
+    changes = {
+        "emit": {"mycc/backend.py": sub(backend, "        return graph_code\n", "        return graph_code.strip()\n")},
+        "fingerprint": {"mycc/backend.py": sub(backend, '"codegen-1"', '"codegen-2"')},
+        "config-field": {
+            "mycc/config.py": sub(
+                CONFIG, "    opt_level: int = 2\n", "    opt_level: int = 2\n    fast: bool = False\n"
+            )
+        },
+    }
+    for branch, files in changes.items():
+        repo.branch(branch, "main")
+        repo.commit(files, branch)
+    config = parse_config(f"cache_key:\n  roots: [{METHOD_ROOT}]\n")
+
+    def changed(branch: str) -> list[str]:
+        return [c.name for c in detect_key_change(repo.path, "main", branch, config, probe=False).closure_changes]
+
+    assert changed("emit") == []  # another method of the held object
+    assert changed("fingerprint") == ["mycc.backend.Codegen.fingerprint"]  # `self.codegen.fingerprint()`
+    assert changed("config-field") == ["mycc.config.CompileConfig"]  # `self.config` hashed whole
