@@ -3,6 +3,12 @@
 Speedup vs eager is ``eager_median / median`` (above 1: faster than eager); the ratio vs
 ``torch.compile`` is ``median / torch_compile_median`` (below 1: faster than torch.compile;
 the H200 target is <= 1.03). Medians, not means, so one preempted sample cannot move them.
+
+Stability is ``block_median_spread``: the samples, in time order, are cut into consecutive
+blocks of ``STABILITY_BLOCK`` calls, and the spread is the largest block median over the
+smallest. One call preempted by the scheduler moves a single sample's max/min but not a
+block median; a program whose calls drift or stall periodically (recompiles, re-recorded
+graphs, allocator growth, a collection every N calls) moves the block medians.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
+
+STABILITY_BLOCK = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,6 +32,8 @@ class Summary:
     stdev: float
     p10: float
     p90: float
+    blocks: int
+    block_median_spread: float
 
     def as_dict(self) -> dict[str, float]:
         return dataclasses.asdict(self)
@@ -42,12 +52,25 @@ def percentile(samples: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+def block_medians(samples: Sequence[float], block: int = STABILITY_BLOCK) -> list[float]:
+    """Medians of consecutive blocks of ``block`` samples (a last partial block is dropped;
+    fewer than ``block`` samples make one block of all of them)."""
+    if block < 1:
+        raise ValueError(f"block must be >= 1, got {block}")
+    if not samples:
+        raise ValueError("block medians of an empty sample list")
+    count = max(1, len(samples) // block)
+    size = block if len(samples) >= block else len(samples)
+    return [statistics.median(samples[i * size : (i + 1) * size]) for i in range(count)]
+
+
 def summarize(samples: Sequence[float]) -> Summary:
-    """Summary of positive timing samples; ``ValueError`` on an empty list or a sample <= 0."""
+    """Summary of positive timing samples in time order; ``ValueError`` on an empty list or a sample <= 0."""
     if not samples:
         raise ValueError("cannot summarize an empty sample list")
     if min(samples) <= 0:
         raise ValueError(f"timing samples must be positive, got min {min(samples)}")
+    medians = block_medians(samples)
     return Summary(
         n=len(samples),
         median=statistics.median(samples),
@@ -58,6 +81,8 @@ def summarize(samples: Sequence[float]) -> Summary:
         stdev=statistics.stdev(samples) if len(samples) > 1 else 0.0,
         p10=percentile(samples, 10),
         p90=percentile(samples, 90),
+        blocks=len(medians),
+        block_median_spread=max(medians) / min(medians),
     )
 
 

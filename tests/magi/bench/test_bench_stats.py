@@ -17,7 +17,9 @@ def test_summarize_known_samples():
     assert math.isclose(summary.stdev, math.sqrt(2.5))
     assert math.isclose(summary.p10, 1.4)
     assert math.isclose(summary.p90, 4.6)
-    assert set(summary.as_dict()) == {"n", "median", "mean", "min", "max", "max_over_min", "stdev", "p10", "p90"}
+    assert set(summary.as_dict()) == {
+        "n", "median", "mean", "min", "max", "max_over_min", "stdev", "p10", "p90", "blocks", "block_median_spread"
+    }
 
 
 def test_summarize_even_count_median_and_single_sample():
@@ -48,3 +50,18 @@ def test_speedup_and_ratio_use_medians():
     baseline = stats.summarize([4.0, 4.0, 4.0])
     assert stats.speedup(eager, compiled) == 2.0
     assert stats.ratio(compiled, baseline) == 1.25
+
+
+def test_block_median_spread_ignores_single_outliers_but_not_drift():
+    steady = [1.0] * 40
+    steady[7] = steady[23] = 50.0  # two preempted calls
+    summary = stats.summarize(steady)
+    assert summary.max_over_min == 50.0
+    assert (summary.blocks, summary.block_median_spread) == (4, 1.0)
+    drifting = [1.0 + i // 10 * 0.25 for i in range(40)]  # every block 25% slower than the last
+    assert stats.block_medians(drifting) == [1.0, 1.25, 1.5, 1.75]
+    assert stats.summarize(drifting).block_median_spread == 1.75
+    assert stats.block_medians([3.0, 1.0, 2.0]) == [2.0]
+    assert stats.block_medians(list(range(1, 26)), block=10) == [5.5, 15.5]
+    with pytest.raises(ValueError):
+        stats.block_medians([1.0], block=0)
