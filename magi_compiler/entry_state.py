@@ -47,6 +47,7 @@ from magi_compiler.backend import CacheMissError, MagiBackend, model_name
 from magi_compiler.config import CompileConfig, CompileMode
 from magi_compiler.counters import compilation_counter
 from magi_compiler.log import logger
+from magi_compiler.swapped_code import call_without_dynamo, relink
 
 DynamicArgDims = Mapping[str, int | Sequence[int]] | None
 
@@ -223,7 +224,9 @@ class EntryState:
             swapped = self._swapped.get(self._dispatch_signature(args, kwargs))
             if swapped is not None:
                 compilation_counter.num_swapped_calls += 1
-                return swapped(*args, **kwargs) if self.bound_self is None else swapped(self.bound_self, *args, **kwargs)
+                if self.bound_self is not None:
+                    args = (self.bound_self, *args)
+                return call_without_dynamo(swapped, *args, **kwargs)
         full_args = self._full_args(args)
         mode = self.config.compile_mode
         if mode is CompileMode.NONE or torch.compiler.is_compiling():
@@ -298,8 +301,14 @@ class EntryState:
         return output
 
     def _function_for(self, code: types.CodeType) -> Callable[..., Any]:
+        """The swapped-in function: ``code`` relinked (:mod:`magi_compiler.swapped_code`) with the
+        entry's globals, defaults and closure; it runs under ``call_without_dynamo`` only."""
         swapped = types.FunctionType(
-            code, self.fn.__globals__, self.fn.__name__, self.fn.__defaults__, self.fn.__closure__
+            relink(code, self.fn.__globals__),
+            self.fn.__globals__,
+            self.fn.__name__,
+            self.fn.__defaults__,
+            self.fn.__closure__,
         )
         swapped.__kwdefaults__ = self.fn.__kwdefaults__
         return swapped

@@ -48,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device)
     dtype = getattr(torch, args.dtype)
-    spec = simple_spec(ModelDims(hidden=args.hidden, seq=args.seq, layers=args.layers, batch=args.batch, heads=args.heads))
+    spec = simple_spec(
+        ModelDims(hidden=args.hidden, seq=args.seq, layers=args.layers, batch=args.batch, heads=args.heads)
+    )
     (contender,) = build_contenders(spec, device, dtype, args.magi_cache_dir, names=(args.contender,))
     torch.manual_seed(1)
     x = spec.build().example_input(device, dtype)

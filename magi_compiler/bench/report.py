@@ -129,9 +129,7 @@ def timing_section(
                 "summary": None if summary is None else summary.as_dict(),
                 "speedup_vs_eager": None if summary is None else stats.speedup(summaries[REFERENCE], summary),
                 "ratio_vs_torch_compile": (
-                    stats.ratio(summary, summaries[BASELINE])
-                    if summary is not None and BASELINE in summaries
-                    else None
+                    stats.ratio(summary, summaries[BASELINE]) if summary is not None and BASELINE in summaries else None
                 ),
                 "first_call_s": run.first_call_s,
                 "graphs_compiled": run.graphs_compiled,
@@ -274,7 +272,9 @@ def validate_document(doc: Any) -> None:
             if summary is None:
                 problems.append(f"{where}.summary: null for a contender that ran")
                 continue
-            _check_fields(summary, {f.name: float for f in dataclasses.fields(stats.Summary)}, f"{where}.summary", problems)
+            _check_fields(
+                summary, {f.name: float for f in dataclasses.fields(stats.Summary)}, f"{where}.summary", problems
+            )
     dynamic = doc.get("dynamic")
     if dynamic is not None:
         _check_fields(
@@ -403,7 +403,16 @@ def format_dynamic_section(section: dict[str, Any]) -> str:
                 "yes" if c["outputs_match"] else "NO",
             ]
         )
-    header = ["contender", "first pass s", "steady pass s", "total s", "graphs 1st", "graphs later", "rel err", "output ok"]
+    header = [
+        "contender",
+        "first pass s",
+        "steady pass s",
+        "total s",
+        "graphs 1st",
+        "graphs later",
+        "rel err",
+        "output ok",
+    ]
     dims = section["dims"]
     caption = (
         f"dynamic batch: {section['model']} (hidden {dims['hidden']}, seq {dims['seq']}, layers {dims['layers']}), "

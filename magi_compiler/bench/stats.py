@@ -60,7 +60,7 @@ def block_medians(samples: Sequence[float], block: int = STABILITY_BLOCK) -> lis
     if not samples:
         raise ValueError("block medians of an empty sample list")
     count = max(1, len(samples) // block)
-    size = block if len(samples) >= block else len(samples)
+    size = min(block, len(samples))
     return [statistics.median(samples[i * size : (i + 1) * size]) for i in range(count)]
 
 

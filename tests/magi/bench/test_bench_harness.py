@@ -31,7 +31,9 @@ def test_cuda_contenders_are_skipped_on_cpu_with_a_reason(tmp_path):
         ("magi_full_cudagraph", "needs CUDA (Magi CUDA graphs)"),
     ]
     assert built[1].call is None and built[2].call is None
-    runs = run_interleaved(built, built[0].call.example_input(CPU, torch.float32), Timer(CPU), 3, 0, Progress(enabled=False))
+    runs = run_interleaved(
+        built, built[0].call.example_input(CPU, torch.float32), Timer(CPU), 3, 0, Progress(enabled=False)
+    )
     assert [r.name for r in runs] == [c.name for c in built]
     assert [len(r.samples) for r in runs] == [3, 0, 0, 3]
     assert runs[1].skipped and runs[3].outputs_match and runs[3].graphs_compiled == 1

@@ -18,7 +18,17 @@ def test_summarize_known_samples():
     assert math.isclose(summary.p10, 1.4)
     assert math.isclose(summary.p90, 4.6)
     assert set(summary.as_dict()) == {
-        "n", "median", "mean", "min", "max", "max_over_min", "stdev", "p10", "p90", "blocks", "block_median_spread"
+        "n",
+        "median",
+        "mean",
+        "min",
+        "max",
+        "max_over_min",
+        "stdev",
+        "p10",
+        "p90",
+        "blocks",
+        "block_median_spread",
     }
 
 
