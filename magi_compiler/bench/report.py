@@ -10,7 +10,7 @@ output of fresh processes, cold vs warm cache, s). A timing section lists its co
 run order, each with every sample; a contender that could not run here has a ``skipped``
 reason, no samples and null figures. Readers must check ``schema_version``; a change of
 meaning of any field bumps it (2: ``skipped``, the summary's ``blocks`` and
-``block_median_spread``, the ``attention`` and ``dynamic`` sections, ``dims.heads``).
+``block_median_spread``, ``block_p25_spread``, the ``attention`` and ``dynamic`` sections, ``dims.heads``).
 """
 
 from __future__ import annotations
@@ -351,6 +351,7 @@ def format_timing_section(title: str, section: dict[str, Any]) -> str:
                 f"{s['max']:.4g}",
                 f"{s['max_over_min']:.3f}",
                 f"{s['block_median_spread']:.3f}",
+                f"{s['block_p25_spread']:.3f}",
                 f"{c['speedup_vs_eager']:.3f}x",
                 "-" if ratio is None else f"{ratio:.3f}",
                 str(c["graphs_compiled"]),
@@ -366,7 +367,8 @@ def format_timing_section(title: str, section: dict[str, Any]) -> str:
         f"min {unit}",
         f"max {unit}",
         "max/min",
-        f"spread/{stats.STABILITY_BLOCK}",
+        "blk median spread",
+        "blk p25 spread",
         "vs eager",
         "vs torch.compile",
         "graphs",

@@ -4,11 +4,13 @@ Speedup vs eager is ``eager_median / median`` (above 1: faster than eager); the 
 ``torch.compile`` is ``median / torch_compile_median`` (below 1: faster than torch.compile;
 the H200 target is <= 1.03). Medians, not means, so one preempted sample cannot move them.
 
-Stability is ``block_median_spread``: the samples, in time order, are cut into consecutive
-blocks of ``STABILITY_BLOCK`` calls, and the spread is the largest block median over the
-smallest. One call preempted by the scheduler moves a single sample's max/min but not a
-block median; a program whose calls drift or stall periodically (recompiles, re-recorded
-graphs, allocator growth, a collection every N calls) moves the block medians.
+Stability: the samples, in time order, are cut into ``STABILITY_BLOCKS`` consecutive blocks
+of many calls; ``block_median_spread`` is the largest block median over the smallest, and
+``block_p25_spread`` the same for the blocks' lower quartiles. One call preempted by the
+scheduler moves a single sample's max/min but not a block median; a program whose calls
+drift or stall (recompiles, re-recorded graphs, allocator growth, a collection every few
+calls) moves the block medians, and a drift that slows most calls moves the lower quartiles
+too, which a shared CPU's bursts of load (slowing part of a block's calls) leave alone.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-STABILITY_BLOCK = 10
+STABILITY_BLOCKS = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +36,7 @@ class Summary:
     p90: float
     blocks: int
     block_median_spread: float
+    block_p25_spread: float
 
     def as_dict(self) -> dict[str, float]:
         return dataclasses.asdict(self)
@@ -52,16 +55,20 @@ def percentile(samples: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def block_medians(samples: Sequence[float], block: int = STABILITY_BLOCK) -> list[float]:
-    """Medians of consecutive blocks of ``block`` samples (a last partial block is dropped;
-    fewer than ``block`` samples make one block of all of them)."""
-    if block < 1:
-        raise ValueError(f"block must be >= 1, got {block}")
+def blocks(samples: Sequence[float], count: int = STABILITY_BLOCKS) -> list[Sequence[float]]:
+    """``samples`` cut into ``count`` consecutive blocks of equal size (the remainder of the
+    division is dropped from the end; fewer samples than ``count`` make one block each)."""
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
     if not samples:
-        raise ValueError("block medians of an empty sample list")
-    count = max(1, len(samples) // block)
-    size = min(block, len(samples))
-    return [statistics.median(samples[i * size : (i + 1) * size]) for i in range(count)]
+        raise ValueError("blocks of an empty sample list")
+    count = min(count, len(samples))
+    size = len(samples) // count
+    return [samples[i * size : (i + 1) * size] for i in range(count)]
+
+
+def _spread(values: Sequence[float]) -> float:
+    return max(values) / min(values)
 
 
 def summarize(samples: Sequence[float]) -> Summary:
@@ -70,7 +77,7 @@ def summarize(samples: Sequence[float]) -> Summary:
         raise ValueError("cannot summarize an empty sample list")
     if min(samples) <= 0:
         raise ValueError(f"timing samples must be positive, got min {min(samples)}")
-    medians = block_medians(samples)
+    cut = blocks(samples)
     return Summary(
         n=len(samples),
         median=statistics.median(samples),
@@ -81,8 +88,9 @@ def summarize(samples: Sequence[float]) -> Summary:
         stdev=statistics.stdev(samples) if len(samples) > 1 else 0.0,
         p10=percentile(samples, 10),
         p90=percentile(samples, 90),
-        blocks=len(medians),
-        block_median_spread=max(medians) / min(medians),
+        blocks=len(cut),
+        block_median_spread=_spread([statistics.median(block) for block in cut]),
+        block_p25_spread=_spread([percentile(block, 25) for block in cut]),
     )
 
 

@@ -29,6 +29,7 @@ def test_summarize_known_samples():
         "p90",
         "blocks",
         "block_median_spread",
+        "block_p25_spread",
     }
 
 
@@ -62,16 +63,21 @@ def test_speedup_and_ratio_use_medians():
     assert stats.ratio(compiled, baseline) == 1.25
 
 
-def test_block_median_spread_ignores_single_outliers_but_not_drift():
+def test_block_spreads_ignore_single_outliers_but_not_drift():
     steady = [1.0] * 40
     steady[7] = steady[23] = 50.0  # two preempted calls
     summary = stats.summarize(steady)
     assert summary.max_over_min == 50.0
-    assert (summary.blocks, summary.block_median_spread) == (4, 1.0)
+    assert (summary.blocks, summary.block_median_spread, summary.block_p25_spread) == (4, 1.0, 1.0)
     drifting = [1.0 + i // 10 * 0.25 for i in range(40)]  # every block 25% slower than the last
-    assert stats.block_medians(drifting) == [1.0, 1.25, 1.5, 1.75]
+    assert [list(b) for b in stats.blocks(drifting)] == [[1.0 + k * 0.25] * 10 for k in range(4)]
     assert stats.summarize(drifting).block_median_spread == 1.75
-    assert stats.block_medians([3.0, 1.0, 2.0]) == [2.0]
-    assert stats.block_medians(list(range(1, 26)), block=10) == [5.5, 15.5]
+    assert stats.summarize(drifting).block_p25_spread == 1.75
+    # a burst of load slowing 6 of 10 calls of one block moves its median, not its lower quartile
+    burst = [1.0] * 30 + [1.0] * 4 + [3.0] * 6
+    assert stats.summarize(burst).block_median_spread == 3.0
+    assert stats.summarize(burst).block_p25_spread == 1.0
+    assert [list(b) for b in stats.blocks([3.0, 1.0], count=4)] == [[3.0], [1.0]]
+    assert [len(b) for b in stats.blocks(list(range(1, 26)), count=4)] == [6, 6, 6, 6]
     with pytest.raises(ValueError):
-        stats.block_medians([1.0], block=0)
+        stats.blocks([1.0], count=0)
