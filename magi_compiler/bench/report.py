@@ -10,7 +10,7 @@ output of fresh processes, cold vs warm cache, s). A timing section lists its co
 run order, each with every sample; a contender that could not run here has a ``skipped``
 reason, no samples and null figures. Readers must check ``schema_version``; a change of
 meaning of any field bumps it (2: ``skipped``, the summary's ``blocks`` and
-``block_median_spread``, ``block_p25_spread``, the ``attention`` and ``dynamic`` sections, ``dims.heads``).
+``block_median_spread``, ``block_p25_spread``, ``relative_block_p25_spread``, the ``attention`` and ``dynamic`` sections, ``dims.heads``).
 """
 
 from __future__ import annotations
@@ -54,9 +54,10 @@ _CONTENDER_FIELDS = {
     "rel_error": float,
     "outputs_match": bool,
     "skipped": str,
+    "relative_block_p25_spread": float,
 }
 # null for a skipped contender (and the ratio also without a torch_compile contender)
-_NULLABLE = {"summary", "speedup_vs_eager", "ratio_vs_torch_compile", "skipped"}
+_NULLABLE = {"summary", "speedup_vs_eager", "ratio_vs_torch_compile", "skipped", "relative_block_p25_spread"}
 _DYNAMIC_CONTENDER_FIELDS = {
     "name": str,
     "entry": str,
@@ -118,6 +119,7 @@ def timing_section(
     summaries = {run.name: stats.summarize([s * scale for s in run.samples]) for run in runs if run.skipped is None}
     if REFERENCE not in summaries:
         raise ValueError(f"a timing section needs the {REFERENCE!r} contender")
+    reference = next(run for run in runs if run.name == REFERENCE)
     contenders = []
     for run in runs:
         summary = summaries.get(run.name)
@@ -139,6 +141,9 @@ def timing_section(
                 "rel_error": run.rel_error,
                 "outputs_match": run.outputs_match,
                 "skipped": run.skipped,
+                "relative_block_p25_spread": (
+                    None if summary is None else stats.relative_block_p25_spread(run.samples, reference.samples)
+                ),
             }
         )
     return {
@@ -352,6 +357,7 @@ def format_timing_section(title: str, section: dict[str, Any]) -> str:
                 f"{s['max_over_min']:.3f}",
                 f"{s['block_median_spread']:.3f}",
                 f"{s['block_p25_spread']:.3f}",
+                f"{c['relative_block_p25_spread']:.3f}",
                 f"{c['speedup_vs_eager']:.3f}x",
                 "-" if ratio is None else f"{ratio:.3f}",
                 str(c["graphs_compiled"]),
@@ -369,6 +375,7 @@ def format_timing_section(title: str, section: dict[str, Any]) -> str:
         "max/min",
         "blk median spread",
         "blk p25 spread",
+        "vs eager blk p25 spread",
         "vs eager",
         "vs torch.compile",
         "graphs",

@@ -11,6 +11,8 @@ scheduler moves a single sample's max/min but not a block median; a program whos
 drift or stall (recompiles, re-recorded graphs, allocator growth, a collection every few
 calls) moves the block medians, and a drift that slows most calls moves the lower quartiles
 too, which a shared CPU's bursts of load (slowing part of a block's calls) leave alone.
+:func:`relative_block_p25_spread` divides each block's lower quartile by the eager
+reference's in the same rounds, which also cancels load that slows a whole stretch of rounds.
 """
 
 from __future__ import annotations
@@ -69,6 +71,18 @@ def blocks(samples: Sequence[float], count: int = STABILITY_BLOCKS) -> list[Sequ
 
 def _spread(values: Sequence[float]) -> float:
     return max(values) / min(values)
+
+
+def relative_block_p25_spread(samples: Sequence[float], reference: Sequence[float]) -> float:
+    """The spread over blocks of (block lower quartile / the reference's block lower quartile),
+    for two sample lists timed in the same interleaved rounds: load that slows every contender
+    in the same stretch of rounds cancels, a drift of the contender's own calls does not."""
+    if len(samples) != len(reference):
+        raise ValueError(f"need samples of the same rounds, got {len(samples)} and {len(reference)}")
+    ratios = [
+        percentile(own, 25) / percentile(ref, 25) for own, ref in zip(blocks(samples), blocks(reference), strict=True)
+    ]
+    return _spread(ratios)
 
 
 def summarize(samples: Sequence[float]) -> Summary:

@@ -81,3 +81,14 @@ def test_block_spreads_ignore_single_outliers_but_not_drift():
     assert [len(b) for b in stats.blocks(list(range(1, 26)), count=4)] == [6, 6, 6, 6]
     with pytest.raises(ValueError):
         stats.blocks([1.0], count=0)
+
+
+def test_relative_block_p25_spread_cancels_shared_load():
+    reference = [1.0] * 20 + [2.0] * 20  # the machine slowed down halfway through
+    slowed_alike = [0.5] * 20 + [1.0] * 20
+    assert stats.summarize(slowed_alike).block_p25_spread == 2.0
+    assert stats.relative_block_p25_spread(slowed_alike, reference) == 1.0
+    own_drift = [0.5] * 30 + [1.5] * 10
+    assert stats.relative_block_p25_spread(own_drift, [1.0] * 40) == 3.0
+    with pytest.raises(ValueError, match="same rounds"):
+        stats.relative_block_p25_spread([1.0], [1.0, 2.0])
