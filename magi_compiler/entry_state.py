@@ -22,6 +22,11 @@ recompiles if needed; the new code is captured for that signature), so a new siz
 dynamic dim reuses the captured code while anything else takes the safe path.
 Set ``bytecode_swap=False`` to keep Dynamo's guards on every call.
 
+The swapped call is cheap by construction: the signature's dims per argument position and rank
+are memoized, ``bound_self`` is not described (it is the same object on every call), and the
+captured code is relinked (:mod:`magi_compiler.swapped_code`) to skip Dynamo's per-helper
+``disable`` wrappers, the whole call running with Dynamo's frame evaluation off once.
+
 Every compile state has its own backend, so Dynamo compiles a decorated class's ``forward``
 once per instance; the recompile limit Dynamo applies per code object is raised by the
 number of states sharing that code while one of them compiles, so many instances never

@@ -75,7 +75,7 @@ PROFILES: dict[str, Profile] = {
     "cpu": Profile(
         "cpu",
         ModelDims(hidden=128, seq=32, layers=2, batch=4),
-        iterations=40,
+        iterations=200,
         warmup=5,
         dispatch_samples=30,
         dispatch_calls=100,
