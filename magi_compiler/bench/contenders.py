@@ -6,7 +6,9 @@ whose dim 0 (batch) is the dynamic dim everywhere: ``magi_compile`` gets
 ``dynamic_arg_dims={"x": 0}`` and the harness marks the input's dim 0 dynamic for
 ``torch.compile``. Both compilers run ``fullgraph=True`` under the process's Inductor
 config, so they share the same Inductor options. The Magi contenders split the graph at the
-model's ``splitting_ops`` (attention in ``AttentionModel``). Each compiled contender owns its
+model's ``splitting_ops`` (attention in ``AttentionModel``), except ``magi_full_cudagraph``,
+which captures the whole model as one graph and so compiles those ops into it
+(``disable_graph_split``). Each compiled contender owns its
 entry code object (see ``models``).
 
 A contender that cannot run here is built with a ``skipped`` reason and no ``call`` (it is
@@ -48,7 +50,8 @@ ENTRY_DESCRIPTIONS = {
     "magi_function": "@magi_compile on a plain function (model, x)",
     "magi_method": "magi_compile(instance.forward)",
     "magi_piecewise_cudagraph": '@magi_compile on the class, config_patch={"cudagraph_mode": "PIECEWISE"}',
-    "magi_full_cudagraph": '@magi_compile on the class, config_patch={"cudagraph_mode": "FULL"}',
+    "magi_full_cudagraph": '@magi_compile on the class, config_patch={"cudagraph_mode": "FULL"} '
+    '(and "disable_graph_split": True where the model has splitting ops)',
 }
 
 
@@ -121,6 +124,8 @@ def build_contenders(
         patch: dict = {"cache_root_dir": cache_root, "splitting_ops": list(spec.splitting_ops)}
         if name in CUDAGRAPH_MODES:
             patch["cudagraph_mode"] = CUDAGRAPH_MODES[name]
+        if name == "magi_full_cudagraph" and spec.splitting_ops:
+            patch["disable_graph_split"] = True  # one graph around the whole model, the splitting ops inside
         return {"dynamic_arg_dims": {"x": 0}, "model_tag": f"bench_{spec.name}_{name}", "config_patch": patch}
 
     built = []
