@@ -281,12 +281,13 @@ def _short(text: str, limit: int = 60) -> str:
 
 def _link_hashers(index: ModuleIndex, defs: list[_Def]) -> None:
     """Mark defs that hash indirectly, to a fixed point: they call a repository function or a
-    method of their own class (`self.key()`) that hashes, or call or read a hash-named member."""
-    hashing = {d.qual for d in defs if d.hashlib_use}
+    method of their own class (`self.key()`) that hashes, or call or read a hash-named member.
+    `hash_calls` lists the hashing callees first, then the hash-named members."""
+    members: dict[str, list[str]] = {}
     for d in defs:
         if not d.hashlib_use:
             called = {id(sub.func) for sub in ast.walk(d.node) if isinstance(sub, ast.Call)}
-            d.hash_calls = [
+            members[d.qual] = [
                 f".{sub.attr}"
                 for sub in ast.walk(d.node)
                 if isinstance(sub, ast.Attribute)
@@ -296,21 +297,18 @@ def _link_hashers(index: ModuleIndex, defs: list[_Def]) -> None:
                     else sub.attr in HASH_PROPERTIES or sub.attr.endswith("_hash")
                 )
             ]
-            if d.hash_calls:
-                hashing.add(d.qual)
-    callees = {d.qual: _callees(index, d) for d in defs if d.qual not in hashing}
+    hashing = {d.qual for d in defs if d.hashlib_use or members.get(d.qual)}
+    callees = {d.qual: _callees(index, d) for d in defs if not d.hashlib_use}
     changed = True
     while changed:
         changed = False
         for d in defs:
-            if d.qual in hashing:
-                continue
-            for callee, label in callees[d.qual]:
-                if callee in hashing:
-                    d.hash_calls.append(label)
-            if d.hash_calls:
+            if d.qual not in hashing and any(callee in hashing for callee, _ in callees.get(d.qual, [])):
                 hashing.add(d.qual)
                 changed = True
+    for d in defs:
+        if not d.hashlib_use:
+            d.hash_calls = [label for callee, label in callees[d.qual] if callee in hashing] + members[d.qual]
 
 
 def _callees(index: ModuleIndex, d: _Def) -> list[tuple[str, str]]:
