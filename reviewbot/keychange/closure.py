@@ -79,15 +79,18 @@ SOURCE_DIRS = ("", "src/", "python/")
 
 
 def _module_level(body: list[ast.stmt]) -> list[ast.stmt]:
-    """The statements of a module body, preceded by those inside module-level `if` and `try`
-    blocks (`if TYPE_CHECKING:` imports, `try: import x except ImportError: ...`): read in this
-    order, a top-level definition wins over a conditional one of the same name."""
+    """The statements of a module body, preceded by the imports inside its `if` and `try` blocks
+    (`if TYPE_CHECKING:` imports, `try: import x except ImportError: ...`): read in this order, a
+    top-level statement wins over a conditional import of the same name."""
     nested: list[ast.stmt] = []
     for stmt in body:
         if isinstance(stmt, ast.If):
-            nested += _module_level([*stmt.body, *stmt.orelse])
+            inner = [*stmt.body, *stmt.orelse]
         elif isinstance(stmt, ast.Try):
-            nested += _module_level([*stmt.body, *(s for h in stmt.handlers for s in h.body), *stmt.orelse])
+            inner = [*stmt.body, *(s for h in stmt.handlers for s in h.body), *stmt.orelse]
+        else:
+            continue
+        nested += [s for s in _module_level(inner) if isinstance(s, (ast.Import, ast.ImportFrom))]
     return [*nested, *body]
 
 

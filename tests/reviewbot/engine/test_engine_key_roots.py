@@ -222,3 +222,22 @@ def test_a_method_root_follows_attributes_of_known_classes(tmp_path: Path) -> No
     assert changed("emit") == []  # another method of the held object
     assert changed("fingerprint") == ["mycc.backend.Codegen.fingerprint"]  # `self.codegen.fingerprint()`
     assert changed("config-field") == ["mycc.config.CompileConfig"]  # `self.config` hashed whole
+
+
+def test_imports_under_type_checking_are_followed(tmp_path: Path) -> None:
+    backend = sub(
+        BACKEND,
+        "from mycc.config import CompileConfig\n",
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from mycc.config import CompileConfig\n",
+    )
+    backend = sub(
+        backend, "    def __init__(self, config: CompileConfig)", '    def __init__(self, config: "CompileConfig")'
+    )
+    repo = compiler_repo(tmp_path / "mycc", None, {"mycc/backend.py": backend})
+    repo.branch("config-field")
+    repo.commit(
+        {"mycc/config.py": sub(CONFIG, "    opt_level: int = 2\n", "    opt_level: int = 2\n    fast: bool = False\n")}
+    )
+    config = parse_config(f"cache_key:\n  roots: [{METHOD_ROOT}]\n")
+    change = detect_key_change(repo.path, "main", "config-field", config, probe=False)
+    assert [c.name for c in change.closure_changes] == ["mycc.config.CompileConfig"]
