@@ -213,9 +213,11 @@ def checked_cases(corpus: Path, names: list[str] | None, case_set: str = "all") 
     """`case_dirs` of `case_set` (one of `SETS`, or `all`), each with labels that load (else
     `ValueError`/`TypeError` naming the problem)."""
     cases = case_dirs(corpus, names)
+    sets: dict[Path, str] = {}
     for case in cases:
         load_labels(case)
-    chosen = [case for case in cases if case_set == "all" or load_case_set(case) == case_set]
+        sets[case] = load_case_set(case)
+    chosen = [case for case in cases if case_set in ("all", sets[case])]
     if cases and not chosen:
         raise ValueError(f"no case of set {case_set} among the chosen cases")
     return chosen
