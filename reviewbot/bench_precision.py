@@ -212,6 +212,8 @@ def report(results: list[CaseResult]) -> str:
 def checked_cases(corpus: Path, names: list[str] | None, case_set: str = "all") -> list[Path]:
     """`case_dirs` of `case_set` (one of `SETS`, or `all`), each with labels that load (else
     `ValueError`/`TypeError` naming the problem)."""
+    if case_set not in (*SETS, "all"):
+        raise ValueError(f"set must be one of {', '.join(SETS)}, all; not {case_set!r}")
     cases = case_dirs(corpus, names)
     sets: dict[Path, str] = {}
     for case in cases:
