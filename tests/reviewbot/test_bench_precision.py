@@ -194,6 +194,8 @@ def test_bad_or_empty_set_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.
     )
     assert bench_precision.main(["--corpus", str(corpus), "--set", "held-out"]) == 2
     assert "no case of set held-out" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="set must be one of tuning, held-out, all"):
+        bench_precision.checked_cases(corpus, None, "dev")
 
 
 def test_shipped_corpus_has_a_held_out_set_from_other_projects() -> None:
