@@ -31,10 +31,8 @@ import ast
 import dataclasses
 import functools
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from reviewbot import logger
 from reviewbot.diff import FileChange, diff_files
@@ -42,10 +40,11 @@ from reviewbot.exception_index import ExceptionIndex, index_revision
 from reviewbot.experiments.exception_injection import candidates as injection_candidates
 from reviewbot.experiments.exception_injection import run_injection
 from reviewbot.experiments.key_stability import check_reproducibility
-from reviewbot.findings import Finding, Severity, apply_evidence_policy
+from reviewbot.findings import Finding, apply_evidence_policy
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange import KeyChange, detect_key_change
 from reviewbot.repo_config import ConfigError, RepoConfig, load_config
+from reviewbot.review import ChangeSummary, FileStat, Review, Signal
 from reviewbot.ruff import SELECT as RUFF_CODES
 from reviewbot.ruff import run_ruff
 from reviewbot.rules import FILE_RULES, FileContext, encoding, key_docs, suite_results
@@ -60,115 +59,6 @@ ProgressFn = Callable[[str], None]
 
 def _no_progress(_: str) -> None:
     """Progress sink that drops messages."""
-
-
-@dataclasses.dataclass(frozen=True)
-class FileStat:
-    path: str
-    old_path: str | None
-    status: str
-    lines_added: int
-    lines_removed: int
-
-
-@dataclasses.dataclass
-class ChangeSummary:
-    title: str
-    body: str
-    branch: str
-    base: str
-    head: str
-    merge_base: str
-    commits: list[tuple[str, str]]
-    areas: list[str]
-    files: list[FileStat]
-
-    @property
-    def lines_added(self) -> int:
-        return sum(f.lines_added for f in self.files)
-
-    @property
-    def lines_removed(self) -> int:
-        return sum(f.lines_removed for f in self.files)
-
-
-@dataclasses.dataclass(frozen=True)
-class Signal:
-    """Deterministic evidence of unreviewed generated code. `kind`: over-broad-handlers,
-    unused-parameters, docs-contradict-code, silent-gates, boilerplate-guards."""
-
-    kind: str
-    count: int
-    locations: tuple[str, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class Verdict:
-    blocking: bool
-    counts: dict[str, int]
-    suites_not_run: int
-
-
-@dataclasses.dataclass
-class Review:
-    summary: ChangeSummary
-    findings: list[Finding]
-    key_change: KeyChange | None
-    suite_results: list[SuiteResult]
-    test_plan: list[TestPlanRow]
-    signals: list[Signal]
-    language: str
-    suites_mode: str
-    timings: dict[str, float]
-    notes: list[str] = dataclasses.field(default_factory=list)
-
-    @property
-    def verdict(self) -> Verdict:
-        counts = Counter(f.severity.value for f in self.findings)
-        return Verdict(
-            blocking=counts[Severity.P0.value] > 0,
-            counts={sev.value: counts[sev.value] for sev in Severity},
-            suites_not_run=sum(1 for r in self.suite_results if not r.ran),
-        )
-
-    @property
-    def blocking(self) -> bool:
-        return self.verdict.blocking
-
-    @property
-    def invalidates_cache(self) -> bool:
-        return self.key_change is not None and self.key_change.confirmed
-
-    def to_json(self) -> dict[str, Any]:
-        verdict = self.verdict
-        return {
-            "verdict": {
-                "blocking": verdict.blocking,
-                "counts": verdict.counts,
-                "suites_not_run": verdict.suites_not_run,
-            },
-            "summary": {
-                **{k: v for k, v in dataclasses.asdict(self.summary).items() if k != "files"},
-                "files": [dataclasses.asdict(f) for f in self.summary.files],
-                "lines_added": self.summary.lines_added,
-                "lines_removed": self.summary.lines_removed,
-            },
-            "findings": [f.to_json() for f in self.findings],
-            "key_change": self.key_change.to_json() if self.key_change else None,
-            "invalidates_cache": self.invalidates_cache,
-            "suite_results": [r.to_json() for r in self.suite_results],
-            "test_plan": [r.to_json() for r in self.test_plan],
-            "signals": [dataclasses.asdict(s) for s in self.signals],
-            "language": self.language,
-            "suites_mode": self.suites_mode,
-            "timings": self.timings,
-            "notes": self.notes,
-        }
-
-    def to_markdown(self, language: str | None = None) -> str:
-        from reviewbot.render import render_markdown
-
-        return render_markdown(self, language or self.language)
 
 
 def _areas(changes: list[FileChange]) -> list[str]:

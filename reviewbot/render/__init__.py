@@ -10,15 +10,11 @@ the text says what was checked instead of a bare approval.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import jinja2
 
 from reviewbot.findings import Severity
 from reviewbot.render.labels import LABELS
-
-if TYPE_CHECKING:
-    from reviewbot.engine import Review
+from reviewbot.review import Review
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("reviewbot.render", "templates"),

@@ -15,6 +15,7 @@ from reviewbot import logger
 from reviewbot.engine import run_review
 from reviewbot.findings import Finding
 from reviewbot.keychange import KeyChange
+from reviewbot.render import render_markdown
 
 
 @dataclasses.dataclass
@@ -56,7 +57,7 @@ def review(
     # Stage timings and suite/test durations vary run to run; without timings the template leaves
     # durations out too, so an unchanged review renders the same text and a
     # rerun of one head leaves the summary comment untouched.
-    markdown = dataclasses.replace(result, timings={}).to_markdown()
+    markdown = render_markdown(dataclasses.replace(result, timings={}), result.language)
     return ReviewOutcome(
         findings=list(result.findings),
         markdown=markdown,

@@ -12,6 +12,7 @@ from engine_gitrepos import KEYED_CACHE_KEY, KEYED_CONFIG, KEYED_REVIEWBOT_YML, 
 from reviewbot.engine import run_review
 from reviewbot.findings import EvidenceKind, Severity
 from reviewbot.keychange import detect_key_change
+from reviewbot.render import render_markdown
 from reviewbot.repo_config import ProbeConfig, load_config
 
 EXPLICIT_HASH_CONFIG = sub(
@@ -192,7 +193,7 @@ def test_static_change_the_probe_does_not_confirm_is_summary_only(repo: Repo) ->
     assert review.key_change.probe_status == "ok"
     assert [c.name for c in review.key_change.closure_changes] == ["pkg.cache_key._h"]
     assert not any(f.rule == "cache-key-change" for f in review.findings)
-    assert "did not confirm" in review.to_markdown()
+    assert "did not confirm" in render_markdown(review)
 
 
 def test_static_review_with_suites_none_never_runs_the_probe(repo: Repo) -> None:
@@ -304,7 +305,7 @@ def test_key_introduced_by_the_change_is_not_probed(tmp_path) -> None:
     change = detect_key_change(repo.path, "main", "add-key", config)
     assert change.introduced and change.probe_status == "not-run" and not change.confirmed
     review = run_review(repo.path, "main", "add-key", config=config)
-    assert "This change introduces the cache key" in review.to_markdown()
+    assert "This change introduces the cache key" in render_markdown(review)
 
 
 def test_probe_runs_without_network_where_the_machine_allows_it(repo: Repo) -> None:

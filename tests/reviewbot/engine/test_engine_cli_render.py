@@ -128,7 +128,7 @@ def test_zh_rendering_keeps_identifiers_paths_and_severities_in_english(repo: Re
 
 
 def test_no_findings_says_what_was_checked(repo: Repo) -> None:
-    text = run_review(repo.path, "main", "clean", suites="none").to_markdown()
+    text = render_markdown(run_review(repo.path, "main", "clean", suites="none"))
     assert "No findings. This is not a blanket approval; what was checked:" in text
     assert "LGTM" not in text
     # no .reviewbot.yml: the review opens with what it does not check and why

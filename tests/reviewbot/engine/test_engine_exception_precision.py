@@ -8,8 +8,10 @@ from __future__ import annotations
 import pytest
 from engine_gitrepos import Repo
 
-from reviewbot.engine import Review, run_review
+from reviewbot.engine import run_review
 from reviewbot.findings import EvidenceKind, Finding, Severity
+from reviewbot.render import render_markdown
+from reviewbot.review import Review
 
 ERRORS = """
 class CacheMissError(RuntimeError):
@@ -358,7 +360,7 @@ def test_noqa_with_a_reason_is_a_note_and_without_one_stays_a_pattern_finding(re
         assert bare.message_id == "broad-except.swallows"
         _assert_unconfirmed(bare, Severity.P0)
     assert not review.blocking
-    markdown = review.to_markdown("en")
+    markdown = render_markdown(review, "en")
     assert "unconfirmed (would be P0-BLOCKER with proof): a static pattern" in markdown
 
 

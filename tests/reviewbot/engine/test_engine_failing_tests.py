@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 from engine_gitrepos import Repo
 
-from reviewbot.engine import Review, run_review
+from reviewbot.engine import run_review
 from reviewbot.findings import EvidenceKind, Severity
+from reviewbot.render import render_markdown
+from reviewbot.review import Review
 
 SHAPES = """
 def area(w, h):
@@ -119,9 +121,9 @@ def test_a_test_plan_failure_has_a_location_and_an_explanation(review: Review) -
 
 
 def test_the_markdown_quotes_each_failure_once_under_its_own_finding(review: Review) -> None:
-    text = review.to_markdown()
+    text = render_markdown(review)
     for location in ("tests/test_shapes.py:5", "tests/test_shapes.py:10", "tests/test_new.py:5"):
         assert text.count(f"**`{location}`**") == 1, location
     assert text.count("Test output (JUnit)") == 3
-    zh = review.to_markdown("zh")
+    zh = render_markdown(review, "zh")
     assert zh.count("测试输出（JUnit）") == 3 and "PR 的测试计划声称该测试验证了本次改动" in zh

@@ -10,6 +10,7 @@ from engine_gitrepos import Repo
 
 from reviewbot.engine import run_review
 from reviewbot.findings import EvidenceKind, Severity
+from reviewbot.render import render_markdown
 from reviewbot.repo_config import SuiteConfig, parse_config
 from reviewbot.suites import run_suites
 from reviewbot.testplan import parse_test_plan
@@ -159,7 +160,7 @@ def test_test_plan_verification_and_suite_findings(repo: Repo, tmp_path: Path) -
     assert suite_fail.severity is Severity.P0 and "tests/test_calc.py::test_mul_fails" in suite_fail.message
     assert "The calculator is wrong." in suite_fail.why and "test_mul_fails" in suite_fail.details
     assert review.blocking
-    text = review.to_markdown()
+    text = render_markdown(review)
     assert "| `test_add_fixed` | fails-then-passes | passed | failed |" in text
     assert "| `unit` | failed |" in text
 
@@ -172,5 +173,5 @@ def test_gpu_suite_that_could_not_run_is_never_counted_as_passed(
     (result,) = review.suite_results
     assert result.status == "not-run"
     assert review.verdict.suites_not_run == 1
-    text = review.to_markdown()
+    text = render_markdown(review)
     assert "1 suite(s) could not run" in text and "needs 1 GPU(s)" in text

@@ -1,0 +1,119 @@
+"""The result of one review: what changed (`ChangeSummary`), the findings, the cache-key change,
+suite and test-plan results, the signals of unreviewed generated code, and the `Verdict` derived
+from them. The engine builds a `Review`; the renderer, the CLI and the service read it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from typing import Any
+
+from reviewbot.findings import Finding, Severity
+from reviewbot.keychange import KeyChange
+from reviewbot.suites import SuiteResult
+from reviewbot.testplan import TestPlanRow
+
+
+@dataclasses.dataclass(frozen=True)
+class FileStat:
+    path: str
+    old_path: str | None
+    status: str
+    lines_added: int
+    lines_removed: int
+
+
+@dataclasses.dataclass
+class ChangeSummary:
+    title: str
+    body: str
+    branch: str
+    base: str
+    head: str
+    merge_base: str
+    commits: list[tuple[str, str]]
+    areas: list[str]
+    files: list[FileStat]
+
+    @property
+    def lines_added(self) -> int:
+        return sum(f.lines_added for f in self.files)
+
+    @property
+    def lines_removed(self) -> int:
+        return sum(f.lines_removed for f in self.files)
+
+
+@dataclasses.dataclass(frozen=True)
+class Signal:
+    """Deterministic evidence of unreviewed generated code. `kind`: over-broad-handlers,
+    unused-parameters, docs-contradict-code, silent-gates, boilerplate-guards."""
+
+    kind: str
+    count: int
+    locations: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    blocking: bool
+    counts: dict[str, int]
+    suites_not_run: int
+
+
+@dataclasses.dataclass
+class Review:
+    summary: ChangeSummary
+    findings: list[Finding]
+    key_change: KeyChange | None
+    suite_results: list[SuiteResult]
+    test_plan: list[TestPlanRow]
+    signals: list[Signal]
+    language: str
+    suites_mode: str
+    timings: dict[str, float]
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def verdict(self) -> Verdict:
+        counts = Counter(f.severity.value for f in self.findings)
+        return Verdict(
+            blocking=counts[Severity.P0.value] > 0,
+            counts={sev.value: counts[sev.value] for sev in Severity},
+            suites_not_run=sum(1 for r in self.suite_results if not r.ran),
+        )
+
+    @property
+    def blocking(self) -> bool:
+        return self.verdict.blocking
+
+    @property
+    def invalidates_cache(self) -> bool:
+        return self.key_change is not None and self.key_change.confirmed
+
+    def to_json(self) -> dict[str, Any]:
+        verdict = self.verdict
+        return {
+            "verdict": {
+                "blocking": verdict.blocking,
+                "counts": verdict.counts,
+                "suites_not_run": verdict.suites_not_run,
+            },
+            "summary": {
+                **{k: v for k, v in dataclasses.asdict(self.summary).items() if k != "files"},
+                "files": [dataclasses.asdict(f) for f in self.summary.files],
+                "lines_added": self.summary.lines_added,
+                "lines_removed": self.summary.lines_removed,
+            },
+            "findings": [f.to_json() for f in self.findings],
+            "key_change": self.key_change.to_json() if self.key_change else None,
+            "invalidates_cache": self.invalidates_cache,
+            "suite_results": [r.to_json() for r in self.suite_results],
+            "test_plan": [r.to_json() for r in self.test_plan],
+            "signals": [dataclasses.asdict(s) for s in self.signals],
+            "language": self.language,
+            "suites_mode": self.suites_mode,
+            "timings": self.timings,
+            "notes": self.notes,
+        }
