@@ -47,7 +47,7 @@ import torch
 from torch._dynamo.exc import BackendCompilerFailed
 
 from magi_compiler import dynamic_dims
-from magi_compiler.aot.mode import call_aot  # AOT branch (owned by magi_compiler/aot)
+from magi_compiler.aot.mode import AOTEntryInfo, AOTFallback, AOTStrategy
 from magi_compiler.backend import CacheMissError, MagiBackend, model_name
 from magi_compiler.config import CompileConfig, CompileMode
 from magi_compiler.counters import compilation_counter
@@ -117,7 +117,7 @@ class EntryState:
         self.model_tag = model_tag
         self.bound_self = bound_self
         self.aot: bool = config.aot
-        self.aot_entry: Any = None  # AOT branch: the entry's AOT dispatch (magi_compiler.aot.entry.AOTEntry)
+        self.aot_strategy: AOTStrategy | None = None  # built on the first call of an AOT entry
         self.model_index: int | None = None
         self.backend: MagiBackend | None = None
         self.compiled_callable: Callable[..., Any] | None = None
@@ -241,13 +241,50 @@ class EntryState:
                 self.mark_dynamic_dims(full_args, kwargs)
                 self.compiled_callable = torch.compile(self.fn, backend=self.config.backend)
             return self.compiled_callable(*full_args, **kwargs)
-        if self.aot:  # AOT branch (owned by magi_compiler/aot): falls back to JIT per entry
-            return call_aot(self, full_args, kwargs)
+        if self.aot:
+            return self._call_aot(full_args, kwargs)
         if self.compiled_callable is None:
             return self.first_compile(full_args, kwargs)
         if not self.dims_are_strict:  # soft marks live on the tensors: a recompile needs them again
             self.mark_dynamic_dims(full_args, kwargs)
         return self._call_capturing(full_args, kwargs)
+
+    def _call_aot(self, full_args: tuple, kwargs: Mapping[str, Any]) -> Any:
+        """One call through the AOT strategy; on its fallback decision this entry goes JIT for the
+        rest of the process and the call is retried that way (:mod:`magi_compiler.aot.mode`)."""
+        if self.aot_strategy is None:
+            index = self.ensure_model_index()
+            self.aot_strategy = AOTStrategy(
+                AOTEntryInfo(
+                    model_name=model_name(index, self.model_tag),
+                    fn=self.fn,
+                    config=self.config,
+                    model_index=index,
+                    model_tag=self.model_tag,
+                    tensors=self._tensor_args,
+                    mark_dims=self._mark_for_aot_compile,
+                )
+            )
+        outcome = self.aot_strategy(full_args, kwargs)
+        if not isinstance(outcome, AOTFallback):
+            return outcome
+        self.aot = False
+        self.aot_strategy = None
+        self._mark_for_aot_compile(full_args, kwargs, outcome.first)
+        return self.compile_jit(full_args, dict(kwargs))
+
+    def _tensor_args(self, full_args: tuple, kwargs: Mapping[str, Any]) -> list[torch.Tensor]:
+        return [value for _, value in self._named_args(full_args, kwargs) if isinstance(value, torch.Tensor)]
+
+    def _mark_for_aot_compile(self, full_args: tuple, kwargs: Mapping[str, Any], first: bool) -> None:
+        """The first compile marks like JIT does (0/1 sizes are an error); a later one (a guard
+        miss) marks only dynamic dims whose size is at least 2, leaving the rest specialised."""
+        if first:
+            self.mark_dynamic_dims(full_args, kwargs)
+            return
+        for name, value in self._named_args(full_args, kwargs):
+            dims = tuple(dim for dim in self._dims_for(name, value) if value.shape[dim] >= 2)
+            dynamic_dims.mark(name, value, dims, strict=self.dims_are_strict)
 
     def first_compile(self, full_args: tuple, kwargs: Mapping[str, Any]) -> Any:
         """The first call: check and mark the dynamic dims, compile, run."""

@@ -80,7 +80,7 @@ def main(out_path: str) -> None:
     report = {
         "dit_aot": get_entry_state(dit).aot,
         "vae_aot": get_entry_state(vae).aot,
-        "vae_artifact_exists": get_entry_state(vae).aot_entry.artifact_path.is_file(),
+        "vae_artifact_exists": get_entry_state(vae).aot_strategy.artifact_path.is_file(),
         "dit_correct": torch.allclose(hidden, expected_hidden, atol=1e-5),
         "dit_second_shape": list(hidden_again.shape),
         "vae_correct": torch.allclose(out, expected_out, atol=1e-5),

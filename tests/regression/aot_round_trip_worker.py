@@ -35,7 +35,7 @@ def main(out_path: str, device: str) -> None:
             "eager": [TinyBlock.forward.__wrapped__(block, x).cpu() for x in inputs],
             "counters": dataclasses.asdict(compilation_counter),
             "aot": state.aot,
-            "artifact": str(state.aot_entry.artifact_path),
+            "artifact": str(state.aot_strategy.artifact_path),
         },
         out_path,
     )

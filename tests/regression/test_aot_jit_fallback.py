@@ -127,7 +127,7 @@ def test_unsupported_entry_falls_back_to_jit(tmp_path, monkeypatch, records, fal
     with compilation_counter.expect(num_graphs_seen=1, num_backend_compilations=1):
         torch.testing.assert_close(vae(x), reference(vae, x))
     vae_state = state_of(vae)
-    assert vae_state.aot is True and len(vae_state.aot_entry._functions) == 1
+    assert vae_state.aot is True and len(vae_state.aot_strategy.entry._functions) == 1
     assert len(aot_files(tmp_path, "vae")) == 1
     assert records.count(FALLBACK_WARNING) == 1
 
@@ -220,7 +220,7 @@ def test_entry_compiled_before_fallback_keeps_running(tmp_path, monkeypatch, rec
             torch.testing.assert_close(guarded_jit(x), reference(guarded_jit, x))
             torch.testing.assert_close(early_aot(x), reference(early_aot, x))
     assert state_of(early_aot).aot is True
-    assert len(state_of(early_aot).aot_entry._functions) == 1
+    assert len(state_of(early_aot).aot_strategy.entry._functions) == 1
 
 
 def test_grad_mode_selects_its_own_compiled_function(tmp_path):
@@ -236,7 +236,7 @@ def test_grad_mode_selects_its_own_compiled_function(tmp_path):
     assert entry.proj.weight.grad is not None
     with torch.no_grad(), compilation_counter.expect(num_graphs_seen=0):
         assert not entry(x).requires_grad
-    assert len(state_of(entry).aot_entry._functions) == 2
+    assert len(state_of(entry).aot_strategy.entry._functions) == 2
 
 
 def scaled_residual(x: torch.Tensor, *, scale: float = 2.0) -> torch.Tensor:
@@ -287,12 +287,12 @@ def test_bad_artifact_is_a_miss_with_warning(tmp_path, records, damage, reason):
     [path] = aot_files(tmp_path, "damaged")
     damage(path)
     state = state_of(entry)
-    state.aot_entry = None  # a later process: nothing loaded yet
+    state.aot_strategy = None  # a later process: nothing loaded yet
     with compilation_counter.expect(num_graphs_seen=1):
         torch.testing.assert_close(entry(x), reference(entry, x))
     assert records.count(reason) == 1
     assert records.count(FALLBACK_WARNING) == 0
-    state.aot_entry = None
+    state.aot_strategy = None
     with compilation_counter.expect(num_graphs_seen=0):
         entry(x)  # the miss recompiled and rewrote a valid artifact
 
