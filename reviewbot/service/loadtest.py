@@ -43,7 +43,7 @@ import urllib.parse
 import uuid
 from pathlib import Path
 
-import httpx
+import requests
 
 SECRET = "loadtest-secret"
 WORDS = (
@@ -204,9 +204,9 @@ def _start_server(workdir: Path, worker: bool) -> tuple[subprocess.Popen[bytes],
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+            if requests.get(f"{url}/healthz", timeout=2).status_code == 200:
                 return proc, url
-        except httpx.TransportError:
+        except requests.RequestException:
             pass
         time.sleep(0.2)
     proc.kill()
@@ -266,8 +266,8 @@ def _big_posts(url: str, count: int, size: int, signature: str | None) -> dict[s
         if signature is not None:
             headers["X-Hub-Signature-256"] = signature
         try:
-            outcome = str(httpx.post(f"{url}/webhook", content=body, headers=headers, timeout=120).status_code)
-        except httpx.TransportError as exc:
+            outcome = str(requests.post(f"{url}/webhook", data=body, headers=headers, timeout=120).status_code)
+        except requests.RequestException as exc:
             outcome = type(exc).__name__
         with lock:
             results[outcome] = results.get(outcome, 0) + 1

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import requests
 from sqlalchemy import create_engine, text
 
 from tests.reviewbot.fake_github import FakeGitHub
@@ -93,6 +93,24 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, interval: fl
     raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
 
 
+class Client:
+    """HTTP to one server: paths relative to its URL, a 30 s time limit per request."""
+
+    def __init__(self, base_url: str, timeout: float = 30) -> None:
+        self.base_url = base_url
+        self.timeout = timeout
+        self.session = requests.Session()
+
+    def get(self, path: str, **kwargs: Any) -> requests.Response:
+        return self.session.get(self.base_url + path, timeout=self.timeout, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> requests.Response:
+        return self.session.post(self.base_url + path, timeout=self.timeout, **kwargs)
+
+    def close(self) -> None:
+        self.session.close()
+
+
 class Service:
     """`reviewbot serve` (by default with its own worker process) plus separately started workers.
 
@@ -128,7 +146,7 @@ class Service:
             self.env[f"REVIEWBOT_{key.upper()}"] = str(value)
         self.server: subprocess.Popen[bytes] | None = None
         self.workers: list[subprocess.Popen[bytes]] = []
-        self.client = httpx.Client(base_url=self.url, timeout=30)
+        self.client = Client(self.url)
 
     def _spawn(self, command: str, log_name: str) -> subprocess.Popen[bytes]:
         log = open(self.tmp / log_name, "ab")  # noqa: SIM115 - closed with the process in stop()
@@ -151,7 +169,7 @@ class Service:
         assert self.server is not None and self.server.poll() is None, self.log("serve.log")
         try:
             return self.client.get("/healthz").status_code
-        except httpx.TransportError:
+        except requests.RequestException:
             return None
 
     def start_worker(self) -> subprocess.Popen[bytes]:
@@ -187,13 +205,13 @@ class Service:
         secret: str | None = SECRET,
         delivery: str | None = None,
         headers: dict[str, str] | None = None,
-    ) -> httpx.Response:
+    ) -> requests.Response:
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         all_headers = delivery_headers(event, body, secret, delivery)
         all_headers.update(headers or {})
-        return self.client.post("/webhook", content=body, headers=all_headers)
+        return self.client.post("/webhook", data=body, headers=all_headers)
 
-    def pull_event(self, action: str, repo: str, number: int, *, wait: bool = True, **kwargs: Any) -> httpx.Response:
+    def pull_event(self, action: str, repo: str, number: int, *, wait: bool = True, **kwargs: Any) -> requests.Response:
         """Deliver; with `wait`, return once a worker ingested it (its jobs exist from then on)."""
         pull = self.github.state.pulls[(repo, number)]
         response = self.deliver("pull_request", pull_request_event(action, pull, self.github.origin, **kwargs))
@@ -202,7 +220,7 @@ class Service:
             self.outcome(response)
         return response
 
-    def comment_event(self, repo: str, number: int, body: str, author: str, **kwargs: Any) -> httpx.Response:
+    def comment_event(self, repo: str, number: int, body: str, author: str, **kwargs: Any) -> requests.Response:
         from tests.reviewbot.fake_github.routes.issues import add_comment
 
         state = self.github.state
@@ -226,7 +244,7 @@ class Service:
         finally:
             engine.dispose()
 
-    def outcome(self, response: httpx.Response, timeout: float = 30) -> str:
+    def outcome(self, response: requests.Response, timeout: float = 30) -> str:
         """What the worker made of an accepted delivery (deliveries.outcome once processed)."""
         guid = response.request.headers["X-GitHub-Delivery"]
 
