@@ -7,6 +7,10 @@ module once (no "found in sys.modules" warning) and importing the package stays 
 import importlib
 from typing import Any
 
+from magi_compiler import log as _log
+
+_log.apply_env_level()
+
 _EXPORTS = {
     "CompileConfig": "magi_compiler.config",
     "CompileMode": "magi_compiler.config",

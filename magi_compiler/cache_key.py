@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from magi_compiler.config import CompileConfig, apply_config_patch
+from magi_compiler.log import configure_cli
 from magi_compiler.placement_hash import compute_input_placement_hash
 
 FACTOR_NAMES = (
@@ -174,6 +175,7 @@ def explain(include_environment: bool = False) -> dict[str, dict[str, dict[str, 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    configure_cli()
     parser = argparse.ArgumentParser(prog="python -m magi_compiler.cache_key", description=__doc__.split("\n\n")[0])
     parser.add_argument("--explain", action="store_true", help="print the factors and key of each reference case")
     parser.add_argument("--json", action="store_true", help="print JSON: {cases: {NAME: {factors, key}}}")

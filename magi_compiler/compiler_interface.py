@@ -6,6 +6,7 @@ Artifacts use Inductor's own serialization (``torch._inductor.standalone_compile
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -15,7 +16,8 @@ import torch
 from torch import fx
 
 from magi_compiler.counters import compilation_counter
-from magi_compiler.log import logger
+
+logger = logging.getLogger(__name__)
 
 INDUCTOR = "inductor"
 EAGER = "eager"

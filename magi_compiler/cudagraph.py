@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import logging
 import operator
 import time
 from collections.abc import Callable, Sequence
@@ -55,7 +56,8 @@ from torch._dynamo.source import LocalSource
 
 from magi_compiler.config import CudaGraphMode
 from magi_compiler.counters import compilation_counter
-from magi_compiler.log import logger
+
+logger = logging.getLogger(__name__)
 
 STATIC_SIZE = 0
 """The size key of a graph without a dynamic size."""

@@ -18,6 +18,8 @@ import tempfile
 import time
 from collections.abc import Sequence
 
+from magi_compiler.log import configure_cli
+
 CHILD_FLAG = "--child"
 
 
@@ -55,6 +57,7 @@ def _run_child(cache_dir: str) -> tuple[dict, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    configure_cli()
     parser = argparse.ArgumentParser(prog="python -m magi_compiler.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache-dir", help="cache root to use (default: a fresh temp dir)")
     parser.add_argument(CHILD_FLAG, action="store_true", help=argparse.SUPPRESS)

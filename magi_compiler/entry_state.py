@@ -39,6 +39,7 @@ import collections
 import contextlib
 import inspect
 import itertools
+import logging
 import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -51,8 +52,9 @@ from magi_compiler.aot.mode import AOTEntryInfo, AOTFallback, AOTStrategy
 from magi_compiler.backend import CacheMissError, MagiBackend, model_name
 from magi_compiler.config import CompileConfig, CompileMode
 from magi_compiler.counters import compilation_counter
-from magi_compiler.log import logger
 from magi_compiler.swapped_code import call_without_dynamo, relink
+
+logger = logging.getLogger(__name__)
 
 DynamicArgDims = Mapping[str, int | Sequence[int]] | None
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-logger = logging.getLogger("magi_compiler")
+logger = logging.getLogger(__name__)
 
 MAGIC = b"MAGI-AOT\n"
 FORMAT_VERSION = 1

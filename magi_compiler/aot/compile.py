@@ -9,7 +9,7 @@ import torch
 
 from magi_compiler.aot.fallback import CAUGHT_AOT_ERRORS, AOTFailureKind, AOTUnsupportedError, classify_aot_failure
 
-logger = logging.getLogger("magi_compiler")
+logger = logging.getLogger(__name__)
 
 MAX_RESTARTS = 8
 

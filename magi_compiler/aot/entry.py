@@ -20,7 +20,7 @@ from magi_compiler.aot.compile import aot_compile_once
 from magi_compiler.aot.fallback import ASSERT_CACHE_HIT_PREFIX
 from magi_compiler.backend import CacheMissError
 
-logger = logging.getLogger("magi_compiler")
+logger = logging.getLogger(__name__)
 
 
 class AOTEntry:

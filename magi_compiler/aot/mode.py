@@ -33,7 +33,7 @@ from magi_compiler.cache import model_cache_dir
 from magi_compiler.cache_key import compiler_source_hash, compiler_version_hash, inductor_config_hash
 from magi_compiler.config import CompileConfig
 
-logger = logging.getLogger("magi_compiler")
+logger = logging.getLogger(__name__)
 
 AOT_SUBDIR = "aot"
 ARTIFACT_SUFFIX = ".magi-aot"

@@ -24,6 +24,7 @@ from magi_compiler.bench.progress import Progress
 from magi_compiler.bench.startup import run_startup
 from magi_compiler.bench.timers import Timer
 from magi_compiler.config import CompileConfig
+from magi_compiler.log import configure_cli
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 # mostly not capture sizes of a power-of-two or multiple-of-8 padding scheme; each pass runs them twice
@@ -228,6 +229,7 @@ def run(settings: dict[str, Any], cache_dir: Path, progress: Progress, command: 
 
 
 def main(argv: list[str] | None = None) -> int:
+    configure_cli()
     parser = build_parser()
     args = parser.parse_args(argv)
     settings = resolve_settings(args, parser)

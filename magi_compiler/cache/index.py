@@ -19,11 +19,13 @@ import contextlib
 import dataclasses
 import fcntl
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterator
 
-from magi_compiler.log import logger
+logger = logging.getLogger(__name__)
+
 
 INDEX_FILE = "index.json"
 LOCK_FILE = "index.lock"

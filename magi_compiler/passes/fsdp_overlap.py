@@ -31,6 +31,7 @@ grad placements other than `Partial` sum/avg.
 
 from __future__ import annotations
 
+import logging
 import operator
 from dataclasses import dataclass, field
 from typing import Literal
@@ -41,7 +42,8 @@ from torch import fx
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 
 from magi_compiler.config import CompileConfig, FSDPConfig
-from magi_compiler.log import logger
+
+logger = logging.getLogger(__name__)
 
 BucketMode = Literal["none", "coalesced"]
 _BYTES_PER_MIB = 1 << 20

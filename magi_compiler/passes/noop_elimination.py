@@ -8,10 +8,13 @@ Dead nodes are then removed, keeping every node that may have a side effect.
 
 from __future__ import annotations
 
+import logging
+
 import torch
 from torch import fx
 
-from magi_compiler.log import logger
+logger = logging.getLogger(__name__)
+
 
 _NOOP_METHODS = {"contiguous", "to", "type_as"}
 _NOOP_FUNCTIONS = {torch.Tensor.contiguous, torch.Tensor.to, torch.Tensor.type_as}

@@ -19,12 +19,9 @@ def softsign_plus(x):
 
 @pytest.fixture
 def magi_warnings(caplog):
-    """Captured WARNING records of the magi_compiler logger (it does not propagate to the root)."""
-    logger = logging.getLogger("magi_compiler")
-    logger.addHandler(caplog.handler)
+    """Captured WARNING records of the magi_compiler loggers."""
     with caplog.at_level(logging.WARNING, logger="magi_compiler"):
         yield caplog
-    logger.removeHandler(caplog.handler)
 
 
 def compile_fresh(root):

@@ -25,7 +25,6 @@ from magi_compiler.cudagraph import (
     unstable_piece_args,
     wrap_compiled_graph,
 )
-from magi_compiler.log import logger
 from magi_compiler.splitting import split_graph
 
 
@@ -215,10 +214,8 @@ def test_reallocated_parameters_change_the_captured_addresses():
 
 @pytest.fixture
 def magi_log(caplog):
-    logger.addHandler(caplog.handler)
     with caplog.at_level(logging.INFO, logger="magi_compiler"):
         yield caplog
-    logger.removeHandler(caplog.handler)
 
 
 @pytest.mark.parametrize("mode", ["PIECEWISE", "FULL"])

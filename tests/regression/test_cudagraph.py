@@ -12,7 +12,6 @@ import torch
 
 from magi_compiler import compilation_counter, get_entry_state, magi_compile
 from magi_compiler.cudagraph import capture_records
-from magi_compiler.log import logger
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
 
@@ -78,10 +77,8 @@ def cache_env(tmp_path_factory):
 
 @pytest.fixture
 def magi_log(caplog):
-    logger.addHandler(caplog.handler)
     with caplog.at_level(logging.INFO, logger="magi_compiler"):
         yield caplog
-    logger.removeHandler(caplog.handler)
 
 
 def close(actual, expected):
