@@ -64,7 +64,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--lang", choices=LANGUAGES, default=None, help="review language (default: .reviewbot.yml)")
     parser.add_argument(
-        "--out", type=Path, default=None, help="also write the review to this file (markdown, or JSON with --format json)"
+        "--out",
+        type=Path,
+        default=None,
+        help="also write the review to this file (markdown, or JSON with --format json)",
     )
     parser.set_defaults(func=run)
 

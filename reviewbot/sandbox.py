@@ -347,9 +347,7 @@ class Box:
 
 
 @contextlib.contextmanager
-def box(
-    tree: Path, *, force: bool = False, keep: Sequence[str] = (), own: Sequence[Path] = ()
-) -> Iterator[Box]:
+def box(tree: Path, *, force: bool = False, keep: Sequence[str] = (), own: Sequence[Path] = ()) -> Iterator[Box]:
     """Runs in `tree` (a throw-away worktree): sandboxed where `availability()` allows (or with
     `force`, which only the availability check uses), with a fresh scratch directory removed on
     exit. A sandboxed box hands `tree` and the directories `own` (a virtual environment the runs

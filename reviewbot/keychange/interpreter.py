@@ -96,9 +96,7 @@ def probe_env_root(git: GitRepo) -> Path:
     return reviewbot_dir(git.toplevel()) / "probe-envs"
 
 
-def prepare(
-    git: GitRepo, revision: str, tree: Path, probe: ProbeConfig, env_root: Path | None = None
-) -> Interpreter:
+def prepare(git: GitRepo, revision: str, tree: Path, probe: ProbeConfig, env_root: Path | None = None) -> Interpreter:
     """The interpreter the probe of `revision` (checked out at `tree`) runs; makes the setup
     environment under `env_root` (default `probe_env_root(git)`) when it is not cached.
     `ProbeSetupError` says what failed."""

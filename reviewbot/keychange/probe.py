@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
-
 import os
 from pathlib import Path
+from typing import Any
 
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange.interpreter import ProbeSetupError, prepare, write_mask

@@ -17,7 +17,7 @@ from reviewbot.repo_config import ConfigError, ProbeConfig, parse_config
 from tests.reviewbot.engine.engine_gitrepos import Repo
 
 # prints which of the modules it tries are importable, where `revmod` comes from, and sys.path
-PROBE = '''
+PROBE = """
 import importlib, json, sys
 found = {}
 for name in ("revmod", "reviewbot", "yaml", "depmod"):
@@ -29,7 +29,7 @@ for name in ("revmod", "reviewbot", "yaml", "depmod"):
         found[name] = getattr(module, "ORIGIN", module.__file__)
 factors = {"found": json.dumps(found), "path": json.dumps(sys.path), "exe": sys.executable}
 print(json.dumps({"cases": {"c": {"factors": factors, "key": "k"}}}))
-'''
+"""
 
 
 def _repo(tmp_path: Path, extra: dict[str, str] | None = None) -> Repo:
@@ -92,7 +92,7 @@ def test_configured_python_that_does_not_exist_names_the_key(tmp_path: Path) -> 
 
 
 SETUP = (
-    "python -c \"import os, pathlib, shutil, sysconfig; "
+    'python -c "import os, pathlib, shutil, sysconfig; '
     "shutil.copy('vendor/depmod.py', sysconfig.get_paths()['purelib']); "
     "log = pathlib.Path(os.environ['VIRTUAL_ENV'], 'setup-runs'); log.write_text(log.read_text() + 'x' "
     "if log.exists() else 'x')\""
@@ -100,9 +100,7 @@ SETUP = (
 
 
 def test_setup_environment_is_built_once_and_holds_the_dependencies(tmp_path: Path) -> None:
-    repo = _repo(
-        tmp_path, {"vendor/depmod.py": 'ORIGIN = "installed by setup"\n', "requirements.txt": "depmod==1\n"}
-    )
+    repo = _repo(tmp_path, {"vendor/depmod.py": 'ORIGIN = "installed by setup"\n', "requirements.txt": "depmod==1\n"})
     envs = tmp_path / "envs"
     probe = ProbeConfig("python probe.py", setup=SETUP)
     found, _, exe = _found(repo, probe, envs)
@@ -161,6 +159,8 @@ def test_bad_interpreter_keys_are_named(probe: dict[str, object], key: str) -> N
 
 def test_interpreter_keys_parse() -> None:
     config = parse_config(
-        json.dumps({"cache_key": {"probe": {"command": "python p.py", "python": "python3.11", "setup": "pip install ."}}})
+        json.dumps(
+            {"cache_key": {"probe": {"command": "python p.py", "python": "python3.11", "setup": "pip install ."}}}
+        )
     )
     assert config.probe == ProbeConfig("python p.py", python="python3.11", setup="pip install .")
