@@ -10,13 +10,22 @@ from typing import Any
 _EXPORTS = {
     "CompileConfig": "magi_compiler.config",
     "CompileMode": "magi_compiler.config",
+    "CudaGraphMode": "magi_compiler.config",
     "FSDPConfig": "magi_compiler.config",
     "compilation_counter": "magi_compiler.counters",
     "get_entry_state": "magi_compiler.decorator",
     "magi_compile": "magi_compiler.decorator",
 }
 
-__all__ = ["CompileConfig", "CompileMode", "FSDPConfig", "compilation_counter", "get_entry_state", "magi_compile"]
+__all__ = [
+    "CompileConfig",
+    "CompileMode",
+    "CudaGraphMode",
+    "FSDPConfig",
+    "compilation_counter",
+    "get_entry_state",
+    "magi_compile",
+]
 
 
 def __getattr__(name: str) -> Any:

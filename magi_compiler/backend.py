@@ -29,8 +29,9 @@ from torch._dynamo.exc import RestartAnalysis
 from magi_compiler.cache import ArtifactIndex, ArtifactKey, model_cache_dir
 from magi_compiler.cache_key import cache_key, cache_key_factors
 from magi_compiler.compiler_interface import INDUCTOR, compile_piece, load_artifact, save_artifact
-from magi_compiler.config import CompileConfig
+from magi_compiler.config import CompileConfig, CudaGraphMode
 from magi_compiler.counters import compilation_counter
+from magi_compiler.cudagraph import cudagraph_skip_reason, plan_graph, wrap_compiled_graph
 from magi_compiler.dynamic_dims import symbolic_local_dims
 from magi_compiler.log import logger
 from magi_compiler.passes import build_full_graph_passes, inductor_config_patch
@@ -61,6 +62,7 @@ class MagiBackend:
         self.restarts_of_current_graph = 0
         # per local argument of the traced frame, the dims symbolic in the last graph traced
         self.symbolic_dims: dict[str, frozenset[int]] = {}
+        self.cudagraph_skip_logged = False
 
     @property
     def model_name(self) -> str:
@@ -143,6 +145,9 @@ class MagiBackend:
                 graph,
             )
             usable_index = None
+        cudagraph_mode = self._cudagraph_mode(example_inputs)
+        # planned before the passes, which may drop the output nodes' example values
+        cudagraph_plan = plan_graph(gm) if cudagraph_mode is not CudaGraphMode.NONE else None
         for graph_pass in build_full_graph_passes(self.config, self.model_tag, will_split):
             graph_pass(gm)
         new_artifacts: dict[ArtifactKey, Any] = {}
@@ -156,12 +161,34 @@ class MagiBackend:
             compilation_counter.num_splitting_ops_seen += sum(p.is_splitting_op for p in pieces)
             _PiecewiseCompiler(split_gm, pieces, compile_one).run_fake(example_inputs)
             compiled: Callable[..., Any] = split_gm
+            splitting = {p.name for p in pieces if p.is_splitting_op}
         else:
             with torch._inductor.config.patch(inductor_config_patch(self.config, will_split)):
                 compiled = compile_one(0, gm, example_inputs)
         if index is not None and (new_artifacts or index.graph_code_hash(graph) != code_hash):
             self._save(index, graph, code_hash, new_artifacts)
+        if cudagraph_plan is not None:
+            split = (split_gm, splitting) if will_split else None
+            name = f"{self.model_name} graph {graph}"
+            compiled = wrap_compiled_graph(
+                cudagraph_plan, compiled, cudagraph_mode, self.config.cudagraph_capture_sizes, name, split
+            )
         return compiled
+
+    def _cudagraph_mode(self, example_inputs: Sequence[Any]) -> CudaGraphMode:
+        """The configured mode, or NONE (logged once per backend) where CUDA graphs do not apply."""
+        mode = self.config.cudagraph_mode
+        if mode is CudaGraphMode.NONE:
+            return mode
+        reason = cudagraph_skip_reason(example_inputs, self.config.aot)
+        if reason is None:
+            return mode
+        if not self.cudagraph_skip_logged:
+            self.cudagraph_skip_logged = True
+            logger.warning(
+                "%s: cudagraph_mode=%s does not apply (%s); running as NONE", self.model_name, mode.name, reason
+            )
+        return CudaGraphMode.NONE
 
     def _compile_or_load(
         self,

@@ -37,12 +37,35 @@ class CompileMode(enum.Enum):
     MAGI_COMPILE = "MAGI_COMPILE"
 
 
+class CudaGraphMode(enum.Enum):
+    """``NONE`` captures nothing, ``PIECEWISE`` captures each compiled piece (splitting ops run
+    eagerly between the graphs), ``FULL`` captures the whole compiled graph as one graph."""
+
+    NONE = "NONE"
+    PIECEWISE = "PIECEWISE"
+    FULL = "FULL"
+
+
+DEFAULT_MAX_CAPTURE_SIZE = 512
+
+
+def default_capture_sizes(max_size: int = DEFAULT_MAX_CAPTURE_SIZE) -> list[int]:
+    """``[1, 2, 4]``, then every 8 below 256, then every 16 up to ``max_size`` (inclusive)."""
+    if max_size < 1:
+        raise ValueError(f"the largest capture size must be >= 1, got {max_size}")
+    sizes = [1, 2, 4, *range(8, 256, 8), *range(256, max_size + 1, 16)]
+    return [size for size in sizes if size <= max_size]
+
+
 BUCKET_MODES = ("none", "coalesced")
 BACKENDS = ("inductor", "eager")
 
 
+_NO_HASH = types.MappingProxyType({"hash": False})
+
+
 def _no_hash(default: Any = dataclasses.MISSING, **kwargs: Any) -> Any:
-    return dataclasses.field(default=default, metadata={"hash": False}, **kwargs)
+    return dataclasses.field(default=default, metadata=_NO_HASH, **kwargs)
 
 
 @dataclasses.dataclass
@@ -71,6 +94,15 @@ class CompileConfig:
     overload) at which the graph is split into separately compiled pieces.
     ``bytecode_swap`` lets later calls run Dynamo's captured bytecode directly, skipping
     guard evaluation (see ``entry_state.EntryState`` for the contract).
+
+    ``cudagraph_mode`` and ``cudagraph_capture_sizes`` (see :mod:`magi_compiler.cudagraph` and
+    docs/cudagraphs.md) apply only on CUDA; elsewhere a mode other than ``NONE`` is logged once
+    and ignored. ``FULL`` needs every splitting op compiled into the graph: with
+    ``splitting_ops`` set it requires ``disable_graph_split`` (else ``ValueError``). Capture sizes
+    are the sizes of the one dynamic dim that get a graph (positive integers; stored sorted and
+    without duplicates). Both fields stay out of the artifact-cache key: CUDA graphs are never
+    saved (a warm process loads the same Inductor artifacts and captures again), and capturing
+    does not change the code Inductor generates.
     """
 
     compile_mode: CompileMode = CompileMode.MAGI_COMPILE
@@ -83,6 +115,8 @@ class CompileConfig:
     disable_graph_split: bool = False
     bytecode_swap: bool = _no_hash(True)
     log_level: str = _no_hash("")
+    cudagraph_mode: CudaGraphMode = dataclasses.field(default=CudaGraphMode.NONE, metadata=_NO_HASH)
+    cudagraph_capture_sizes: list[int] = dataclasses.field(default_factory=default_capture_sizes, metadata=_NO_HASH)
     fsdp: FSDPConfig = dataclasses.field(default_factory=FSDPConfig)
 
     def __post_init__(self) -> None:
@@ -94,6 +128,22 @@ class CompileConfig:
             raise TypeError(f"splitting_ops must be a list of op names, got {self.splitting_ops!r}")
         if not isinstance(self.fsdp, FSDPConfig):
             raise TypeError(f"fsdp must be an FSDPConfig, got {type(self.fsdp).__name__}")
+        if not isinstance(self.cudagraph_mode, CudaGraphMode):
+            raise TypeError(f"cudagraph_mode must be a CudaGraphMode, got {self.cudagraph_mode!r}")
+        sizes = self.cudagraph_capture_sizes
+        if (
+            not isinstance(sizes, list)
+            or not sizes
+            or not all(isinstance(size, int) and not isinstance(size, bool) and size >= 1 for size in sizes)
+        ):
+            raise ValueError(f"cudagraph_capture_sizes must be a non-empty list of positive integers, got {sizes!r}")
+        self.cudagraph_capture_sizes = sorted(set(sizes))
+        if self.cudagraph_mode is CudaGraphMode.FULL and self.splitting_ops and not self.disable_graph_split:
+            raise ValueError(
+                f"cudagraph_mode=FULL captures the whole graph, but splitting_ops {self.splitting_ops} would run "
+                "eagerly between pieces; use cudagraph_mode=PIECEWISE, or set disable_graph_split=True "
+                "(the splitting ops are then compiled into the graph and must be capturable)"
+            )
 
     @property
     def hash(self) -> str:
@@ -143,8 +193,9 @@ def apply_config_patch(config: CompileConfig, patch: ConfigPatch) -> CompileConf
     updates = dict(patch)
     fsdp_updates = updates.pop("fsdp", None)
     _check_names(CompileConfig, updates)
-    if "compile_mode" in updates:
-        updates["compile_mode"] = _parse_enum(CompileMode, updates["compile_mode"], "compile_mode")
+    for name, enum_cls in (("compile_mode", CompileMode), ("cudagraph_mode", CudaGraphMode)):
+        if name in updates:
+            updates[name] = _parse_enum(enum_cls, updates[name], name)
     if fsdp_updates is not None:
         if isinstance(fsdp_updates, FSDPConfig):
             updates["fsdp"] = fsdp_updates
@@ -155,7 +206,12 @@ def apply_config_patch(config: CompileConfig, patch: ConfigPatch) -> CompileConf
 
 
 def _copy(config: CompileConfig) -> CompileConfig:
-    return dataclasses.replace(config, splitting_ops=list(config.splitting_ops), fsdp=dataclasses.replace(config.fsdp))
+    return dataclasses.replace(
+        config,
+        splitting_ops=list(config.splitting_ops),
+        cudagraph_capture_sizes=list(config.cudagraph_capture_sizes),
+        fsdp=dataclasses.replace(config.fsdp),
+    )
 
 
 def _check_names(cls: type, updates: Mapping[str, Any]) -> None:
@@ -211,6 +267,8 @@ def _parse_env_value(hint: Any, raw: str, var: str) -> Any:
         return text
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return _parse_enum(hint, text, var)
+    if hint == list[int]:
+        return _parse_int_list(text, raw, var)
     if typing.get_origin(hint) is list or (isinstance(hint, types.GenericAlias) and hint.__origin__ is list):
         if text.startswith("["):
             try:
@@ -222,6 +280,15 @@ def _parse_env_value(hint: Any, raw: str, var: str) -> Any:
             return parsed
         return [item.strip() for item in text.split(",") if item.strip()]
     raise AssertionError(f"no environment parser for the type {hint!r} of {var}")
+
+
+def _parse_int_list(text: str, raw: str, var: str) -> list[int]:
+    """``"1,2,4"`` or a JSON list ``"[1, 2, 4]"``."""
+    items = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        return [int(item) for item in items.split(",") if item.strip()]
+    except ValueError:
+        raise ValueError(f"{var}={raw!r} is not a list of integers (use e.g. 1,2,4,8)") from None
 
 
 def _parse_enum(enum_cls: type[enum.Enum], value: Any, name: str) -> enum.Enum:

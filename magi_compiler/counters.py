@@ -3,7 +3,13 @@
 Granularity: ``num_graphs_seen`` counts backend calls (a restart makes a second one);
 ``num_backend_compilations`` counts backend calls that returned a callable;
 ``num_piecewise_graphs_seen`` counts pieces after splitting; ``num_inductor_compiles``,
-``num_cache_hits`` and ``num_cache_misses`` count pieces.
+``num_cache_hits`` and ``num_cache_misses`` count pieces. CUDA graphs (:mod:`magi_compiler.cudagraph`):
+``num_cudagraph_captures`` counts captured sizes (all pieces of a graph at one size count
+once) and ``cudagraph_capture_us`` / ``cudagraph_capture_bytes`` their total time and growth of
+reserved CUDA memory (per size: ``magi_compiler.cudagraph.capture_records``);
+``num_cudagraph_replays`` counts calls served by graphs, ``num_cudagraph_uncaptured_calls``
+calls above the largest capture size, ``num_cudagraph_recaptures`` re-captures after a
+reallocated parameter or buffer.
 """
 
 from __future__ import annotations
@@ -30,6 +36,12 @@ class CompilationCounter:
     num_restarts_replayed: int = 0
     num_bytecode_captures: int = 0
     num_swapped_calls: int = 0
+    num_cudagraph_captures: int = 0
+    cudagraph_capture_us: int = 0
+    cudagraph_capture_bytes: int = 0
+    num_cudagraph_replays: int = 0
+    num_cudagraph_uncaptured_calls: int = 0
+    num_cudagraph_recaptures: int = 0
 
     def snapshot(self) -> CompilationCounter:
         return dataclasses.replace(self)

@@ -11,6 +11,8 @@ Public API (used by `reviewbot review`, the service and the release notes):
   diff found a change), test-plan verification (when `pr_body` has a test plan) and the configured
   suites that need no GPU; `all` adds every configured suite (GPU suites report `not-run` where
   the machine lacks GPUs). Any other value is a comma-separated list of configured suite names.
+  Every mode but `none` also runs the exception-injection experiment on the catch-all and
+  `RuntimeError` fallback findings (`reviewbot.experiments.exception_injection`).
 - `config`: defaults to `.reviewbot.yml` at `head` (defaults when absent).
 - `progress`: called with one line per stage (the CLI prints them on stderr).
 
@@ -35,6 +37,8 @@ from typing import Any
 from reviewbot import logger
 from reviewbot.diff import FileChange, diff_files
 from reviewbot.exception_index import ExceptionIndex, index_revision
+from reviewbot.experiments.exception_injection import candidates as injection_candidates
+from reviewbot.experiments.exception_injection import run_injection
 from reviewbot.experiments.key_stability import check_reproducibility
 from reviewbot.findings import Finding, Severity, apply_evidence_policy
 from reviewbot.gitrepo import GitRepo
@@ -344,6 +348,19 @@ def run_review(
         planned = {row.test_id for row in test_plan if row.status == FAILS_AT_HEAD}
         failing = suite_results.from_suites(results, config, anchor, planned)
         findings += suite_results.from_test_plan(test_plan, anchor, {f.qualname for f in failing}) + failing
+        if suites != "none" and injection_candidates(findings):  # the experiment runs the revision's code
+            t = time.monotonic()
+            findings = run_injection(
+                git,
+                head_sha,
+                findings,
+                config.injection,
+                [config.suite(name) for name in suite_names if config.suite(name).gpus == 0],
+                results,
+                log_dir=log_dir / "injection" if log_dir is not None else None,
+                progress=say,
+            )
+            timings["exception_injection"] = time.monotonic() - t
 
     findings = [
         apply_evidence_policy(

@@ -24,8 +24,9 @@ How an experiment plugs in (before the policy runs): rules report the severity t
 when proven (`P0` for a handler that swallows `AssertionError`) with `PATTERN_ONLY`; the experiment
 replaces the evidence with what it saw, `finding.with_evidence(Evidence(EvidenceKind.EXPERIMENT,
 "evidence.<id>", params), severity)`: harm shown keeps or sets the severity (`P0`, or `P2` for a
-swallowed project error); harm not shown is `shows_harm=False` (capped, says unconfirmed) or the
-finding is dropped; a handler no test reaches keeps `PATTERN` kind with a message saying so
+swallowed project error); harm not shown is `shows_harm=False` (capped, says unconfirmed), the
+finding is dropped, or it is replaced by a note saying what the experiment showed (the exception
+injection experiment's `<rule>.refuted`, `P3`); a handler no test reaches keeps `PATTERN` kind with a message saying so
 (`evidence.no-test-reaches`), and one the experiment could not run on `evidence.experiment-not-run`.
 """
 

@@ -22,6 +22,9 @@ Keys (all optional; unknown keys and wrong types raise `ConfigError` naming the 
 - `release_notes`: how `reviewbot release-notes` groups changes (see `reviewbot/release_notes/settings.py`).
 - `config_attribute_names`: names that mark an attribute chain as a configuration flag for the
   silent-gate rule (default: config, cfg, conf, settings, options, opts, flags).
+- `experiments.injection`: the exception-injection experiment (`reviewbot/experiments/exception_injection.py`):
+  `command` (the tests to run with the injection; default: the review's suites that need no GPU),
+  `timeout_s` (limit of one run, default 300), `max_handlers` (handlers tried per review, default 5).
 """
 
 from __future__ import annotations
@@ -86,6 +89,17 @@ class ProbeConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class InjectionConfig:
+    """The exception-injection experiment. `command`: None runs the review's suites that need no
+    GPU; `timeout_s`: limit of one run (capped by a suite's own); `max_handlers`: handlers tried per
+    review (the rest stay unconfirmed, saying so)."""
+
+    command: str | None = None
+    timeout_s: float = 300.0
+    max_handlers: int = 5
+
+
+@dataclasses.dataclass(frozen=True)
 class RepoConfig:
     language: str = "en"
     key_roots: tuple[str, ...] = ()
@@ -95,6 +109,7 @@ class RepoConfig:
     severity_overrides: dict[str, Severity] = dataclasses.field(default_factory=dict)
     config_attribute_names: tuple[str, ...] = DEFAULT_CONFIG_NAMES
     release_notes: ReleaseNotesSettings = dataclasses.field(default_factory=ReleaseNotesSettings)
+    injection: InjectionConfig = dataclasses.field(default_factory=InjectionConfig)
 
     def suite(self, name: str) -> SuiteConfig:
         if name not in self.suites:
@@ -162,7 +177,17 @@ def parse_config(text: str) -> RepoConfig:
         return RepoConfig()
     _expect(data, dict, "<top level>")
     _check_keys(
-        data, {"language", "cache_key", "suites", "severity_overrides", "config_attribute_names", "release_notes"}, ""
+        data,
+        {
+            "language",
+            "cache_key",
+            "suites",
+            "severity_overrides",
+            "config_attribute_names",
+            "release_notes",
+            "experiments",
+        },
+        "",
     )
     language = _expect(data.get("language", "en"), str, "language")
     if language not in LANGUAGES:
@@ -227,6 +252,7 @@ def parse_config(text: str) -> RepoConfig:
 
     return RepoConfig(
         language=language,
+        injection=_injection(data.get("experiments", {})),
         key_roots=roots,
         probe=probe,
         vocabulary=vocabulary,
@@ -235,6 +261,21 @@ def parse_config(text: str) -> RepoConfig:
         config_attribute_names=names,
         release_notes=release_notes,
     )
+
+
+def _injection(raw: Any) -> InjectionConfig:
+    experiments = _expect(raw, dict, "experiments")
+    _check_keys(experiments, {"injection"}, "experiments")
+    spec = _expect(experiments.get("injection", {}), dict, "experiments.injection")
+    _check_keys(spec, {"command", "timeout_s", "max_handlers"}, "experiments.injection")
+    command = _expect(spec["command"], str, "experiments.injection.command") if "command" in spec else None
+    timeout = float(_expect(spec.get("timeout_s", 300), (int, float), "experiments.injection.timeout_s"))
+    if timeout <= 0:
+        raise ConfigError("experiments.injection.timeout_s: must be > 0")
+    cap = _expect(spec.get("max_handlers", 5), int, "experiments.injection.max_handlers")
+    if cap < 0:
+        raise ConfigError("experiments.injection.max_handlers: must be >= 0")
+    return InjectionConfig(command, timeout, cap)
 
 
 def load_config(repo: Path | str, revision: str | None = None) -> RepoConfig:

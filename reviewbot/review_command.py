@@ -51,7 +51,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--suites",
         default="static",
-        help="none: run no code of the revision; static (default): key probe, test plan and CPU suites; "
+        help="none: run no code of the revision; static (default): key probe, test plan, CPU suites and "
+        "the exception-injection experiment; "
         "all: every configured suite; or a comma-separated list of suite names",
     )
     parser.add_argument(

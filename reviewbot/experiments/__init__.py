@@ -5,6 +5,9 @@ hash seed unless the experiment varies it, no network, a time limit) inside the 
 mode, and reports what it saw as a finding's evidence (`EvidenceKind.EXPERIMENT`). An experiment
 that cannot run leaves its findings unconfirmed and says why.
 
+`exception_injection`: raises an error a catch-all or `RuntimeError` fallback must not swallow at
+the start of its try body and runs the tests: swallowed confirms the finding, propagated refutes it.
+
 `key_stability`: the key-reproducibility experiment (the probe run again at base and head, in
 another worktree with another `PYTHONHASHSEED`).
 """

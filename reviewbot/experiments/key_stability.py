@@ -6,6 +6,10 @@ this experiment runs it once more at each revision in a fresh worktree at anothe
 the two runs of one revision means the cache can never hit across processes: a memory address in a
 `repr`, an absolute path, a process id, set order or `hash()` of a string hashed into it.
 
+When a factor differs, a third run (the first run's seed, a third worktree path) tells the two
+causes apart: a factor that differs again depends on the process or checkout (an absolute path, a
+process id, a memory address); one that matches again depends on the hash seed.
+
 `check_reproducibility` records the result on the `KeyChange` (`reproducibility_base`,
 `reproducibility_head`), and marks the base's unstable factors on every `CaseKeys` so that their
 difference from the head is not reported as a key change. It runs only when the probe ran and
@@ -67,7 +71,25 @@ def reproduce(
         return Reproducibility(second.revision, second.status, seeds=seeds, worktrees=trees, error=second.error)
     assert second.worktree != first_tree, "the second run must use another worktree path"
     unstable, cases = compare_runs(first, second)
-    return Reproducibility(second.revision, "ok", unstable, cases, seeds, trees)
+    if not unstable:
+        return Reproducibility(second.revision, "ok", unstable, cases, seeds, trees)
+    third = run_probe(git, revision, probe, hash_seed=FIRST_SEED)
+    if third.status != "ok":
+        return Reproducibility(second.revision, "ok", unstable, cases, seeds, trees)
+    again, _ = compare_runs(first, third)
+    by_process = tuple(f for f in unstable if f in again)
+    by_seed = tuple(f for f in unstable if f not in again)
+    return Reproducibility(
+        second.revision,
+        "ok",
+        unstable,
+        cases,
+        seeds,
+        trees,
+        by_process=by_process,
+        by_seed=by_seed,
+        third_worktree=third.worktree,
+    )
 
 
 def check_reproducibility(

@@ -46,8 +46,10 @@ from reviewbot.service import events, jobs, posting
 from reviewbot.service.db import Job, make_sessionmaker
 from reviewbot.service.github_api import GitHub, GitHubFailed, OutcomeUnknown
 from reviewbot.service.gpu_dispatch import GpuOutcome, GpuRequest, register_dispatcher
+from reviewbot.service.job_context import JobContext, Stopped
+from reviewbot.service.job_handlers import publish_gpu_outcome
+from reviewbot.service.registry import register_event, register_job
 from reviewbot.service.settings import Settings
-from reviewbot.service.worker import JobContext, Stopped, publish_gpu_outcome, register_job
 
 WORKFLOW_FILE = "gpu-regression.yml"
 RESULT_JOB = "gpu-actions-result"
@@ -316,7 +318,7 @@ def run_deadline_job(ctx: JobContext) -> str:
 
 
 register_dispatcher("actions", ActionsDispatcher)
-events.register_event("workflow_run")(on_workflow_run)
+register_event("workflow_run")(on_workflow_run)
 # The result job writes the PR's summary: it takes turns with the PR's other summary writers. The
 # deadline job is parked as running for hours, so it must not hold the PR (see register_job).
 register_job(RESULT_JOB, pr_exclusive=True)(run_result_job)

@@ -9,8 +9,7 @@ or credentials (`REVIEWBOT_*` except `REVIEWBOT_GPUS`, `GITHUB_*`, `GH_*`, and a
 name says token, secret, password, private/API/access key or credentials): the suites execute PR code. The child process also
 keeps torch and CUDA out of the worker.
 
-Importing this module registers it as `local`, replacing the service's built-in dispatcher of
-that name (which runs the suite runner in the worker process and renders its own table).
+Importing this module registers it as `local`.
 """
 
 from __future__ import annotations

@@ -100,7 +100,12 @@ class Reproducibility:
 
     `status`: ok | failed | timeout (the second run's); `unstable`: factor names whose value
     differed between the runs in some reference case, `KEY_ITSELF` when only the key did; `cases`:
-    the reference cases that differed; `seeds` and `worktrees`: of the two runs."""
+    the reference cases that differed; `seeds` and `worktrees`: of the two runs.
+
+    When some factor differed, a third run with the first run's seed in a third worktree
+    (`third_worktree`, "" when it did not run or failed) splits `unstable`: `by_process` differed
+    again (an absolute path, a process id, a memory address: anything of one process or checkout),
+    `by_seed` matched again (it depends on the hash seed: `hash()` of a string, set order)."""
 
     revision: str
     status: str
@@ -109,6 +114,9 @@ class Reproducibility:
     seeds: tuple[int, int] = (0, 0)
     worktrees: tuple[str, str] = ("", "")
     error: str = ""
+    by_process: tuple[str, ...] = ()
+    by_seed: tuple[str, ...] = ()
+    third_worktree: str = ""
 
     @property
     def reproducible(self) -> bool:

@@ -26,6 +26,14 @@ may confirm or refute them.
     target type (or a repository base of it) without re-raising: every `AssertionError` becomes the
     target type and that caller takes it into its fallback; nothing when no clause catches it (the
     converted error reaches the user, chained to the original);
+  - a *unit boundary* that reports the error: nothing. The handler logs the traceback
+    (`logger.exception`, `exc_info=`) or, at warning level or above, the caught exception itself;
+    its other statements only `pass`, `continue`, `break`, `return`/`return None` or record a
+    failure state (an assignment or return of a name or attribute called error, failed, failure,
+    aborted, ...); and the unit it ends is one of: a turn of a loop (the try stands directly in a
+    loop's body, or the handler ends with `continue`), teardown or diagnostics code (below), or a
+    unit whose failure it records. The project's own rule: a boundary of one unit of work may catch
+    everything to mark that unit failed and keep going, and says so in the log;
   - swallows, logging, in diagnostics or teardown code (a word of the file path or the enclosing
     name is in `_DIAGNOSTIC_WORDS`: dump, report, metrics, trace, close, shutdown, ...) with a body
     of only logging, `pass`, `continue`, `break` and bare `return`/`return None`: P3
@@ -44,7 +52,10 @@ may confirm or refute them.
   `caught-own-subclass`, naming them. Classes defined in test files count only for handlers in test
   files.
 - a try whose body holds more than one statement with a call and that has a handler which does not
-  raise (a fallback): P2 `wide-try`. Cleanup handlers that always raise are left alone.
+  raise (a fallback): P2 `wide-try`. Cleanup handlers that always raise are left alone, and so are
+  handlers that only catch control flow (`KeyboardInterrupt`, `SystemExit`, `GeneratorExit`,
+  `CancelledError`: no call in the body is more likely than another to raise them) and unit
+  boundaries (above), whose try is as wide as the unit on purpose.
 """
 
 from __future__ import annotations
@@ -124,6 +135,12 @@ _DIAGNOSTIC_WORDS = frozenset(
         "stop",
     ]
 )
+# what a handler records when it marks its unit of work failed (`status = RolloutStatus.ERROR`,
+# `return "failed"`)
+_FAILURE_WORDS = frozenset(["error", "errored", "failed", "failure", "fail", "aborted", "crashed"])
+# exceptions that stop the program's control flow rather than report a failure of one call
+CONTROL_FLOW = frozenset(["KeyboardInterrupt", "SystemExit", "GeneratorExit", "CancelledError"])
+_LOUD_LEVELS = frozenset(["warning", "warn", "error", "critical", "exception"])
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -228,6 +245,77 @@ def _logs_and_continues(handler: ast.ExceptHandler) -> bool:
             continue
         return False
     return contains_logging(handler.body)
+
+
+def _reports_error(handler: ast.ExceptHandler) -> bool:
+    """A log call in the handler carries the traceback (`.exception(...)`, `exc_info=` not False or
+    None) or, at warning level or above, the caught exception itself."""
+    for sub in ast.walk(handler):
+        if not is_logging_call(sub):
+            continue
+        assert isinstance(sub, ast.Call)
+        method = sub.func.attr if isinstance(sub.func, ast.Attribute) else ""
+        if method == "exception":
+            return True
+        for keyword in sub.keywords:
+            if keyword.arg == "exc_info" and not (
+                isinstance(keyword.value, ast.Constant) and keyword.value.value in (False, None)
+            ):
+                return True
+        if method in _LOUD_LEVELS and handler.name is not None:
+            named = (node for arg in sub.args for node in ast.walk(arg))
+            if any(isinstance(node, ast.Name) and node.id == handler.name for node in named):
+                return True
+    return False
+
+
+def _failure_marker(node: ast.expr | None) -> bool:
+    """`RolloutStatus.ERROR`, `FAILED`, `"failed"`: a value that says the unit failed."""
+    if isinstance(node, ast.Attribute):
+        word = node.attr
+    elif isinstance(node, ast.Name):
+        word = node.id
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        word = node.value
+    else:
+        return False
+    return word.lower() in _FAILURE_WORDS
+
+
+def _unit_boundary(handler: ast.ExceptHandler, in_loop: bool, teardown: bool) -> bool:
+    """The handler ends one unit of work and reports its error (see the module docstring)."""
+    if not _reports_error(handler):
+        return False
+    records_failure = False
+    for stmt in handler.body:
+        if isinstance(stmt, ast.Expr) and is_logging_call(stmt.value):
+            continue
+        if isinstance(stmt, (ast.Pass, ast.Continue, ast.Break)):
+            continue
+        if isinstance(stmt, ast.Return) and (
+            stmt.value is None or (isinstance(stmt.value, ast.Constant) and stmt.value.value is None)
+        ):
+            continue
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return)) and _failure_marker(stmt.value):
+            records_failure = True
+            continue
+        return False
+    ends_turn = in_loop or (bool(handler.body) and isinstance(handler.body[-1], ast.Continue))
+    return ends_turn or teardown or records_failure
+
+
+def _control_flow_only(handler: ast.ExceptHandler) -> bool:
+    names = caught_names(handler)
+    return bool(names) and all(name.rsplit(".", 1)[-1] in CONTROL_FLOW for name in names)
+
+
+def _loop_tries(tree: ast.AST) -> set[int]:
+    """ids of the try statements standing directly in the body of a loop."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            found.update(id(stmt) for stmt in node.body if isinstance(stmt, (ast.Try, ast.TryStar)))
+    return found
 
 
 def _is_test_path(path: str) -> bool:
@@ -363,8 +451,17 @@ def _handler_finding(
     )
 
 
-def _broad(ctx: FileContext, handler: ast.ExceptHandler, label: str, ruff_note: str) -> Finding | None:
-    """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring)."""
+def _teardown(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
+    where = ctx.qualname(handler.lineno)
+    words = {word.lower() for word in _WORD_SPLIT.split(f"{ctx.path.removesuffix('.py')}/{where}") if word}
+    return bool(words & _DIAGNOSTIC_WORDS)
+
+
+def _broad(
+    ctx: FileContext, handler: ast.ExceptHandler, label: str, ruff_note: str, *, boundary: bool
+) -> Finding | None:
+    """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring);
+    `boundary`: the handler ends a unit of work and reports its error."""
     if reraises_same(handler):
         if handler.type is None:
             return _handler_finding(
@@ -395,10 +492,10 @@ def _broad(ctx: FileContext, handler: ast.ExceptHandler, label: str, ruff_note: 
         return _handler_finding(
             ctx, handler, "broad-except", Severity.P0, "broad-except.converts", params, ruff_note, extra
         )
-    where = ctx.qualname(handler.lineno)
-    words = {word.lower() for word in _WORD_SPLIT.split(f"{ctx.path.removesuffix('.py')}/{where}") if word}
-    if _logs_and_continues(handler) and words & _DIAGNOSTIC_WORDS:
-        params["where"] = where or ctx.path
+    if boundary:
+        return None
+    if _logs_and_continues(handler) and _teardown(ctx, handler):
+        params["where"] = ctx.qualname(handler.lineno) or ctx.path
         return _handler_finding(
             ctx, handler, "broad-except", Severity.P3, "broad-except.diagnostics", params, ruff_note
         )
@@ -413,11 +510,17 @@ def _broad(ctx: FileContext, handler: ast.ExceptHandler, label: str, ruff_note: 
 def check(ctx: FileContext) -> list[Finding]:
     ruff_lines = {(hit.code, hit.line) for hit in ctx.ruff}
     findings: list[Finding] = []
+    loop_tries = _loop_tries(ctx.tree)
     for node in ast.walk(ctx.tree):
         if not isinstance(node, (ast.Try, ast.TryStar)) or not node.handlers:
             continue
         calls = _call_statements(node.body)
         runtime_reported = False
+        boundaries = {
+            id(handler)
+            for handler in node.handlers
+            if _unit_boundary(handler, id(node) in loop_tries, _teardown(ctx, handler))
+        }
         for i, handler in enumerate(node.handlers):
             names = caught_names(handler)
             label = "except:" if names is None else f"except {ast.unparse(handler.type) if handler.type else ''}"
@@ -427,7 +530,7 @@ def check(ctx: FileContext) -> list[Finding]:
             elif handler.type is not None and ("BLE001", handler.type.lineno) in ruff_lines:
                 ruff_note = "ruff BLE001"
             if names is None or BROAD & set(names):
-                finding = _broad(ctx, handler, label, ruff_note)
+                finding = _broad(ctx, handler, label, ruff_note, boundary=id(handler) in boundaries)
                 if finding is not None:
                     findings.append(finding)
                 continue
@@ -475,7 +578,9 @@ def check(ctx: FileContext) -> list[Finding]:
                             {"label": label, "calls": len(calls)},
                         )
                     )
-        swallows = any(not _raises(h.body) for h in node.handlers)
+        swallows = any(
+            not _raises(h.body) and not _control_flow_only(h) and id(h) not in boundaries for h in node.handlers
+        )
         if len(calls) > 1 and swallows and not runtime_reported:
             first, last = node.body[0], node.body[-1]
             findings.append(

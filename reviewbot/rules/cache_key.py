@@ -247,6 +247,10 @@ def _reproducibility_evidence(run: Reproducibility, factors: list[str]) -> Evide
         "cases": ", ".join(run.cases),
         "seeds": " and ".join(str(s) for s in run.seeds),
         "worktrees": " and ".join(run.worktrees),
+        "third": run.third_worktree,
+        "third_seed": run.seeds[0],
+        "by_process": ", ".join(f for f in run.by_process if f in factors),
+        "by_seed": ", ".join(f for f in run.by_seed if f in factors),
     }
     return Evidence(EvidenceKind.EXPERIMENT, "evidence.key-reproducibility", params)
 

@@ -33,7 +33,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
 
-from reviewbot.service import events, gpu_dispatch, health, metrics
+from reviewbot.service import events, health, metrics, plugins
 from reviewbot.service.db import WorkerBeat, make_engine, pack_body
 from reviewbot.service.delivery_writer import DeliveryWriter, StoreFailed
 from reviewbot.service.settings import Settings
@@ -56,7 +56,7 @@ KEPT_HEADERS = (
 
 
 def _answer(event: str, outcome: str, status: int, **body: Any) -> JSONResponse:
-    label = event if event in events.EVENT_HANDLERS or event == "ping" else "other"  # bounded label values
+    label = event if events.handler_for(event) is not None or event == "ping" else "other"  # bounded label values
     metrics.inc("reviewbot_webhook_deliveries_total", event=label, outcome=outcome)
     return JSONResponse({"outcome": outcome, **body}, status_code=status)
 
@@ -92,7 +92,7 @@ def create_app(settings: Settings) -> FastAPI:
         raise ValueError(
             "webhook_secret (or webhook_secret_file) is required: deliveries cannot be verified without it"
         )
-    gpu_dispatch.load_plugins()
+    plugins.load()
     engine = make_engine(settings.database_url, max_bytes=settings.database_max_mb << 20)
     identity = health.FileIdentity.of(engine)
     store = health.StoreOutcome()
@@ -167,7 +167,7 @@ def create_app(settings: Settings) -> FastAPI:
             events.validate(event, payload)
         except events.BadPayload as exc:
             return _answer(event, "bad-request", 400, reason=str(exc))
-        known = event in events.EVENT_HANDLERS
+        known = events.handler_for(event) is not None
         action = payload.get("action")
         return {
             "guid": delivery_id,

@@ -2,20 +2,20 @@
 
 Nothing here calls GitHub: the webhook answer must stay fast. Work that needs the API (the
 permission check of a slash command, reactions, replies) is itself a job.
-`EVENT_HANDLERS` maps `X-GitHub-Event` to a handler; the GPU `actions` dispatch mode adds its
-`workflow_run` handler with `register_event`.
+Importing this module registers the `pull_request` and `issue_comment` handlers in
+`registry.EVENTS`; the GPU `actions` dispatch mode adds its `workflow_run` handler the same way.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from reviewbot import logger
 from reviewbot.service import commands, jobs
+from reviewbot.service.registry import EVENTS, EventHandler, register_event
 from reviewbot.service.settings import Settings
 
 
@@ -23,17 +23,12 @@ class BadPayload(ValueError):
     """The payload lacks what its event needs; the message is the 400 reason."""
 
 
-EventHandler = Callable[[Session, str, dict[str, Any], Settings], str]
-EVENT_HANDLERS: dict[str, EventHandler] = {}
 REVIEW_ACTIONS = ("opened", "reopened", "ready_for_review", "synchronize")
 
 
-def register_event(name: str) -> Callable[[EventHandler], EventHandler]:
-    def add(handler: EventHandler) -> EventHandler:
-        EVENT_HANDLERS[name] = handler
-        return handler
-
-    return add
+def handler_for(event: str) -> EventHandler | None:
+    """The handler of `X-GitHub-Event: event`: a built-in one of this module or a plug-in's."""
+    return EVENTS.get(event)
 
 
 _MAX_INT = 2**63 - 1

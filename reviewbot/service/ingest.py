@@ -63,7 +63,7 @@ def _failure(exc: BaseException) -> str:
 def _ingest_one(sessions: sessionmaker, settings: Settings, row: Row[Any]) -> bool:
     """The handler's writes and the delivery's `processed` flag commit together; the conditional
     UPDATE of the flag, last, hands the delivery to one worker (another's transaction rolls back)."""
-    handler = events.EVENT_HANDLERS.get(row.event)
+    handler = events.handler_for(row.event)
     assert handler is not None, f"delivery {row.guid}: no handler for {row.event!r} was stored"
     try:  # parsed before the transaction: the write lock is held for the handler's statements only
         payload, outcome = json.loads(zlib.decompress(row.body)), ""

@@ -22,7 +22,7 @@ from reviewbot.service.db import Job
 ACTIVE = ("pending", "running")
 PR_WORK_KINDS = ("review", "gpu")  # stopped by a newer head or a closed PR
 # Kinds that write the PR's summary: one of them runs at a time per PR (`claim`). Job kinds that
-# post results join with `worker.register_job(kind, pr_exclusive=True)`.
+# post results join with `registry.register_job(kind, pr_exclusive=True)`.
 PR_EXCLUSIVE_KINDS: set[str] = {"review", "gpu"}
 
 

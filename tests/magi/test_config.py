@@ -85,6 +85,8 @@ def test_hash_covers_codegen_fields_only():
         {"disable_cache": True},
         {"assert_cache_hit": True},
         {"bytecode_swap": False},
+        {"cudagraph_mode": "PIECEWISE"},
+        {"cudagraph_capture_sizes": [1, 2, 4]},
     ):
         assert apply_config_patch(base, patch).hash == base.hash, patch
 

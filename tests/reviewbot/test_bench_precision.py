@@ -54,11 +54,11 @@ def test_every_label_references_an_existing_case_and_file(tmp_path: Path) -> Non
 
 
 def test_table_of_one_real_case_matches_its_labels(capsys: pytest.CaptureFixture[str]) -> None:
-    case = bench_precision.DEFAULT_CORPUS / "titan-rl-shutdown"
+    case = bench_precision.DEFAULT_CORPUS / "titan-deepseek-group-gemm"
     labels = bench_precision.load_labels(case)
-    assert bench_precision.main(["--case", "titan-rl-shutdown"]) == 0
+    assert bench_precision.main(["--case", "titan-deepseek-group-gemm"]) == 0
     out = capsys.readouterr().out
-    assert "case titan-rl-shutdown: static review" in out
+    assert "case titan-deepseek-group-gemm: static review" in out
     assert f"{len(labels)} labelled, 0 unlabelled, 0 missed" in out
     rows = _table(out)
     by_rule = Counter((label.rule, label.real) for label in labels)

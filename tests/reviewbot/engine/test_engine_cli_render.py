@@ -159,6 +159,7 @@ def test_this_repositorys_own_config_is_valid() -> None:
         "fsdp_skip_split",
         "graph_hash",
         "timing_bench",
+        "cudagraph",
     }
 
 

@@ -108,8 +108,14 @@ def test_a_reproducible_key_change_is_confirmed_and_anchored_on_the_added_factor
     assert "key_reproducibility" in review.timings
 
 
-@pytest.mark.parametrize(("branch", "factor"), [("unstable-path", "build_dir"), ("unstable-seed", "mode_salt")])
-def test_a_key_that_differs_between_processes_is_a_p0(repo: Repo, branch: str, factor: str) -> None:
+@pytest.mark.parametrize(
+    ("branch", "factor", "cause"),
+    [
+        ("unstable-path", "build_dir", "differed again, so it depends on the process or checkout"),
+        ("unstable-seed", "mode_salt", "matched the first run, so it depends on the hash seed"),
+    ],
+)
+def test_a_key_that_differs_between_processes_is_a_p0(repo: Repo, branch: str, factor: str, cause: str) -> None:
     review = run_review(repo.path, "main", branch)
     (finding,) = _rules(review, "key-not-reproducible")
     assert finding.severity is Severity.P0 and review.blocking
@@ -117,6 +123,12 @@ def test_a_key_that_differs_between_processes_is_a_p0(repo: Repo, branch: str, f
     assert finding.evidence.kind is EvidenceKind.EXPERIMENT and finding.evidence.confirmed
     text = finding.evidence.text("en")
     assert f"PYTHONHASHSEED 0 and {SECOND_SEED}" in text and factor in text
+    # the third run (seed 0, a third worktree path) tells a path leak from a seed dependence
+    head = review.key_change.reproducibility_head
+    assert head.third_worktree and head.third_worktree not in head.worktrees
+    assert (head.by_process, head.by_seed) == (((factor,), ()) if branch == "unstable-path" else ((), (factor,)))
+    assert f"a third run with seed 0 in {head.third_worktree}: {factor} {cause}" in text
+    assert ("依赖于进程或检出位置" if branch == "unstable-path" else "依赖于哈希种子") in finding.evidence.text("zh")
     assert finding.in_diff and finding.path == "pkg/key.py"
     assert f'"{factor}"' in repo.git("show", f"{branch}:pkg/key.py").splitlines()[finding.line_start - 1]
     assert "not reproducible" in finding.message

@@ -74,7 +74,8 @@ def test_a_poison_pr_fails_alone_and_says_so(retrying_service, github, tmp_path)
     assert 'reviewbot_jobs_total{kind="review",state="retry"} 2' in service.client.get("/metrics").text
 
     health = service.client.get("/healthz")
-    assert health.status_code == 200 and health.json()["worker_alive"], health.text
+    assert health.status_code == 200 and health.json()["ok"], health.text
+    assert [worker["state"] for worker in health.json()["workers"]] == ["running"], health.text
     _, later_head = project.open_pull(3, good_core("\n\ndef later() -> int:\n    return 3\n"))
     service.pull_event("opened", project.full_name, 3)
     assert [j.state for j in service.wait_jobs_settled(project.full_name, 3)] == ["done"]

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from reviewbot.service import events, ingest
+from reviewbot.service import events, ingest, registry
 from reviewbot.service.db import Delivery, Job, make_sessionmaker, pack_body
 from reviewbot.service.settings import load as load_settings
 from tests.reviewbot.fake_github.webhooks import load_payload
@@ -195,7 +195,7 @@ def test_a_handler_that_raises_fails_only_its_delivery(tmp_path, database_url):
         session.flush()
         raise KeyError(payload["missing"])
 
-    events.register_event("test_explodes")(explode)
+    registry.register_event("test_explodes")(explode)
     try:
         comments = [
             dict(COMMENT_BASE, comment={**COMMENT_BASE["comment"], "body": "/help", "id": number}) for number in (1, 2)
@@ -215,7 +215,7 @@ def test_a_handler_that_raises_fails_only_its_delivery(tmp_path, database_url):
                 )
         assert ingest.ingest(sessions, load_settings(env={})) == 4
     finally:
-        del events.EVENT_HANDLERS["test_explodes"]
+        registry.EVENTS.remove("test_explodes")
     with sessions() as session:
         outcomes = {guid: outcome for guid, outcome in session.execute(select(Delivery.guid, Delivery.outcome))}
         kinds = list(session.scalars(select(Job.kind).order_by(Job.id)))

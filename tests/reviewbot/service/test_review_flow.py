@@ -95,4 +95,5 @@ def test_malformed_repo_config_fails_the_job_with_an_error_status_and_the_worker
     service.pull_event("opened", project.full_name, 5)
     service.wait_jobs_settled(project.full_name, 5)
     assert final_status(github, project, fine) == "success"
-    assert service.client.get("/healthz").json()["worker_alive"] is True
+    health = service.client.get("/healthz").json()
+    assert health["ok"] is True and [worker["state"] for worker in health["workers"]] == ["running"], health

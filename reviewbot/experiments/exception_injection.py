@@ -1,0 +1,489 @@
+"""The exception-injection experiment: does a broad or `RuntimeError` fallback swallow an error it
+should let through?
+
+For each `broad-except` or `runtime-error-fallback` finding that claims `P0-BLOCKER` on a pattern
+alone, then each `caught-own-subclass` finding (`P2`), at most `InjectionConfig.max_handlers` per
+review in that order, the head revision
+is checked out into one throw-away worktree and the handler's file is rewritten there: one line is
+inserted before the first statement of the try body that appends the current test
+(`PYTEST_CURRENT_TEST`, `?` outside pytest) to a hits file in the box's scratch directory and then
+raises an exception the handler must not swallow:
+
+- `AssertionError` (a programmer error) for a catch-all (`broad-except`);
+- `torch.OutOfMemoryError` for `except RuntimeError` (`runtime-error-fallback`), only when torch is
+  importable by the reviewing interpreter;
+- the first repository class a `caught-own-subclass` finding names (a cache-miss error, say), found
+  in the test process's loaded modules and made without calling its `__init__`; where it is not
+  loaded the line records that and the experiment says it could not run.
+
+Its message carries `MARKER`. The tests then run in that worktree through `reviewbot.sandbox` (fresh
+interpreter, `PYTHONHASHSEED=0`, no network, the allow-listed environment, a time limit): the
+configured `experiments.injection.command`, else the review's suites that need no GPU. The
+comparison run without the injection is the review's own run of those suites (or, for a configured
+command, one extra run of it at the start). Per test that reached the injected line and passed
+without it:
+
+- passed with it: the handler *swallowed* the error;
+- failed, and its JUnit failure text holds `MARKER` (the injected error, or one chained from it):
+  the error *propagated* to the test;
+- failed without `MARKER`: swallowed, but the fallback's result made the test fail.
+
+A catch-all whose `# noqa` gives a reason (`broad-except.noqa-reason`, `P3`) is respected and keeps
+its note with the experiment's evidence, unless the injected `AssertionError` was swallowed and the
+handler logs nothing: then it is `P0` `broad-except.noqa-silent`.
+
+Verdicts: swallowed in at least one test: the finding is confirmed (experiment evidence, the
+rule's `P0`, or `P2` for the repository's own subclass); propagated in every reaching test: refuted, the finding becomes a `P3-STYLE` note
+`<rule>.refuted` ("catches everything, but an injected X still propagated to the tests") backed by
+the experiment (the catch-all is still there to read, but it does not hide the error); no
+test reached the line: `evidence.no-test-reaches` (stays unconfirmed, `P2`); a run that timed out
+or produced no report, or reaching tests that already failed without the injection:
+`evidence.experiment-not-run` with the reason. Findings past the cap get `evidence.injection-cap`.
+
+A test that itself expects any exception (`pytest.raises(Exception)`) around the handler would
+count a propagated error as swallowed; the experiment cannot tell that apart.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import importlib.util
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from reviewbot import logger
+from reviewbot.exception_index import ExceptionClass, ExceptionIndex, index_revision
+from reviewbot.findings import Evidence, EvidenceKind, Finding
+from reviewbot.gitrepo import GitRepo
+from reviewbot.repo_config import InjectionConfig, SuiteConfig
+from reviewbot.results.junit import node_id
+from reviewbot.rules.common import contains_logging
+from reviewbot.sandbox import Box, SandboxError, box, build_argv, child_env
+from reviewbot.severity import Severity
+from reviewbot.suites import SuiteResult
+
+MARKER = "reviewbot injected"
+RULES = frozenset({"broad-except", "runtime-error-fallback"})
+OWN_SUBCLASS_RULE = "caught-own-subclass"
+NOQA_ID = "broad-except.noqa-reason"
+UNRESOLVED = "?unresolved "
+REFUTED_SEVERITY = Severity.P3
+SHOWN_TESTS = 4
+_HITS = "reviewbot-injection-hits.txt"
+_PYTEST_PHASES = (" (setup)", " (call)", " (teardown)")
+
+ProgressFn = Callable[[str], None]
+
+
+def _no_progress(_: str) -> None:
+    """Progress sink that drops messages."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Injection:
+    """Where and what: `line` is the head line of the try body's first statement (the raise goes
+    before it), `exception` the injected type as shown, `raise_expr` the expression raised, `setup`
+    code run first (one line, `;`-separated) and `resolved` an expression saying it found the class;
+    `logs`: the handler's body holds a logging call (or `print`/`warn`)."""
+
+    finding: Finding
+    line: int
+    indent: str
+    exception: str
+    raise_expr: str
+    setup: str = ""
+    resolved: str = "True"
+    logs: bool = False
+
+    @property
+    def location(self) -> str:
+        return f"{self.finding.path}:{self.line}"
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What one injection did, over every suite run. Test ids are pytest node ids; `noticed`: failed
+    without the injected error reaching them (the fallback's result was wrong)."""
+
+    swallowed: list[str] = dataclasses.field(default_factory=list)
+    noticed: list[str] = dataclasses.field(default_factory=list)
+    propagated: list[str] = dataclasses.field(default_factory=list)
+    failing_before: list[str] = dataclasses.field(default_factory=list)
+    reached: bool = False
+    tests_run: int = 0
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def reaching(self) -> list[str]:
+        return [*self.swallowed, *self.noticed, *self.propagated]
+
+
+def candidates(findings: Sequence[Finding]) -> list[Finding]:
+    """The findings the experiment can confirm, with nothing but the pattern behind them: catch-alls
+    and `RuntimeError` fallbacks claiming `P0-BLOCKER` first, then `caught-own-subclass` (`P2`),
+    then catch-alls whose `# noqa` gives a reason (`P3`)."""
+    pattern = [f for f in findings if f.evidence.kind is EvidenceKind.PATTERN]
+    return [
+        *(f for f in pattern if f.rule in RULES and f.severity is Severity.P0),
+        *(f for f in pattern if f.rule == OWN_SUBCLASS_RULE),
+        *(f for f in pattern if f.message_id == NOQA_ID),
+    ]
+
+
+def _own_class(finding: Finding, classes: Callable[[str], ExceptionClass | None]) -> tuple[str, str, str] | str:
+    """(shown name, setup code binding `_rb_c` to the class or None, check that it did) for the
+    first class a `caught-own-subclass` finding names, or why it cannot be injected. The class is
+    looked up in the test process's `sys.modules` (the try body calls into its module, so it is
+    loaded), under its module path and the shorter ones a `src/`-style layout imports it as."""
+    full_name = finding.params["classes"][0]
+    cls = classes(full_name)
+    if cls is None or "." in cls.qualname:
+        return f"`{full_name}` is not a top-level class of a module of the repository"
+    parts = cls.module.split(".")
+    lookups = " or ".join(f"_rb_sys.modules.get({'.'.join(parts[i:])!r})" for i in range(len(parts)))
+    setup = f"_rb_sys = __import__('sys'); _rb_m = {lookups}; _rb_c = getattr(_rb_m, {cls.name!r}, None); "
+    return cls.full_name, setup, "isinstance(_rb_c, type) and issubclass(_rb_c, BaseException)"
+
+
+def plan(
+    finding: Finding,
+    source: str,
+    torch_importable: bool,
+    classes: Callable[[str], ExceptionClass | None] = lambda _: None,
+) -> Injection | str:
+    """The injection for `finding` in its head `source`, or why there is none (English, one line).
+    `classes` finds a repository exception class by name (`ExceptionIndex.get`)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Try, ast.TryStar)):
+            continue
+        handler = next((h for h in node.handlers if h.lineno == finding.line_start), None)
+        if handler is None:
+            continue
+        first = node.body[0]
+        line_text = source.splitlines()[first.lineno - 1]
+        indent = line_text[: first.col_offset]
+        if first.lineno == node.lineno or indent.strip():
+            return "the try body starts on the `try:` line, so no line can be inserted before it"
+        setup, resolved, logs = "", "True", contains_logging(handler.body)
+        if finding.rule == OWN_SUBCLASS_RULE:
+            own = _own_class(finding, classes)
+            if isinstance(own, str):
+                return own
+            exception, setup, resolved = own
+            message = repr(f"{MARKER} {exception} at {finding.path}:{first.lineno}")
+            raise_expr = f"(_rb_c.__new__(_rb_c, {message}) if {resolved} else AssertionError({message}))"
+            return Injection(finding, first.lineno, indent, exception, raise_expr, setup, resolved, logs)
+        if finding.rule == "runtime-error-fallback":
+            if not torch_importable:
+                return "torch is not importable here, so torch.OutOfMemoryError cannot be injected"
+            exception, expr = "torch.OutOfMemoryError", '__import__("torch").OutOfMemoryError'
+        else:
+            exception, expr = "AssertionError", "AssertionError"
+        message = f"{MARKER} {exception} at {finding.path}:{first.lineno}"
+        return Injection(finding, first.lineno, indent, exception, f"{expr}({message!r})", logs=logs)
+    return f"no try statement with a handler at line {finding.line_start}"
+
+
+def injected_source(source: str, injection: Injection, hits: Path) -> str:
+    """`source` with one line before the try body's first statement: record the test (prefixed
+    with `UNRESOLVED` when the class to raise was not found), then raise."""
+    record = (
+        f"{injection.setup}_rb_os = __import__('os'); _rb_f = open({str(hits)!r}, 'a'); "
+        f"_rb_f.write(('' if {injection.resolved} else {UNRESOLVED!r}) + "
+        "_rb_os.environ.get('PYTEST_CURRENT_TEST', '?') + '\\n'); _rb_f.close(); "
+        f"raise {injection.raise_expr}"
+    )
+    lines = source.splitlines(keepends=True)
+    lines.insert(injection.line - 1, f"{injection.indent}{record}\n")
+    return "".join(lines)
+
+
+def _test_id(hit: str) -> str:
+    for phase in _PYTEST_PHASES:
+        hit = hit.removesuffix(phase)
+    return hit
+
+
+def _junit_cases(path: Path) -> dict[str, tuple[str, str]]:
+    """node id -> (outcome, full failure text) of a JUnit report (empty when unreadable)."""
+    try:
+        root = ET.parse(path).getroot()
+    except (ET.ParseError, OSError) as exc:
+        logger.warning("injection run's JUnit report unreadable: %s", exc)
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    for case in root.iter("testcase"):
+        tid = node_id(case.get("classname", ""), case.get("name", ""))
+        outcome, text = "passed", ""
+        for tag in ("failure", "error"):
+            node = case.find(tag)
+            if node is not None:
+                outcome, text = (
+                    ("failed" if tag == "failure" else "error"),
+                    f"{node.get('message', '')}\n{node.text or ''}",
+                )
+        if case.find("skipped") is not None and outcome == "passed":
+            outcome = "skipped"
+        out[tid] = (outcome, text)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    returncode: int | None
+    cases: dict[str, tuple[str, str]]
+    log: str
+
+
+def _run(runs: Box, spec: SuiteConfig, timeout_s: float, logs: Path, name: str) -> _Run:
+    junit, log = logs / f"{name}.xml", logs / f"{name}.log"
+    argv = build_argv(spec.command, runs.scratch / junit.name)
+    rc, _ = runs.run_logged(argv, child_env(runs.tree, runs.scratch), min(spec.timeout_s, timeout_s), log)
+    cases = _junit_cases(junit) if runs.take(junit.name, junit) else {}
+    (runs.scratch / junit.name).unlink(missing_ok=True)
+    return _Run(rc, cases, log.read_text(errors="replace"))
+
+
+def _write(tree: Path, rel: str, text: str) -> None:
+    """Write `text` to `tree/rel`, replacing what the tests may have left there; never through a
+    link out of the tree (the revision's code ran in that tree)."""
+    target = tree / rel
+    real_tree = tree.resolve()
+    if not target.parent.resolve().is_relative_to(real_tree):
+        raise SandboxError(f"{rel}'s directory now leads out of the worktree")
+    target.unlink(missing_ok=True)
+    target.write_text(text)
+
+
+def _same_test(test: str, ids: Mapping[str, object]) -> str:
+    """`test` as `ids` names it: itself, else the one id that ends with it or that it ends with
+    (pytest's node ids are relative to its rootdir, JUnit's are rebuilt from dotted class names)."""
+    if test in ids:
+        return test
+    matches = [i for i in ids if i.endswith("/" + test) or test.endswith("/" + i)]
+    return matches[0] if len(matches) == 1 else test
+
+
+def _judge(outcome: Outcome, spec: SuiteConfig, run: _Run, before: Mapping[str, str], hits: list[str]) -> None:
+    """Add what one suite run with the injection showed to `outcome`."""
+    outcome.tests_run += len(run.cases)
+    if not hits:
+        if run.returncode is None:
+            outcome.problems.append(f"suite {spec.name} timed out before reaching it")
+        elif not run.cases:
+            last = (run.log.strip().splitlines() or ["no output"])[-1].strip()
+            outcome.problems.append(f"suite {spec.name} exited with code {run.returncode} and ran no test ({last})")
+        return
+    unresolved = [h for h in hits if h.startswith(UNRESOLVED)]
+    if unresolved:
+        outcome.problems.append(
+            f"the class to raise was not loaded where {_test_id(unresolved[0].removeprefix(UNRESOLVED))} reached the try body"
+        )
+        return
+    outcome.reached = True
+    if run.returncode is None:
+        outcome.problems.append(f"suite {spec.name} timed out with the injection")
+        return
+    reached = sorted({_test_id(h) for h in hits if h != "?"})
+    if not reached:  # reached outside pytest's bookkeeping: judge the suite as a whole
+        name = f"suite {spec.name}"
+        if run.returncode == 0 and all(state == "passed" for state in before.values()):
+            outcome.swallowed.append(name)
+        elif MARKER in run.log:
+            outcome.propagated.append(name)
+        else:
+            outcome.problems.append(f"suite {spec.name} reached it outside pytest and exited with {run.returncode}")
+        return
+    for test in reached:
+        if before.get(_same_test(test, before), "") != "passed":
+            outcome.failing_before.append(test)
+            continue
+        state, text = run.cases.get(_same_test(test, run.cases), ("missing", ""))
+        if state == "passed":
+            outcome.swallowed.append(test)
+        elif MARKER in text or (state == "missing" and MARKER in run.log):
+            outcome.propagated.append(test)
+        elif state in ("failed", "error"):
+            outcome.noticed.append(test)
+        else:
+            outcome.problems.append(f"{test} {state} with the injection")
+
+
+def _shown(tests: Sequence[str]) -> str:
+    more = len(tests) - SHOWN_TESTS
+    return ", ".join(f"`{t}`" for t in tests[:SHOWN_TESTS]) + (f" (+{more})" if more > 0 else "")
+
+
+def evidence(injection: Injection, outcome: Outcome) -> tuple[Evidence, Severity]:
+    """The finding's evidence and severity from what the injection did (see the module docstring)."""
+    finding = injection.finding
+    base = {"exception": injection.exception, "location": injection.location}
+    if outcome.swallowed or outcome.noticed:
+        params = {
+            **base,
+            "reached": len(outcome.reaching),
+            "tests": _shown(outcome.reaching),
+            "passed": len(outcome.swallowed),
+            "noticed": len(outcome.noticed),
+            "propagated": len(outcome.propagated),
+            "logs": injection.logs,
+        }
+        return Evidence(EvidenceKind.EXPERIMENT, "evidence.injection-swallowed", params), finding.severity
+    if outcome.propagated and not outcome.problems:
+        params = {**base, "reached": len(outcome.propagated), "tests": _shown(outcome.propagated)}
+        return Evidence(EvidenceKind.EXPERIMENT, "evidence.injection-surfaced", params), REFUTED_SEVERITY
+    if not outcome.reached and not outcome.problems:
+        return Evidence(
+            EvidenceKind.PATTERN, "evidence.no-test-reaches", {"candidates": outcome.tests_run}
+        ), finding.severity
+    reasons = list(outcome.problems)
+    if outcome.failing_before:
+        reasons.append(f"the tests reaching it already fail without the injection ({_shown(outcome.failing_before)})")
+    return not_run("; ".join(reasons)), finding.severity
+
+
+def refuted(finding: Finding, injection: Injection, surfaced: Evidence) -> Finding:
+    """The finding as the refuting experiment leaves it: a `REFUTED_SEVERITY` note saying that the
+    injected error propagated (`<rule>.refuted`), backed by that experiment."""
+    params = {"label": finding.params["label"], "exception": injection.exception}
+    note = dataclasses.replace(finding, message_id=f"{finding.rule}.refuted", params=params, extra={})
+    return note.with_evidence(surfaced, REFUTED_SEVERITY)
+
+
+def noqa_verdict(finding: Finding, injection: Injection, seen: Evidence) -> Finding:
+    """A catch-all whose `# noqa` gives a reason stays a respected `P3` note, backed by what the
+    experiment saw, unless it swallowed the injected `AssertionError` and its handler logs nothing:
+    then it is `P0` `broad-except.noqa-silent` (no reason makes a programmer error vanish safely)."""
+    if seen.message_id == "evidence.injection-swallowed" and not injection.logs:
+        silent = dataclasses.replace(finding, message_id="broad-except.noqa-silent")
+        return silent.with_evidence(seen, Severity.P0)
+    return finding.with_evidence(seen, finding.severity)
+
+
+def not_run(reason: str) -> Evidence:
+    return Evidence(
+        EvidenceKind.PATTERN, "evidence.experiment-not-run", {"experiment": "exception injection", "reason": reason}
+    )
+
+
+def run_injection(
+    git: GitRepo,
+    head: str,
+    findings: list[Finding],
+    settings: InjectionConfig,
+    suites: Sequence[SuiteConfig],
+    baseline: Sequence[SuiteResult],
+    *,
+    log_dir: Path | None = None,
+    progress: ProgressFn = _no_progress,
+) -> list[Finding]:
+    """`findings` with the candidates' evidence (and severity) replaced by what the experiment saw.
+
+    `suites`: the suites to run with each injection (their results without it in `baseline`, by
+    name), ignored when `settings.command` is set (that command then also runs once without the
+    injection). Must be called only where the review runs the revision's code.
+    """
+    chosen = candidates(findings)
+    if not chosen:
+        return findings
+    tried, capped = chosen[: settings.max_handlers], chosen[settings.max_handlers :]
+    replaced: dict[int, Finding] = {}
+    for finding in capped:
+        cap = Evidence(EvidenceKind.PATTERN, "evidence.injection-cap", {"cap": settings.max_handlers})
+        replaced[id(finding)] = finding.with_evidence(cap)
+    if capped:
+        progress(f"exception injection: {len(capped)} handler(s) left untried (cap {settings.max_handlers})")
+    if settings.command is not None:
+        specs = [SuiteConfig("injection", settings.command, timeout_s=settings.timeout_s)]
+        before: dict[str, dict[str, str]] | None = None
+    else:
+        ran = {r.name: r for r in baseline if r.ran}
+        specs = [s for s in suites if s.name in ran]
+        before = {name: {t.id: t.outcome for t in r.tests} for name, r in ran.items()}
+    if not specs:
+        reason = "no suite without GPUs ran in this review and no `experiments.injection.command` is configured"
+        for finding in tried:
+            replaced[id(finding)] = finding.with_evidence(not_run(reason))
+        progress(f"exception injection: not run ({reason})")
+        return [replaced.get(id(f), f) for f in findings]
+    started = time.monotonic()
+    torch_importable = importlib.util.find_spec("torch") is not None
+    index: ExceptionIndex | None = None
+    if any(f.rule == OWN_SUBCLASS_RULE for f in tried):
+        index = index_revision(git, head)
+    planner = functools.partial(
+        plan, torch_importable=torch_importable, classes=index.get if index is not None else lambda _: None
+    )
+    with (
+        tempfile.TemporaryDirectory(prefix="reviewbot-injection-") as tmp,
+        git.worktree(head) as tree,
+        box(tree) as runs,
+    ):
+        logs = log_dir or Path(tmp)
+        logs.mkdir(parents=True, exist_ok=True)
+        try:
+            if before is None:
+                progress("exception injection: running the tests once without an injection")
+                first = _run(runs, specs[0], settings.timeout_s, logs, "injection-none")
+                before = {specs[0].name: {tid: state for tid, (state, _) in first.cases.items()}}
+            for number, finding in enumerate(tried, 1):
+                replaced[id(finding)] = _try_one(
+                    git, head, runs, finding, specs, before, settings, logs, number, planner, progress
+                )
+        except (FileNotFoundError, SandboxError) as exc:
+            reason = f"the tests could not start: {exc}"
+            for finding in tried:
+                replaced.setdefault(id(finding), finding.with_evidence(not_run(reason)))
+            progress(f"exception injection: not run ({reason})")
+    progress(f"exception injection: {len(tried)} handler(s) tried in {time.monotonic() - started:.1f}s")
+    return [replaced.get(id(f), f) for f in findings]
+
+
+def _try_one(
+    git: GitRepo,
+    head: str,
+    runs: Box,
+    finding: Finding,
+    specs: Sequence[SuiteConfig],
+    before: Mapping[str, Mapping[str, str]],
+    settings: InjectionConfig,
+    logs: Path,
+    number: int,
+    planner: Callable[[Finding, str], Injection | str],
+    progress: ProgressFn,
+) -> Finding:
+    source = git.read(head, finding.path)
+    assert source is not None, f"{finding.path} missing at head"
+    injection = planner(finding, source)
+    if isinstance(injection, str):
+        progress(f"exception injection: {finding.location}: not run ({injection})")
+        return finding.with_evidence(not_run(injection))
+    hits = runs.scratch / _HITS
+    outcome = Outcome()
+    _write(runs.tree, finding.path, injected_source(source, injection, hits))
+    try:
+        for spec in specs:
+            hits.unlink(missing_ok=True)
+            progress(f"exception injection: {injection.exception} at {injection.location}, suite {spec.name}")
+            name = f"injection-{number}-{spec.name}"
+            run = _run(runs, spec, settings.timeout_s, logs, name)
+            seen = (logs / f"{name}.hits").read_text().splitlines() if runs.take(_HITS, logs / f"{name}.hits") else []
+            _judge(outcome, spec, run, before.get(spec.name, {}), seen)
+    finally:
+        _write(runs.tree, finding.path, source)
+    result, severity = evidence(injection, outcome)
+    progress(
+        f"exception injection: {injection.location}: swallowed in {len(outcome.swallowed) + len(outcome.noticed)}, "
+        f"propagated in {len(outcome.propagated)} test(s) of {outcome.tests_run}"
+    )
+    if finding.message_id == NOQA_ID:
+        return noqa_verdict(finding, injection, result)
+    if result.message_id == "evidence.injection-surfaced":
+        return refuted(finding, injection, result)
+    return finding.with_evidence(result, severity)

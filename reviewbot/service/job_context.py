@@ -1,0 +1,83 @@
+"""What a job handler gets: `JobContext` (the job, its lease kept alive by a heartbeat thread, the
+checkpoint that stops a superseded job, GitHub access) and the ways a run ends (`Stopped`,
+`JobEnd`). The worker's loop builds one per claimed job; handlers never see the worker itself."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from typing import Self
+
+from sqlalchemy import select
+from sqlalchemy.orm import sessionmaker
+
+from reviewbot.service import jobs
+from reviewbot.service.db import Delivery, Job
+from reviewbot.service.github_api import GitHub
+from reviewbot.service.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+class Stopped(Exception):
+    """The job was superseded or cancelled while it ran."""
+
+
+@dataclasses.dataclass(frozen=True)
+class JobEnd:
+    """How a run of a job ended: `state` is final, or "retry" (pending again after `delay_s`)."""
+
+    state: str
+    error: str = ""
+    delay_s: float = 0.0
+
+
+class JobContext:
+    """A claimed job while it runs; use as a context manager (the lease heartbeat runs inside)."""
+
+    def __init__(self, settings: Settings, sessions: sessionmaker, worker_id: str, job: Job) -> None:
+        self.settings = settings
+        self.sessions = sessions
+        self.worker_id = worker_id
+        self.job = job
+        self._done = threading.Event()
+        self._lost = False
+        self._heartbeat = threading.Thread(target=self._beat, name=f"lease-{job.id}", daemon=True)
+
+    def _beat(self) -> None:
+        interval = self.settings.job_lease_seconds / 3
+        while not self._done.wait(interval):
+            try:
+                jobs.renew(self.sessions, self.job.id, self.worker_id, self.settings.job_lease_seconds)
+            except jobs.LeaseLost as exc:
+                logger.error("%s", exc)
+                self._lost = True
+                return
+
+    def __enter__(self) -> Self:
+        self._heartbeat.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._heartbeat.join()
+
+    def checkpoint(self) -> None:
+        """Raise `Stopped` if the job must not go on (read fresh from the database)."""
+        if self._lost:
+            raise Stopped("lease lost")
+        reason = jobs.renew(self.sessions, self.job.id, self.worker_id, self.settings.job_lease_seconds)
+        if reason:
+            raise Stopped(reason)
+
+    def github(self) -> GitHub:
+        return GitHub(self.settings, self.installation_id())
+
+    def installation_id(self) -> int | None:
+        if not self.job.delivery_id:
+            return self.job.args.get("installation_id")
+        with self.sessions() as session:
+            delivery = session.scalar(select(Delivery).where(Delivery.guid == self.job.delivery_id))
+            installation = (delivery.payload.get("installation") or {}) if delivery else {}
+        return installation.get("id") or self.job.args.get("installation_id")

@@ -1,0 +1,472 @@
+"""The service's job kinds: `review` (the static review of a head, with the key probe and suites
+where its code may run), `gpu` (the GPU suites through the configured dispatch mode) and
+`command` (a maintainer's slash command). Each handler gets a `JobContext`, calls
+`ctx.checkpoint()` before every write to GitHub (a superseded job stops there and posts nothing),
+and returns the job's final state. A job that finds the PR's head moved on makes sure the current
+head has a review queued before it stops, so whatever order GitHub delivers pushes in, the current
+head ends reviewed.
+
+Importing this module registers the kinds (`registry.register_job`; the worker imports it).
+`publish_gpu_outcome` is also what the `actions` dispatch mode calls when its run completes, and
+`give_up` what the worker's error boundary calls when a job fails for good.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from reviewbot import sandbox
+from reviewbot.repo_config import ConfigError
+from reviewbot.service import commands, jobs, posting
+from reviewbot.service.checkout import checkout
+from reviewbot.service.db import Authorisation, Job, ReviewRecord, SuiteRun
+from reviewbot.service.events import is_fork
+from reviewbot.service.github_api import GitHub, GitHubFailed
+from reviewbot.service.gpu_dispatch import GpuOutcome, GpuRequest, make_dispatcher
+from reviewbot.service.job_context import JobContext, JobEnd, Stopped
+from reviewbot.service.registry import register_job
+from reviewbot.service.review_call import review
+
+logger = logging.getLogger(__name__)
+
+
+def _open_pull(ctx: JobContext, gh: GitHub) -> tuple[Any, Any]:
+    """The repo and the PR, after checking the job is still about the PR's current head."""
+    job = ctx.job
+    repo = gh.call("get_repo", lambda: gh.client.get_repo(job.repo))
+    pull = gh.call("get_pull", lambda: repo.get_pull(job.pr))
+    if pull.state != "open":
+        raise Stopped("closed")
+    if job.head_sha and pull.head.sha != job.head_sha:
+        logger.info("job %d: PR head is now %s, not %s", job.id, pull.head.sha[:12], job.head_sha[:12])
+        _queue_current_head(ctx, pull)
+        raise Stopped("superseded")
+    return repo, pull
+
+
+def _pull_args(ctx: JobContext, pull: Any) -> dict[str, Any]:
+    """Job arguments of a review of `pull`'s current head, from the API's view of the PR."""
+    return {
+        "base_sha": pull.base.sha,
+        "fork": is_fork(pull.raw_data),
+        "clone_url": pull.base.repo.clone_url,
+        "base_ref": pull.base.ref,
+        "installation_id": ctx.installation_id(),
+    }
+
+
+def _queue_current_head(ctx: JobContext, pull: Any) -> None:
+    """The PR's head moved on from this job's: make sure the current head gets reviewed. Its own
+    job may be gone: a late delivery of an older push supersedes the newer head's job."""
+    job, head = ctx.job, pull.head.sha
+    args = _pull_args(ctx, pull)
+    kinds = ["review"]
+    if job.kind == "gpu" and ctx.settings.auto_gpu and not args["fork"]:
+        kinds.append("gpu")
+    with ctx.sessions.begin() as session:
+        jobs.stop_pr_jobs(session, job.repo, job.pr, "superseded", keep_head=head)
+        for kind in kinds:
+            covered = select(Job.id).where(
+                Job.repo == job.repo,
+                Job.pr == job.pr,
+                Job.kind == kind,
+                Job.head_sha == head,
+                Job.state.in_(("pending", "running", "done", "failed")),
+            )
+            if session.scalar(covered.limit(1)) is None:
+                extra = {"suites": list(ctx.settings.gpu_suites)} if kind == "gpu" else {}
+                jobs.enqueue(session, kind, job.repo, job.pr, head, args={**args, **extra})
+                logger.info("job %d: queued a %s of the current head %s", job.id, kind, head[:12])
+
+
+def _sandbox_refusal(ctx: JobContext, fork: bool) -> str:
+    """'' when the PR's code may run on this worker, else why not (the review says it)."""
+    available = sandbox.availability()
+    if available.ok:
+        return ""
+    if ctx.settings.unsandboxed and not fork:
+        logger.warning("job %d: PR code runs unsandboxed (unsandboxed=true): %s", ctx.job.id, available.reason)
+        return ""
+    allowed = (
+        "unsandboxed runs are allowed for same-repository PRs only"
+        if ctx.settings.unsandboxed
+        else "its operator may allow unsandboxed runs for same-repository PRs (`REVIEWBOT_UNSANDBOXED=1`)"
+    )
+    return f"no sandbox can be built on this worker ({available.reason}); {allowed}"
+
+
+def give_up(ctx: JobContext, reason: str, error: str) -> JobEnd:
+    """A final failure: tell the PR why (`reason`: no internals) and end the job `failed`."""
+    try:
+        _report_failure(ctx, reason)
+    except Stopped as exc:
+        return JobEnd("superseded" if str(exc) == "superseded" else "cancelled", error or reason)
+    except GitHubFailed as exc:
+        logger.error("job %d: could not tell the PR that it failed: %s", ctx.job.id, exc)
+    return JobEnd("failed", error or reason)
+
+
+def _report_failure(ctx: JobContext, reason: str) -> None:
+    """Review and GPU jobs: the summary says the work could not run, and the status is `error`.
+    Command jobs: a reply to the comment. Reads the PR only through its issue and commit, which
+    work when reading the pull request itself is what fails."""
+    job = ctx.job
+    gh = ctx.github()
+    repo = gh.call("get_repo", lambda: gh.client.get_repo(job.repo))
+    issue = gh.call("get_issue", lambda: repo.get_issue(job.pr))
+    tries = min(job.attempts, ctx.settings.job_max_attempts)
+    if job.kind == "command":
+        ctx.checkpoint()
+        posting.reply_once(
+            gh, issue, f"{job.args.get('comment_id')}:error", f"reviewbot could not act on this comment: {reason}."
+        )
+        return
+    if job.kind not in ("review", "gpu") or not job.head_sha:
+        return
+    what, again = ("review", "/review") if job.kind == "review" else ("GPU suites run", "/rerun-gpu")
+    text = (
+        f"**The {what} of `{job.head_sha[:12]}` could not run:** {reason}. "
+        f"It was tried {tries} time(s); comment `{again}` to try again."
+    )
+    record = _record(ctx)
+    same_head = record.head_sha == job.head_sha
+    if job.kind == "review":
+        static, gpu = text, record.gpu_section if same_head else ""
+        _save_record(ctx, static_section=static, p0=False)
+    else:
+        static, gpu = (record.static_section if same_head else "_Static review pending._"), text
+        _save_record(ctx, gpu_section=gpu)
+    _publish_summary(ctx, gh, issue, static, gpu)
+    ctx.checkpoint()
+    context = posting.STATIC_CONTEXT if job.kind == "review" else posting.GPU_CONTEXT
+    posting.set_status(gh, repo, job.head_sha, context, "error", f"could not run: {reason}")
+
+
+def _authorised(ctx: JobContext, sha: str) -> bool:
+    with ctx.sessions() as session:
+        return (
+            session.scalar(
+                select(Authorisation).where(
+                    Authorisation.repo == ctx.job.repo, Authorisation.pr == ctx.job.pr, Authorisation.head_sha == sha
+                )
+            )
+            is not None
+        )
+
+
+def _checkout(ctx: JobContext, gh: GitHub, pull: Any, purpose: str = "review") -> Any:
+    job = ctx.job
+    clone_url = job.args.get("clone_url") or pull.base.repo.clone_url
+    token = gh.token if clone_url.startswith("https://") else None
+    return checkout(
+        Path(ctx.settings.work_dir),
+        job.repo,
+        clone_url,
+        job.pr,
+        pull.base.ref,
+        (pull.base.sha, job.head_sha),
+        token,
+        purpose,
+    )
+
+
+def _record(ctx: JobContext) -> ReviewRecord:
+    with ctx.sessions.begin() as session:
+        record = session.scalar(
+            select(ReviewRecord).where(ReviewRecord.repo == ctx.job.repo, ReviewRecord.pr == ctx.job.pr)
+        )
+        if record is None:
+            record = ReviewRecord(repo=ctx.job.repo, pr=ctx.job.pr, fingerprints=[])
+            session.add(record)
+            session.flush()
+        session.expunge(record)
+        return record
+
+
+def _save_record(ctx: JobContext, **fields: Any) -> None:
+    with ctx.sessions.begin() as session:
+        record = session.scalar(
+            select(ReviewRecord).where(ReviewRecord.repo == ctx.job.repo, ReviewRecord.pr == ctx.job.pr)
+        )
+        assert record is not None
+        for key, value in fields.items():
+            setattr(record, key, value)
+        record.updated_at = time.time()
+
+
+def summary_body(head_sha: str, static_section: str, gpu_section: str) -> str:
+    parts = [posting.SUMMARY_MARKER, f"## reviewbot: review of `{head_sha[:12]}`", static_section.strip()]
+    if gpu_section:
+        parts += ["### GPU regression suites", gpu_section.strip()]
+    return "\n\n".join(part for part in parts if part) + "\n"
+
+
+def _publish_summary(ctx: JobContext, gh: GitHub, issue: Any, static_section: str, gpu_section: str) -> None:
+    body = summary_body(ctx.job.head_sha, static_section, gpu_section)
+    ctx.checkpoint()
+    comment_id, sent = posting.upsert_summary(gh, issue, body)
+    _save_record(
+        ctx,
+        summary_comment_id=comment_id,
+        summary_sha256=hashlib.sha256(body.encode()).hexdigest(),
+        head_sha=ctx.job.head_sha,
+    )
+    logger.info("job %d: summary comment %d %s", ctx.job.id, comment_id, "updated" if sent else "unchanged")
+
+
+# --- handlers -------------------------------------------------------------------------------------
+
+
+@register_job("review")
+def run_review_job(ctx: JobContext) -> str:
+    job = ctx.job
+    gh = ctx.github()
+    repo, pull = _open_pull(ctx, gh)
+    ctx.checkpoint()
+    posting.set_status(gh, repo, job.head_sha, posting.STATIC_CONTEXT, "pending", "review running")
+    fork = bool(job.args.get("fork"))
+    authorised = not fork or _authorised(ctx, job.head_sha)
+    refusal = _sandbox_refusal(ctx, fork) if authorised else ""
+    run_pr_code = authorised and not refusal
+    with _checkout(ctx, gh, pull) as path:
+        try:
+            outcome = review(
+                path,
+                pull.base.sha,
+                job.head_sha,
+                pull.body or "",
+                run_pr_code=run_pr_code,
+                pr_title=pull.title or "",
+                log_dir=Path(ctx.settings.work_dir)
+                / "review-logs"
+                / f"{job.repo.replace('/', '__')}-{job.pr}-{job.id}",
+            )
+        except ConfigError as exc:
+            ctx.checkpoint()
+            posting.set_status(gh, repo, job.head_sha, posting.STATIC_CONTEXT, "error", f".reviewbot.yml: {exc}")
+            raise
+        lines = posting.diff_lines(path, pull.base.sha, job.head_sha)
+    ctx.checkpoint()
+    record = _record(ctx)
+    already = set(record.fingerprints) | posting.posted_fingerprints(gh, pull)
+    batch, old, rest = posting.split_findings(outcome.findings, lines, already, ctx.settings.max_inline_comments)
+    static = outcome.markdown
+    if not authorised:
+        static += (
+            "\n\n> Fork PR: the cache-key probe, the test plan and the suites run this PR's code, so they wait "
+            "for a maintainer's `/rerun-gpu` on this exact head."
+        )
+    elif refusal:
+        static += f"\n\n> This PR's code did not run (the cache-key probe, the test plan and the suites): {refusal}."
+    static += f"\n\n<sub>{len(batch) + old} finding(s) commented inline; {len(rest)} in this summary only.</sub>"
+    gpu_section = record.gpu_section if record.head_sha == job.head_sha else ""
+    _save_record(ctx, static_section=static, p0=outcome.blocking)
+    issue = gh.call("get_issue", pull.as_issue)
+    _publish_summary(ctx, gh, issue, static, gpu_section)
+    ctx.checkpoint()
+    posting.post_inline(gh, pull, job.head_sha, batch)
+    _save_record(ctx, fingerprints=sorted(already | {f.fingerprint for f, _ in batch}))
+    if outcome.cache_label is not None:
+        ctx.checkpoint()
+        if posting.set_label(gh, issue, posting.CACHE_LABEL, outcome.cache_label):
+            logger.info("job %d: label %r %s", job.id, posting.CACHE_LABEL, "set" if outcome.cache_label else "removed")
+    ctx.checkpoint()
+    if outcome.blocking:
+        posting.set_status(gh, repo, job.head_sha, posting.STATIC_CONTEXT, "failure", "a P0-BLOCKER finding stands")
+    else:
+        posting.set_status(
+            gh, repo, job.head_sha, posting.STATIC_CONTEXT, "success", f"{len(outcome.findings)} finding(s), no blocker"
+        )
+    return "done"
+
+
+@register_job("gpu")
+def run_gpu_job(ctx: JobContext) -> str:
+    job = ctx.job
+    gh = ctx.github()
+    repo, pull = _open_pull(ctx, gh)
+    if job.args.get("fork") and not _authorised(ctx, job.head_sha):
+        logger.warning("job %d: fork head %s not authorised: GPU suites not run", job.id, job.head_sha[:12])
+        return "cancelled"
+    refusal = _sandbox_refusal(ctx, bool(job.args.get("fork"))) if ctx.settings.gpu_dispatch == "local" else ""
+    if refusal:
+        publish_gpu_outcome(ctx, gh, repo, pull, GpuOutcome("error", [], f"The GPU suites did not run: {refusal}."))
+        return "done"
+    ctx.checkpoint()
+    posting.set_status(gh, repo, job.head_sha, posting.GPU_CONTEXT, "pending", "GPU suites running")
+    dispatcher = make_dispatcher(ctx.settings)
+    request = GpuRequest(
+        job.repo,
+        job.pr,
+        job.head_sha,
+        pull.base.sha,
+        tuple(job.args.get("suites") or ctx.settings.gpu_suites),
+        Path(),
+        str(job.id),
+    )
+    with _checkout(ctx, gh, pull, "gpu") as path:
+        try:
+            outcome = dispatcher.dispatch(dataclasses.replace(request, checkout=path))
+        except ConfigError as exc:
+            ctx.checkpoint()
+            posting.set_status(gh, repo, job.head_sha, posting.GPU_CONTEXT, "error", f".reviewbot.yml: {exc}")
+            raise
+    if outcome is None:
+        logger.info("job %d: GPU suites dispatched; the outcome arrives later", job.id)
+        return "done"
+    publish_gpu_outcome(ctx, gh, repo, pull, outcome)
+    return "done"
+
+
+def publish_gpu_outcome(ctx: JobContext, gh: GitHub, repo: Any, pull: Any, outcome: GpuOutcome) -> None:
+    """Store the suite runs, put them in the summary, set `reviewbot/gpu-regression`."""
+    job = ctx.job
+    ctx.checkpoint()
+    with ctx.sessions.begin() as session:
+        for suite in outcome.suites:
+            session.add(
+                SuiteRun(
+                    job_id=job.id,
+                    repo=job.repo,
+                    pr=job.pr,
+                    head_sha=job.head_sha,
+                    suite=suite["name"],
+                    status=suite["status"],
+                    result=suite,
+                )
+            )
+    record = _record(ctx)
+    static = record.static_section if record.head_sha == job.head_sha else "_Static review pending._"
+    _save_record(ctx, gpu_section=outcome.markdown)
+    _publish_summary(ctx, gh, gh.call("get_issue", pull.as_issue), static, outcome.markdown)
+    ctx.checkpoint()
+    description = {"success": "GPU suites passed", "failure": "a GPU suite failed"}.get(
+        outcome.state, "GPU suites could not run"
+    )
+    posting.set_status(gh, repo, job.head_sha, posting.GPU_CONTEXT, outcome.state, description)
+
+
+@register_job("command")
+def run_command_job(ctx: JobContext) -> str:
+    job = ctx.job
+    gh = ctx.github()
+    args = job.args
+    if args["author"] == gh.login:
+        logger.info("job %d: comment by the bot itself ignored", job.id)
+        return "done"
+    repo = gh.call("get_repo", lambda: gh.client.get_repo(job.repo))
+    pull = gh.call("get_pull", lambda: repo.get_pull(job.pr))
+    issue = gh.call("get_issue", lambda: repo.get_issue(job.pr))
+    comment = gh.call("get_comment", lambda: issue.get_comment(args["comment_id"]))
+    gh.upsert(
+        "reaction",
+        lambda: next((r for r in comment.get_reactions() if r.content == "eyes" and r.user.login == gh.login), None),
+        lambda: comment.create_reaction("eyes"),
+    )
+    for index, command in enumerate(commands.parse(args["body"])):
+        key = f"{args['comment_id']}:{index}"
+        if command.name == "review":
+            _enqueue_from_command(ctx, "review", pull, pull.head.sha)
+        elif command.name == "rerun-gpu":
+            permission = gh.call("get_permission", lambda: repo.get_collaborator_permission(args["author"]))
+            if permission not in ("admin", "write"):
+                logger.info("job %d: /rerun-gpu by %s refused (permission %s)", job.id, args["author"], permission)
+                posting.reply_once(
+                    gh,
+                    issue,
+                    key,
+                    f"@{args['author']} `/rerun-gpu` runs the GPU suites on this "
+                    f"PR's code, so only collaborators with **write** or **admin** permission on "
+                    f"`{job.repo}` can use it (yours: `{permission}`). Ask a maintainer to comment "
+                    f"`/rerun-gpu`.",
+                )
+                continue
+            target = commands.rerun_target(command.args)
+            head, refusal = _head_to_run(ctx, pull, target.sha_prefix) if not target.error else ("", target.error)
+            if refusal:
+                logger.info("job %d: /rerun-gpu by %s refused: %s", job.id, args["author"], refusal)
+                posting.reply_once(
+                    gh,
+                    issue,
+                    key,
+                    f"@{args['author']} the GPU suites did not run: {refusal}. This PR's head is now "
+                    f"`{pull.head.sha}`; once you have looked at it, comment `/rerun-gpu {pull.head.sha[:12]}` "
+                    "to run them on exactly that commit.",
+                )
+                continue
+            fork = _enqueue_from_command(ctx, "gpu", pull, head, suites=list(target.suites), granted_by=args["author"])
+            posting.reply_once(
+                gh,
+                issue,
+                key,
+                f"@{args['author']} GPU suites queued for `{head}`"
+                + (" (this fork's code is authorised at exactly this commit)." if fork else "."),
+            )
+        else:
+            posting.reply_once(
+                gh,
+                issue,
+                key,
+                ("" if command.known else f"Unknown command `/{command.name}`.\n\n") + commands.HELP_TEXT,
+            )
+    return "done"
+
+
+def _head_to_run(ctx: JobContext, pull: Any, sha_prefix: str) -> tuple[str, str]:
+    """The head `/rerun-gpu` runs: (sha, '') or ('', why not).
+
+    `/rerun-gpu <sha>` names it: a prefix (7+ hex digits) of the PR's current head. Without one,
+    on a fork PR, the comment authorises the head its author saw: refused when a push arrived
+    after the comment was written (a recorded `synchronize` delivery at or after its time on
+    GitHub's clock) or when the head is no longer the one the service knew when it took the
+    comment in. A same-repository PR runs its current head.
+    """
+    job, current = ctx.job, pull.head.sha
+    if sha_prefix:
+        if current.startswith(sha_prefix):
+            return current, ""
+        return "", f"`{sha_prefix}` is not this PR's head"
+    if not is_fork(pull.raw_data):
+        return current, ""
+    seen, written = str(job.args.get("head_seen") or ""), str(job.args.get("comment_created_at") or "")
+    with ctx.sessions() as session:
+        later = jobs.pushed_after(session, job.repo, job.pr, written) if written else []
+    if later:
+        return "", f"a push (`{later[-1][:12]}`) reached this PR after your comment was written"
+    if not seen or not written:
+        return "", "this service cannot tell which commit you saw when you wrote the comment"
+    if seen != current:
+        return "", f"the PR's head moved from `{seen[:12]}` to `{current[:12]}` after your comment arrived"
+    return current, ""
+
+
+def _enqueue_from_command(
+    ctx: JobContext, kind: str, pull: Any, head: str, *, suites: list[str] | None = None, granted_by: str = ""
+) -> bool:
+    """Queue a review (`kind` "review") or the GPU suites with a review of `head` (on a fork,
+    authorising `head`). Returns whether the PR is a fork's."""
+    base_args = _pull_args(ctx, pull)
+    fork = bool(base_args["fork"])
+    with ctx.sessions.begin() as session:
+        if kind == "gpu" and fork:
+            exists = session.scalar(
+                select(Authorisation).where(
+                    Authorisation.repo == ctx.job.repo, Authorisation.pr == ctx.job.pr, Authorisation.head_sha == head
+                )
+            )
+            if exists is None:
+                session.add(Authorisation(repo=ctx.job.repo, pr=ctx.job.pr, head_sha=head, granted_by=granted_by))
+                logger.info("%s#%d: %s authorised fork head %s", ctx.job.repo, ctx.job.pr, granted_by, head[:12])
+            jobs.enqueue(session, "review", ctx.job.repo, ctx.job.pr, head, args=base_args)
+        if kind == "gpu":
+            jobs.enqueue(session, "gpu", ctx.job.repo, ctx.job.pr, head, args={**base_args, "suites": suites or []})
+        else:
+            jobs.enqueue(session, "review", ctx.job.repo, ctx.job.pr, head, args=base_args)
+    return fork

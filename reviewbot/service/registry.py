@@ -1,0 +1,85 @@
+"""Named registries of the service's extension points: webhook event handlers and job kinds (GPU
+dispatch modes have theirs in `gpu_dispatch.py`). The modules that register (`events.py`,
+`job_handlers.py`, the `reviewbot.gpu_dispatch` plug-in) import this module; the loops that look
+entries up (`ingest.py`, `worker.py`) import it too, and nothing here imports either side back.
+
+A name registered twice is a programming error: two plug-ins would silently replace each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy.orm import Session
+
+from reviewbot.service import jobs
+from reviewbot.service.job_context import JobContext
+from reviewbot.service.settings import Settings
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """name -> entry; `add` refuses a name that is already there."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self._entries: dict[str, T] = {}
+
+    def add(self, name: str, entry: T) -> None:
+        if name in self._entries:
+            raise ValueError(f"{self.what} {name!r} is registered twice")
+        self._entries[name] = entry
+
+    def remove(self, name: str) -> None:
+        del self._entries[name]
+
+    def get(self, name: str) -> T | None:
+        return self._entries.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._entries))
+
+
+EventHandler = Callable[[Session, str, dict[str, Any], Settings], str]
+EVENTS: Registry[EventHandler] = Registry("webhook event")
+
+
+def register_event(name: str) -> Callable[[EventHandler], EventHandler]:
+    """Handle `X-GitHub-Event: name` deliveries (run by `ingest.py`, in the delivery's savepoint)."""
+
+    def add(handler: EventHandler) -> EventHandler:
+        EVENTS.add(name, handler)
+        return handler
+
+    return add
+
+
+JobHandler = Callable[[JobContext], str]
+
+
+@dataclasses.dataclass(frozen=True)
+class JobKind:
+    handler: JobHandler
+    pr_exclusive: bool
+
+
+JOBS: Registry[JobKind] = Registry("job kind")
+
+
+def register_job(kind: str, *, pr_exclusive: bool = False) -> Callable[[JobHandler], JobHandler]:
+    """`pr_exclusive`: the kind writes the PR's summary, so it waits while another such job of the
+    PR runs (a job parked as running, such as a deadline, must not be exclusive)."""
+
+    def add(handler: JobHandler) -> JobHandler:
+        JOBS.add(kind, JobKind(handler, pr_exclusive))
+        if pr_exclusive:
+            jobs.PR_EXCLUSIVE_KINDS.add(kind)
+        return handler
+
+    return add

@@ -1,0 +1,247 @@
+"""CUDA graph settings and the CPU-testable parts of magi_compiler.cudagraph: config parsing,
+padding and slicing arithmetic, graph plans, the reallocation check, and the no-op on CPU.
+The captures themselves are tested on a GPU in tests/regression/test_cudagraph.py."""
+
+import logging
+
+import pytest
+import torch
+from torch import fx
+
+from magi_compiler import compilation_counter, get_entry_state, magi_compile
+from magi_compiler.config import (
+    CompileConfig,
+    CudaGraphMode,
+    apply_config_patch,
+    default_capture_sizes,
+)
+from magi_compiler.cudagraph import (
+    GraphPlan,
+    padded_size,
+    padding_table,
+    plan_graph,
+    slice_outputs,
+    static_addresses,
+    unstable_piece_args,
+    wrap_compiled_graph,
+)
+from magi_compiler.log import logger
+from magi_compiler.splitting import split_graph
+
+
+def test_cudagraph_config_from_env_patch_and_defaults():
+    default = CompileConfig()
+    assert default.cudagraph_mode is CudaGraphMode.NONE
+    assert default.cudagraph_capture_sizes == default_capture_sizes()
+    from_env = CompileConfig.from_env(
+        {"MAGI_COMPILE_CUDAGRAPH_MODE": "piecewise", "MAGI_COMPILE_CUDAGRAPH_CAPTURE_SIZES": "8, 2,4,4"}
+    )
+    assert from_env.cudagraph_mode is CudaGraphMode.PIECEWISE
+    assert from_env.cudagraph_capture_sizes == [2, 4, 8], "sizes are sorted and deduplicated"
+    assert CompileConfig.from_env({"MAGI_COMPILE_CUDAGRAPH_CAPTURE_SIZES": "[16, 1]"}).cudagraph_capture_sizes == [
+        1,
+        16,
+    ]
+    patched = apply_config_patch(from_env, {"cudagraph_mode": "FULL", "cudagraph_capture_sizes": [3]})
+    assert (patched.cudagraph_mode, patched.cudagraph_capture_sizes) == (CudaGraphMode.FULL, [3])
+    assert from_env.cudagraph_capture_sizes == [2, 4, 8], "the patch must not mutate its input"
+    # graphs are never saved: neither field changes the artifact key
+    assert patched.hash == default.hash == from_env.hash
+
+
+@pytest.mark.parametrize(
+    ("env", "variable"),
+    [
+        ({"MAGI_COMPILE_CUDAGRAPH_MODE": "sometimes"}, "MAGI_COMPILE_CUDAGRAPH_MODE"),
+        ({"MAGI_COMPILE_CUDAGRAPH_CAPTURE_SIZES": "1,two"}, "MAGI_COMPILE_CUDAGRAPH_CAPTURE_SIZES"),
+        ({"MAGI_COMPILE_CUDAGRAPH_CAPTURE_SIZES": "0,4"}, "MAGI_COMPILE_CUDAGRAPH_CAPTURE_SIZES"),
+        ({"MAGI_COMPILE_CUDAGRAPH_CAPTURE_SIZES": ""}, "MAGI_COMPILE_CUDAGRAPH_CAPTURE_SIZES"),
+    ],
+)
+def test_bad_cudagraph_env_value_is_one_value_error_naming_the_variable(env, variable):
+    with pytest.raises(ValueError, match=variable) as info:
+        CompileConfig.from_env(env)
+    assert "\n" not in str(info.value)
+
+
+def test_full_mode_with_eager_splitting_ops_is_rejected():
+    with pytest.raises(ValueError, match="cudagraph_mode=FULL.*PIECEWISE.*disable_graph_split"):
+        apply_config_patch(CompileConfig(), {"cudagraph_mode": "FULL", "splitting_ops": ["magi::attn"]})
+    with pytest.raises(ValueError, match="MAGI_COMPILE_CUDAGRAPH_MODE"):
+        CompileConfig.from_env({"MAGI_COMPILE_CUDAGRAPH_MODE": "FULL", "MAGI_COMPILE_SPLITTING_OPS": "magi::attn"})
+    compiled_in = {"cudagraph_mode": "FULL", "splitting_ops": ["magi::attn"], "disable_graph_split": True}
+    assert apply_config_patch(CompileConfig(), compiled_in).cudagraph_mode is CudaGraphMode.FULL
+    with pytest.raises(ValueError, match="cudagraph_mode="):
+        apply_config_patch(CompileConfig(), {"cudagraph_mode": "ALWAYS"})
+
+
+def test_default_capture_sizes_follow_the_documented_ladder():
+    sizes = default_capture_sizes()
+    assert sizes[:4] == [1, 2, 4, 8]
+    assert sizes[3:34] == list(range(8, 256, 8))
+    assert sizes[34:] == list(range(256, 513, 16))
+    assert default_capture_sizes(20) == [1, 2, 4, 8, 16]
+    with pytest.raises(ValueError, match=">= 1"):
+        default_capture_sizes(0)
+
+
+def test_padding_picks_the_nearest_capture_size_and_none_above_the_largest():
+    sizes = [2, 4, 8, 24]
+    assert [padded_size(n, sizes) for n in (1, 2, 3, 4, 5, 8, 9, 24, 25, 1000)] == [
+        2,
+        2,
+        4,
+        4,
+        8,
+        8,
+        24,
+        24,
+        None,
+        None,
+    ]
+    table = padding_table(sizes)
+    assert len(table) == 25
+    assert table == [padded_size(n, sizes) for n in range(25)]
+
+
+def test_slicing_narrows_only_the_dynamic_dims():
+    padded = torch.arange(24.0).reshape(4, 3, 2)
+    whole = torch.ones(5)
+    last = torch.arange(24.0).reshape(2, 3, 4)
+    out = slice_outputs([padded, whole, last], [0, None, 2], 3)
+    assert out[0].shape == (3, 3, 2) and torch.equal(out[0], padded[:3])
+    assert out[1] is whole
+    assert torch.equal(out[2], last[..., :3])
+    assert out[0].data_ptr() == padded.data_ptr(), "slices are views, not copies"
+
+
+def _dynamo_plan(fn, *args):
+    """The plan of the one graph Dynamo traces from ``fn(*args)`` (planned inside the backend,
+    as MagiBackend does: Dynamo drops the placeholders' source metadata afterwards), and the
+    graph's placeholder names."""
+    plans = []
+
+    def backend(gm, example_inputs):
+        plans.append((plan_graph(gm), [n.name for n in gm.graph.find_nodes(op="placeholder")]))
+        return gm.forward
+
+    torch._dynamo.reset()
+    torch.compile(fn, backend=backend, fullgraph=True)(*args)
+    assert len(plans) == 1
+    return plans[0]
+
+
+def test_plan_locates_the_size_user_inputs_params_and_output_dims():
+    model = torch.nn.Linear(8, 8)
+
+    def f(model, x, mask):
+        return model(x).relu() * mask, mask.sum()
+
+    x = torch.randn(4, 8)
+    torch._dynamo.mark_dynamic(x, 0)
+    with torch.no_grad():
+        plan, names = _dynamo_plan(f, model, x, torch.ones(8))
+    assert isinstance(plan, GraphPlan), plan
+    index = {name: names.index(name) for name in names}
+    weight, bias = index["l_model_parameters_weight_"], index["l_model_parameters_bias_"]
+    xi, mask = index["l_x_"], index["l_mask_"]
+    (size,) = (i for name, i in index.items() if name.startswith("s"))
+    assert plan.static_inputs == (weight, bias)
+    assert plan.user_inputs == {xi: 0, mask: None}
+    assert plan.size_arg == size and plan.size_ints == (size,)
+    assert plan.output_dims == (0, None)
+    args = [None] * len(names)
+    args[size], args[xi] = 6, torch.randn(6, 8)
+    assert plan.size_of(args) == 6
+
+
+def test_plan_refuses_what_padding_cannot_handle():
+    x = torch.randn(4, 6)
+    torch._dynamo.mark_dynamic(x, 0)
+    torch._dynamo.mark_dynamic(x, 1)
+    assert "2 dynamic sizes" in _dynamo_plan(lambda t: t * 2, x)[0]
+    y = torch.randn(4, 6)
+    torch._dynamo.mark_dynamic(y, 0)
+    assert "could not be sliced back" in _dynamo_plan(lambda t: t.reshape(-1) + 1, y)[0]
+    static, _ = _dynamo_plan(lambda t: t + 1, torch.randn(3, 3))
+    assert static.size_arg is None and static.output_dims == (None,)
+    assert static.size_of([torch.randn(3, 3)]) == 0
+
+
+@torch.library.custom_op("magi_cg_cpu_test::mix", mutates_args=())
+def mix(x: torch.Tensor) -> torch.Tensor:
+    return x * torch.sigmoid(x)
+
+
+@mix.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def test_unstable_piece_args_are_the_eager_splitting_op_outputs():
+    class Blocks(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(4, 4)
+            self.b = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            h = self.a(x)
+            m = torch.ops.magi_cg_cpu_test.mix(h)
+            return self.b(m) + h
+
+    split_gm, pieces = split_graph(fx.symbolic_trace(Blocks()), ["magi_cg_cpu_test::mix"])
+    splitting = {p.name for p in pieces if p.is_splitting_op}
+    assert splitting == {"submod_1"}
+    unstable = unstable_piece_args(split_gm, splitting)
+    assert unstable["submod_0"] == ()
+    call = next(n for n in split_gm.graph.find_nodes(op="call_module") if n.target == "submod_2")
+    from_op = [i for i, a in enumerate(call.args) if "submod_1" in str(a)]
+    assert unstable["submod_2"] == tuple(from_op) and from_op, call.args
+
+
+def test_reallocated_parameters_change_the_captured_addresses():
+    model = torch.nn.Linear(8, 8)
+    args = [model.weight, model.bias, 4]
+    captured = static_addresses(args, (0, 1))
+    model.load_state_dict({k: v * 2 for k, v in model.state_dict().items()})  # in place: addresses kept
+    assert static_addresses([model.weight, model.bias], (0, 1)) == captured
+    model.load_state_dict({k: v.clone() for k, v in model.state_dict().items()}, assign=True)
+    assert static_addresses([model.weight, model.bias], (0, 1)) != captured
+    moved = static_addresses([model.weight, model.bias], (0, 1))
+    model.to(torch.float64)
+    assert static_addresses([model.weight, model.bias], (0, 1)) != moved
+
+
+@pytest.fixture
+def magi_log(caplog):
+    logger.addHandler(caplog.handler)
+    with caplog.at_level(logging.INFO, logger="magi_compiler"):
+        yield caplog
+    logger.removeHandler(caplog.handler)
+
+
+@pytest.mark.parametrize("mode", ["PIECEWISE", "FULL"])
+def test_cudagraph_mode_on_cpu_logs_once_and_runs_as_none(module_cache_env, magi_log, mode):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+    compiled = magi_compile(model, method_name="forward", config_patch={"cudagraph_mode": mode, "backend": "eager"})
+    with torch.no_grad(), compilation_counter.expect(num_cudagraph_captures=0, num_cudagraph_replays=0):
+        for batch in (4, 6, 5):
+            x = torch.randn(batch, 8)
+            torch.testing.assert_close(compiled(x), torch.nn.Sequential.forward(model, x))
+    lines = [r.getMessage() for r in magi_log.records if "does not apply" in r.getMessage()]
+    state = get_entry_state(model)
+    reason = "the graph's inputs are not all on CUDA" if torch.cuda.is_available() else "CUDA is not available"
+    assert lines == [f"{state.model_name}: cudagraph_mode={mode} does not apply ({reason}); running as NONE"]
+
+
+def test_a_graph_that_cannot_be_padded_runs_without_graphs_and_says_why(magi_log):
+    def compiled(*args):
+        return args
+
+    reason = "it has 2 dynamic sizes ['s0', 's1']; padding needs exactly one"
+    wrapped = wrap_compiled_graph(reason, compiled, CudaGraphMode.PIECEWISE, [2, 4], "model_7 graph 0", None)
+    assert wrapped is compiled
+    assert [r.getMessage() for r in magi_log.records] == [
+        f"model_7 graph 0: cudagraph_mode=PIECEWISE does not apply to this graph: {reason}"
+    ]

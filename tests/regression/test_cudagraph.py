@@ -1,0 +1,203 @@
+"""CUDA graphs on a GPU (cudagraph_mode PIECEWISE and FULL): outputs equal the uncaptured
+outputs at every capture size and at padded sizes, sizes above the largest run without graphs,
+random ops draw fresh numbers on each replay, a reallocated weight is never replayed stale, and
+the output contract (outputs are overwritten by the entry's next call)."""
+
+import itertools
+import logging
+import os
+
+import pytest
+import torch
+
+from magi_compiler import compilation_counter, get_entry_state, magi_compile
+from magi_compiler.cudagraph import capture_records
+from magi_compiler.log import logger
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+
+OP = "magi_cg_gpu_test::mix"
+SIZES = [2, 4, 8]
+HIDDEN = 64
+
+
+@torch.library.custom_op(OP, mutates_args=())
+def mix(x: torch.Tensor) -> torch.Tensor:
+    return x * torch.sigmoid(x)
+
+
+@mix.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(HIDDEN, HIDDEN) for _ in range(3))
+
+    def forward(self, x):
+        h = torch.ops.magi_cg_gpu_test.mix(self.layers[0](x))
+        h = torch.ops.magi_cg_gpu_test.mix(torch.relu(self.layers[1](h)))
+        return self.layers[2](h) + x
+
+
+CONFIGS = {
+    "none": {"splitting_ops": [OP]},
+    "piecewise": {"splitting_ops": [OP], "cudagraph_mode": "PIECEWISE"},
+    "piecewise_unsplit": {"cudagraph_mode": "PIECEWISE"},
+    "full": {"splitting_ops": [OP], "disable_graph_split": True, "cudagraph_mode": "FULL"},
+}
+
+
+def compiled_net(name, model_cls=Net):
+    torch.manual_seed(0)
+    model = model_cls().cuda()
+    patch = {**CONFIGS[name], "cudagraph_capture_sizes": SIZES}
+    return model, magi_compile(model, method_name="forward", dynamic_arg_dims={"x": 0}, config_patch=patch)
+
+
+def eager(model, x):
+    return type(model).forward(model, x)
+
+
+@pytest.fixture(scope="module")
+def cache_env(tmp_path_factory):
+    """Magi's and Inductor's caches in a temp dir for this module."""
+    root = tmp_path_factory.mktemp("cudagraph_cache")
+    saved = {k: os.environ.get(k) for k in ("MAGI_COMPILE_CACHE_ROOT_DIR", "TORCHINDUCTOR_CACHE_DIR")}
+    os.environ["MAGI_COMPILE_CACHE_ROOT_DIR"] = str(root / "magi")
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(root / "inductor"))
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture
+def magi_log(caplog):
+    logger.addHandler(caplog.handler)
+    with caplog.at_level(logging.INFO, logger="magi_compiler"):
+        yield caplog
+    logger.removeHandler(caplog.handler)
+
+
+def close(actual, expected):
+    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_outputs_equal_uncaptured_at_capture_padded_and_larger_sizes(cache_env, magi_log, name):
+    model, compiled = compiled_net(name)
+    captured = name != "none"
+    records_before = len(capture_records)
+    with torch.no_grad():
+        x = torch.randn(4, 16, HIDDEN, device="cuda")
+        with compilation_counter.expect(num_cudagraph_captures=3 if captured else 0):
+            close(compiled(x), eager(model, x))
+        with compilation_counter.expect(
+            num_cudagraph_replays=6 if captured else 0,
+            num_cudagraph_uncaptured_calls=2 if captured else 0,
+            num_cudagraph_captures=0,
+            num_backend_compilations=0,
+        ):
+            for batch in (2, 8, 3, 5, 7, 4, 9, 12):
+                x = torch.randn(batch, 16, HIDDEN, device="cuda")
+                out = compiled(x)
+                assert out.shape == x.shape
+                close(out, eager(model, x))
+    records = capture_records[records_before:]
+    if captured:
+        state = get_entry_state(model)
+        assert [r.size for r in records] == [8, 4, 2], "every size captured, largest first"
+        assert all(r.name.startswith(state.model_name) and r.seconds > 0 for r in records)
+        above = [r.getMessage() for r in magi_log.records if "above the largest" in r.getMessage()]
+        assert len(above) == 1 and "size 9" in above[0], above
+    else:
+        assert records == []
+
+
+def test_output_contract_outputs_are_overwritten_by_the_next_call(cache_env):
+    model, compiled = compiled_net("piecewise")
+    with torch.no_grad():
+        x1, x2 = (torch.randn(4, 16, HIDDEN, device="cuda") for _ in range(2))
+        y1 = compiled(x1)
+        kept = y1.clone()
+        y2 = compiled(x2)
+        close(kept, eager(model, x1))
+        close(y2, eager(model, x2))
+        assert y1.data_ptr() == y2.data_ptr(), "graph outputs live in the graph's memory"
+        assert torch.equal(y1, y2), "the next call overwrites the previous outputs"
+        z1 = compiled(torch.randn(3, 16, HIDDEN, device="cuda"))
+        assert z1.data_ptr() == y1.data_ptr(), "a padded size's output is a slice of the same memory"
+
+
+class Noisy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(HIDDEN, HIDDEN)
+        self.drop = torch.nn.Dropout(0.5)
+
+    def forward(self, x):
+        h = torch.ops.magi_cg_gpu_test.mix(self.drop(self.lin(x)))
+        return h, torch.rand_like(h)
+
+
+@pytest.mark.parametrize("name", ["piecewise", "full"])
+def test_random_ops_draw_fresh_numbers_on_each_replay(cache_env, name):
+    model, compiled = compiled_net(name, Noisy)
+    model.train()
+    with torch.no_grad():
+        x = torch.randn(4, 16, HIDDEN, device="cuda")
+        reference = mix(2 * model.lin(x))
+        draws = []
+        with compilation_counter.expect(num_cudagraph_replays=3):
+            for _ in range(3):
+                draws.append(tuple(t.clone() for t in compiled(x)))
+        for kept in draws:
+            dropped = kept[0] == 0
+            assert 0.4 < dropped.float().mean().item() < 0.6
+            close(kept[0][~dropped], reference[~dropped])
+            assert 0 <= kept[1].min().item() and kept[1].max().item() < 1
+            assert abs(kept[1].mean().item() - 0.5) < 0.05
+        for (h_a, r_a), (h_b, r_b) in itertools.pairwise(draws):
+            assert not torch.equal(h_a == 0, h_b == 0), "dropout masks must differ between replays"
+            assert not torch.equal(r_a, r_b), "torch.rand must differ between replays"
+
+
+@pytest.mark.parametrize("name", ["piecewise", "full"])
+def test_reallocated_weights_are_recaptured_never_replayed_stale(cache_env, magi_log, name):
+    model, compiled = compiled_net(name)
+    with torch.no_grad():
+        x = torch.randn(4, 16, HIDDEN, device="cuda")
+        close(compiled(x), eager(model, x))
+        with compilation_counter.expect(num_cudagraph_recaptures=0, num_cudagraph_captures=0):
+            model.load_state_dict({k: torch.randn_like(v) for k, v in model.state_dict().items()})
+            close(compiled(x), eager(model, x))  # in place: same addresses, new values
+        with compilation_counter.expect(num_cudagraph_recaptures=1, num_cudagraph_captures=3):
+            new = {k: torch.randn_like(v) for k, v in model.state_dict().items()}
+            model.load_state_dict(new, assign=True)
+            close(compiled(x), eager(model, x))
+            close(compiled(x[:3]), eager(model, x[:3]))
+        with compilation_counter.expect(num_cudagraph_recaptures=1, num_cudagraph_captures=3):
+            model.cpu()
+            model.cuda()
+            close(compiled(x), eager(model, x))
+    warnings = [r.getMessage() for r in magi_log.records if "reallocated" in r.getMessage()]
+    assert len(warnings) == 2, warnings
+
+
+def test_size_one_compiles_a_static_graph_that_is_captured_too(cache_env):
+    model, compiled = compiled_net("piecewise")
+    with torch.no_grad():
+        x = torch.randn(4, 16, HIDDEN, device="cuda")
+        close(compiled(x), eager(model, x))
+        one = torch.randn(1, 16, HIDDEN, device="cuda")
+        with compilation_counter.expect(num_cudagraph_captures=1, num_backend_compilations=1):
+            close(compiled(one), eager(model, one))
+        with compilation_counter.expect(num_cudagraph_replays=2, num_cudagraph_captures=0):
+            close(compiled(one), eager(model, one))
+            close(compiled(x), eager(model, x))
+    assert capture_records[-1].size == 0, "a static graph is captured once, at its one shape"
