@@ -164,3 +164,22 @@ def test_interpreter_keys_parse() -> None:
         )
     )
     assert config.probe == ProbeConfig("python p.py", python="python3.11", setup="pip install .")
+
+
+def test_review_says_why_the_probe_did_not_run(tmp_path: Path) -> None:
+    from reviewbot.engine import run_review
+    from reviewbot.render import render_markdown
+    from reviewbot.repo_config import load_config
+
+    config = "cache_key:\n  roots: [keymod.key]\n  probe:\n    command: python probe.py\n"
+    repo = _repo(tmp_path, {".reviewbot.yml": config, "keymod.py": "def key(x):\n    return str(x)\n"})
+    repo.branch("feature")
+    repo.commit({"revmod.py": 'ORIGIN = "changed, the key not"\n'})
+    review = run_review(repo.path, "main", "feature", suites="static", config=load_config(repo.path, "feature"))
+    assert review.key_change is not None and review.key_change.probe_status == "not-run"
+    text = render_markdown(review)
+    assert "static closure is unchanged (1 definitions compared). The key probe did not run:" in text
+    without = run_review(
+        repo.path, "main", "feature", suites="static", config=parse_config("cache_key:\n  roots: [keymod.key]\n")
+    )
+    assert "No key probe is configured (`cache_key.probe` in .reviewbot.yml)." in render_markdown(without)
