@@ -164,14 +164,6 @@ def network_isolation_prefix() -> tuple[str, ...]:
     return (unshare, "-rn")
 
 
-_PATHS_OF_INTERPRETER = (
-    "import json, os, sys, sysconfig; "
-    "print(json.dumps([os.path.dirname(os.path.realpath(sys.executable)), sys.prefix, sys.base_prefix, "
-    "sys.exec_prefix, sys.base_exec_prefix, "
-    "*(sysconfig.get_paths().get(k, '') for k in ('stdlib', 'platstdlib', 'purelib', 'platlib'))]))"
-)
-
-
 def _outermost(paths: Iterable[str]) -> list[str]:
     """The existing paths among `paths`, resolved, without those inside another one."""
     resolved = sorted({str(Path(p).resolve()) for p in paths if p and Path(p).exists()})
@@ -189,21 +181,6 @@ def _interpreter_paths() -> list[str]:
         *(sysconfig.get_paths().get(key, "") for key in ("stdlib", "platstdlib", "purelib", "platlib")),
     }
     return _outermost(paths)
-
-
-@functools.cache
-def interpreter_paths(python: str) -> tuple[str, ...]:
-    """What a sandboxed run of the interpreter `python` (an absolute path) needs to see: its
-    directory, prefixes and libraries, asked of it in isolated mode. `ValueError` when it cannot
-    answer (not a Python interpreter)."""
-    assert os.path.isabs(python), python
-    proc = subprocess.run(
-        [python, "-I", "-c", _PATHS_OF_INTERPRETER], capture_output=True, text=True, timeout=60, check=False
-    )
-    if proc.returncode != 0:
-        detail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ValueError(f"{python} is not a working Python interpreter: {detail}")
-    return (str(Path(python).parent), *json.loads(proc.stdout))
 
 
 @dataclasses.dataclass(frozen=True)

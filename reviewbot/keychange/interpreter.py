@@ -9,8 +9,9 @@ Three cases, by `cache_key.probe` (`reviewbot.repo_config.ProbeConfig`):
   repository (its tree comes first). `PYTHONPATH` holds only those two entries.
 - `python`: that interpreter (an absolute path, or a program name looked up on `PATH`), as it is.
 - `setup`: a virtual environment made with `python -m venv` from `python` (default: the reviewing
-  interpreter; no system site-packages), in which `setup` runs once (in a box of the revision's
-  worktree, with network, its `bin` first on `PATH`); the probe then runs that environment's
+  interpreter; no system site-packages) and `setup` run in it once, both in a box of the
+  revision's worktree (`setup` with network, the environment's `bin` first on `PATH`: nothing the
+  revision's configuration names runs outside a box); the probe then runs that environment's
   interpreter. Environments are cached under `probe_env_root` keyed on the base interpreter, the setup
   command and the revision's dependency files (`DEPENDENCY_FILES` and `requirements*.txt` at the
   top of the tree), so revisions with the same dependencies share one. A lock file serialises
@@ -26,13 +27,12 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import ProbeConfig
-from reviewbot.sandbox import SandboxError, box, build_argv, child_env, interpreter_paths
+from reviewbot.sandbox import Box, Captured, SandboxError, box, build_argv, child_env
 from reviewbot.suites import reviewbot_dir
 
 ENV_ROOT_VARIABLE = "REVIEWBOT_PROBE_ENVS"
@@ -63,6 +63,17 @@ class Interpreter:
     keep: tuple[str, ...] = ()
     own: tuple[Path, ...] = ()
     mask_bot: bool = False
+
+
+def installation_paths(python: str) -> tuple[str, ...]:
+    """What a sandboxed run of `python` must see besides the bot's own interpreter: the
+    installation around it (`PREFIX` of `PREFIX/bin/python`) and, when it is a link (a virtual
+    environment's), the installation of the file it links to. `ProbeSetupError` when one of them
+    is `/` (a sandbox that keeps `/` hides nothing)."""
+    paths = {str(Path(os.path.realpath(Path(python).parent)).parent), str(Path(os.path.realpath(python)).parent.parent)}
+    if "/" in paths:
+        raise ProbeSetupError(f"cache_key.probe.python: {python} is installed at / (a sandbox cannot keep all of /)")
+    return tuple(sorted(paths))
 
 
 def _configured_python(probe: ProbeConfig) -> str | None:
@@ -104,7 +115,7 @@ def prepare(git: GitRepo, revision: str, tree: Path, probe: ProbeConfig, env_roo
     if probe.setup is None:
         if python is None:
             return Interpreter(sys.executable, mask_bot=True)
-        return Interpreter(python, keep=_paths_of(python, "cache_key.probe.python"))
+        return Interpreter(python, keep=installation_paths(python))
     base = python or sys.executable
     env_root = env_root or probe_env_root(git)
     env_root.mkdir(parents=True, exist_ok=True)
@@ -117,49 +128,46 @@ def prepare(git: GitRepo, revision: str, tree: Path, probe: ProbeConfig, env_roo
     return Interpreter(
         venv_python,
         env={"VIRTUAL_ENV": str(venv)},
-        keep=_paths_of(base, "cache_key.probe.python"),
+        keep=installation_paths(base),
         own=(venv,),
     )
 
 
-def _paths_of(python: str, key: str) -> tuple[str, ...]:
-    try:
-        return interpreter_paths(python)
-    except ValueError as exc:
-        raise ProbeSetupError(f"{key}: {exc}") from exc
-
-
 def _build(tree: Path, probe: ProbeConfig, base: str, venv: Path) -> None:
+    """Make the environment and run `setup` in it, both in a box of `tree` (nothing the
+    revision's configuration names runs outside one)."""
     assert probe.setup is not None
     if venv.exists():
         shutil.rmtree(venv)
-    try:
-        made = subprocess.run(
-            [base, "-I", "-m", "venv", str(venv)], capture_output=True, text=True, timeout=600, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise ProbeSetupError(f"cache_key.probe.setup: `{base} -m venv` took over 600s") from exc
-    if made.returncode != 0:
-        detail = (made.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ProbeSetupError(f"cache_key.probe.setup: `{base} -m venv` failed: {detail}")
-    keep = _paths_of(base, "cache_key.probe.python")
-    with box(tree, keep=keep, own=(venv,)) as runs:
-        venv_bin = str(venv / "bin")
+    venv.mkdir()
+    with box(tree, keep=installation_paths(base), own=(venv,)) as runs:
         env = child_env(tree, runs.scratch, {"VIRTUAL_ENV": str(venv)})
-        env["PATH"] = f"{venv_bin}{os.pathsep}{env['PATH']}"
+        made = _setup_run(runs, [base, "-I", "-m", "venv", str(venv)], env, 600, network=False)
+        if made.returncode != 0:
+            raise ProbeSetupError(f"cache_key.probe.setup: `{base} -m venv` failed: {_tail(made)}")
+        env["PATH"] = os.pathsep.join((str(venv / "bin"), env["PATH"]))
         argv = build_argv(probe.setup, python=str(venv / "bin" / "python"))
-        try:
-            run = runs.run_captured(argv, env, probe.setup_timeout_s, network=True)
-        except FileNotFoundError as exc:
-            raise ProbeSetupError(f"cache_key.probe.setup: command not found: {exc.filename}") from exc
-        except SandboxError as exc:
-            raise ProbeSetupError(f"cache_key.probe.setup: the sandbox could not be built: {exc}") from exc
-    if run.returncode is None:
-        raise ProbeSetupError(f"cache_key.probe.setup: killed after {probe.setup_timeout_s:.0f}s")
+        run = _setup_run(runs, argv, env, probe.setup_timeout_s, network=True)
     if run.returncode != 0:
-        tail = "\n".join((run.stdout + run.stderr).splitlines()[-15:])
-        raise ProbeSetupError(f"cache_key.probe.setup: exited with code {run.returncode}:\n{tail}")
+        raise ProbeSetupError(f"cache_key.probe.setup: exited with code {run.returncode}:\n{_tail(run)}")
     (venv / READY_MARK).write_text(probe.setup + "\n")
+
+
+def _setup_run(runs: Box, argv: list[str], env: dict[str, str], timeout_s: float, *, network: bool) -> Captured:
+    """One run of the setup; `ProbeSetupError` when it cannot start or exceeds `timeout_s`."""
+    try:
+        run = runs.run_captured(argv, env, timeout_s, network=network)
+    except FileNotFoundError as exc:
+        raise ProbeSetupError(f"cache_key.probe.setup: command not found: {exc.filename}") from exc
+    except SandboxError as exc:
+        raise ProbeSetupError(f"cache_key.probe.setup: the sandbox could not be built: {exc}") from exc
+    if run.returncode is None:
+        raise ProbeSetupError(f"cache_key.probe.setup: `{' '.join(argv)}` killed after {timeout_s:.0f}s")
+    return run
+
+
+def _tail(run: Captured) -> str:
+    return "\n".join((run.stdout + run.stderr).splitlines()[-15:])
 
 
 def write_mask(directory: Path) -> Path:

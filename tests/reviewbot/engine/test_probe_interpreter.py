@@ -4,6 +4,7 @@ dependencies stay out of the bot's environment, and the bot's own package stays 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -183,3 +184,12 @@ def test_review_says_why_the_probe_did_not_run(tmp_path: Path) -> None:
         repo.path, "main", "feature", suites="static", config=parse_config("cache_key:\n  roots: [keymod.key]\n")
     )
     assert "No key probe is configured (`cache_key.probe` in .reviewbot.yml)." in render_markdown(without)
+
+
+def test_installation_paths_cover_a_venv_and_its_base_but_never_root(bare_venv: Path) -> None:
+    from reviewbot.keychange.interpreter import ProbeSetupError, installation_paths
+
+    base = Path(os.path.realpath(bare_venv / "bin" / "python")).parent.parent
+    assert installation_paths(str(bare_venv / "bin" / "python")) == tuple(sorted({str(bare_venv), str(base)}))
+    with pytest.raises(ProbeSetupError, match=r"^cache_key.probe.python: /python is installed at /"):
+        installation_paths("/python")
