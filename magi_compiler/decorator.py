@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -24,6 +25,7 @@ from magi_compiler.entry_state import DynamicArgDims, EntryState
 from magi_compiler.log import logger
 
 _STATE_ATTR = "_magi_entry_states"
+_NO_STATES: Mapping[str, EntryState] = types.MappingProxyType({})
 
 
 def _build_config(config_patch: ConfigPatch) -> CompileConfig:
@@ -98,11 +100,10 @@ def _compile_class(cls: type, method_name: str, **options: Any) -> type:
     def compiled_method(self: Any, *args: Any, **kwargs: Any) -> Any:
         if torch.compiler.is_compiling():
             return original(self, *args, **kwargs)
-        states = self.__dict__.setdefault(_STATE_ATTR, {})
-        state = states.get(method_name)
+        state = self.__dict__.get(_STATE_ATTR, _NO_STATES).get(method_name)
         if state is None:
             state = _new_entry_state(original, self, options)
-            states[method_name] = state
+            self.__dict__.setdefault(_STATE_ATTR, {})[method_name] = state
         return state(*args, **kwargs)
 
     setattr(cls, method_name, compiled_method)

@@ -22,6 +22,11 @@ recompiles if needed; the new code is captured for that signature), so a new siz
 dynamic dim reuses the captured code while anything else takes the safe path.
 Set ``bytecode_swap=False`` to keep Dynamo's guards on every call.
 
+The swapped call is cheap by construction: the signature's dims per argument position and rank
+are memoized, ``bound_self`` is not described (it is the same object on every call), and the
+captured code is relinked (:mod:`magi_compiler.swapped_code`) to skip Dynamo's per-helper
+``disable`` wrappers, the whole call running with Dynamo's frame evaluation off once.
+
 Every compile state has its own backend, so Dynamo compiles a decorated class's ``forward``
 once per instance; the recompile limit Dynamo applies per code object is raised by the
 number of states sharing that code while one of them compiles, so many instances never
@@ -47,6 +52,7 @@ from magi_compiler.backend import CacheMissError, MagiBackend, model_name
 from magi_compiler.config import CompileConfig, CompileMode
 from magi_compiler.counters import compilation_counter
 from magi_compiler.log import logger
+from magi_compiler.swapped_code import call_without_dynamo, relink
 
 DynamicArgDims = Mapping[str, int | Sequence[int]] | None
 
@@ -70,14 +76,27 @@ def _ensure_bytecode_hook() -> None:
 
 def _describe(value: Any, dynamic_dims: tuple[int, ...]) -> Any:
     if isinstance(value, torch.Tensor):
-        shape = list(value.shape)
-        for dim in dynamic_dims:
-            if shape[dim] >= 2:
-                shape[dim] = -1
-        return (value.dtype, value.device, tuple(shape), value.is_contiguous(), value.requires_grad)
+        shape = value.shape
+        if dynamic_dims:
+            masked = list(shape)
+            for dim in dynamic_dims:
+                if masked[dim] >= 2:
+                    masked[dim] = -1
+            shape = tuple(masked)
+        return (value.dtype, value.device, shape, value.is_contiguous(), value.requires_grad)
     if value is None or isinstance(value, (bool, int, float, str)):
         return (type(value), value)
     return type(value)
+
+
+def _ambient_modes() -> tuple:
+    """Grad mode, inference mode and autocast (per device type) of the calling thread; the
+    per-device autocast lookups only run when some autocast is on."""
+    autocast = torch._C._is_any_autocast_enabled() and (
+        torch.is_autocast_enabled("cpu"),
+        torch.is_autocast_enabled("cuda"),
+    )
+    return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), autocast)
 
 
 class EntryState:
@@ -109,6 +128,8 @@ class EntryState:
         self._varargs_name = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
         self._explicit_dims = self._normalize_dims(dynamic_arg_dims, {p.name for p in params})
         self._dims_cache: dict[tuple[str | None, int], tuple[int, ...]] = {}
+        self._signature_dims_memo: dict[tuple[int, int], tuple[int, ...]] = {}
+        self._self_offset = 0 if bound_self is None else 1
 
     @staticmethod
     def _normalize_dims(dims: DynamicArgDims, names: set[str]) -> dict[str, tuple[int, ...]] | None:
@@ -169,23 +190,30 @@ class EntryState:
         symbolic = self.backend.symbolic_dims.get(name, frozenset()) if name is not None else frozenset()
         return tuple(d for d in dims if d in symbolic)
 
-    def _dispatch_signature(self, full_args: tuple, kwargs: Mapping[str, Any]) -> tuple:
+    def _name_at(self, position: int) -> str | None:
         names = self._positional_names
-        described = [
-            _describe(value, self._signature_dims(names[i] if i < len(names) else self._varargs_name, value))
-            for i, value in enumerate(full_args)
-        ]
-        if kwargs:
-            described.extend(
-                (name, _describe(value, self._signature_dims(name, value))) for name, value in kwargs.items()
-            )
-        modes = (
-            torch.is_grad_enabled(),
-            torch.is_inference_mode_enabled(),
-            torch.is_autocast_enabled("cpu"),
-            torch.is_autocast_enabled("cuda"),
-        )
-        return (modes, tuple(described))
+        return names[position] if position < len(names) else self._varargs_name
+
+    def _dispatch_signature(self, args: tuple, kwargs: Mapping[str, Any]) -> tuple:
+        """The signature of a call with ``args`` (without ``bound_self``, which is the same on
+        every call) and ``kwargs``. The signature dims of each argument position (or keyword)
+        and rank are memoized in ``_signature_dims_memo``, which a compile clears (an inferred
+        dim's symbolic-ness comes from the last graph traced)."""
+        memo = self._signature_dims_memo
+        offset = self._self_offset
+        described = []
+        for position, value in enumerate(args):
+            if isinstance(value, torch.Tensor):
+                key = (position, value.dim())
+                dims = memo.get(key)
+                if dims is None:
+                    dims = memo[key] = self._signature_dims(self._name_at(position + offset), value)
+                described.append(_describe(value, dims))
+            else:
+                described.append(_describe(value, ()))
+        for name, value in kwargs.items():
+            described.append((name, _describe(value, self._signature_dims(name, value))))
+        return (_ambient_modes(), tuple(described))
 
     def mark_dynamic_dims(self, full_args: tuple, kwargs: Mapping[str, Any]) -> None:
         """Mark the dynamic dims (:mod:`magi_compiler.dynamic_dims`): named dims strictly (a size
@@ -196,6 +224,14 @@ class EntryState:
                 dynamic_dims.mark(name, value, dims, strict=self.dims_are_strict)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._swapped and not torch.compiler.is_compiling():
+            # only a JIT Magi entry with the swap on fills _swapped (an AOT entry after its fallback)
+            swapped = self._swapped.get(self._dispatch_signature(args, kwargs))
+            if swapped is not None:
+                compilation_counter.num_swapped_calls += 1
+                if self.bound_self is not None:
+                    args = (self.bound_self, *args)
+                return call_without_dynamo(swapped, *args, **kwargs)
         full_args = self._full_args(args)
         mode = self.config.compile_mode
         if mode is CompileMode.NONE or torch.compiler.is_compiling():
@@ -207,11 +243,6 @@ class EntryState:
             return self.compiled_callable(*full_args, **kwargs)
         if self.aot:  # AOT branch (owned by magi_compiler/aot): falls back to JIT per entry
             return call_aot(self, full_args, kwargs)
-        if self._swapped:
-            swapped = self._swapped.get(self._dispatch_signature(full_args, kwargs))
-            if swapped is not None:
-                compilation_counter.num_swapped_calls += 1
-                return swapped(*full_args, **kwargs)
         if self.compiled_callable is None:
             return self.first_compile(full_args, kwargs)
         if not self.dims_are_strict:  # soft marks live on the tensors: a recompile needs them again
@@ -264,17 +295,25 @@ class EntryState:
             raise
         finally:
             _capturing.pop()
+        self._signature_dims_memo.clear()  # a new graph may keep other inferred dims symbolic
         if self.captured_code is not None:
             compilation_counter.num_bytecode_captures += 1
             if self.config.bytecode_swap:
-                self._swapped[self._dispatch_signature(full_args, kwargs)] = self._function_for(self.captured_code)
+                args = full_args[self._self_offset :]
+                self._swapped[self._dispatch_signature(args, kwargs)] = self._function_for(self.captured_code)
             else:
                 logger.debug("%s: bytecode_swap is off; later calls keep Dynamo's guards", self.model_name)
         return output
 
     def _function_for(self, code: types.CodeType) -> Callable[..., Any]:
+        """The swapped-in function: ``code`` relinked (:mod:`magi_compiler.swapped_code`) with the
+        entry's globals, defaults and closure; it runs under ``call_without_dynamo`` only."""
         swapped = types.FunctionType(
-            code, self.fn.__globals__, self.fn.__name__, self.fn.__defaults__, self.fn.__closure__
+            relink(code, self.fn.__globals__),
+            self.fn.__globals__,
+            self.fn.__name__,
+            self.fn.__defaults__,
+            self.fn.__closure__,
         )
         swapped.__kwdefaults__ = self.fn.__kwdefaults__
         return swapped

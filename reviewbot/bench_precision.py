@@ -1,20 +1,24 @@
 """Benchmark: precision and recall of the static review on a labelled corpus of real commits.
 
-    python -m reviewbot.bench_precision [--corpus DIR] [--case NAME ...]
+    python -m reviewbot.bench_precision [--corpus DIR] [--case NAME ...] [--set tuning|held-out|all]
 
 Each case is a directory of the corpus (default: `reviewbot/bench_precision_corpus/`) holding
 
 - `case.bundle`: a git bundle with branches `base` (the upstream parent, touched files only) and
   `head` (the upstream commit, same files);
 - `LICENSE`: the upstream licence; `README.md`: the source URL and commit SHA;
-- `labels.yml`: `source`, `commit`, and two lists. `findings`: every finding the bot gives, as
+- `labels.yml`: `source`, `commit`, optional `set` (`tuning`, the default: cases the rules were
+  refined on; or `held-out`: cases labelled without looking at the rules, their `problems` written
+  from the diff before the bot ran), and two lists. `findings`: every finding the bot gives, as
   `{rule, path, line, severity, label: true|false, reason}`; `problems`: real problems in the change
   the bot should find, as `{rule, path, line, reason}` (they count for recall whether found or not).
 
 A finding matches a label when rule and path are equal and the label's line lies in the finding's
-line range. Findings that match no label are printed as "unlabelled" for a human to label; they
+line range; a finding may also match a `problems` entry, which then counts as found. Findings
+that match no label are printed as "unlabelled" for a human to label; they
 count neither for nor against precision. The review runs with `suites="none"` (static rules and the
-static key check, no probe, no experiments); its wall time per case is printed.
+static key check, no probe, no experiments); its wall time per case is printed. With cases of
+more than one set, the table is printed per set and then for all of them.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from reviewbot.findings import Finding
 from reviewbot.severity import Severity
 
 DEFAULT_CORPUS = Path(__file__).parent / "bench_precision_corpus"
+SETS = ("tuning", "held-out")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +59,7 @@ class Label:
 @dataclasses.dataclass
 class CaseResult:
     name: str
+    case_set: str
     seconds: float
     matched: list[tuple[Finding, Label]]
     unlabelled: list[Finding]
@@ -66,11 +72,24 @@ def _require(entry: dict[str, Any], key: str, where: str) -> Any:
     return entry[key]
 
 
-def load_labels(case_dir: Path) -> list[Label]:
-    """Read `labels.yml` of one case; ValueError on a missing key, TypeError on a wrongly typed value."""
+def _load_mapping(case_dir: Path) -> dict[str, Any]:
     data = yaml.safe_load((case_dir / "labels.yml").read_text())
     if not isinstance(data, dict):
         raise TypeError(f"{case_dir / 'labels.yml'}: not a mapping")
+    return data
+
+
+def load_case_set(case_dir: Path) -> str:
+    """The case's `set` from `labels.yml` (`tuning` when absent); ValueError when not one of `SETS`."""
+    case_set = _load_mapping(case_dir).get("set", "tuning")
+    if case_set not in SETS:
+        raise ValueError(f"{case_dir.name}/labels.yml: set must be one of {', '.join(SETS)}, not {case_set!r}")
+    return case_set
+
+
+def load_labels(case_dir: Path) -> list[Label]:
+    """Read `labels.yml` of one case; ValueError on a missing key, TypeError on a wrongly typed value."""
+    data = _load_mapping(case_dir)
     labels: list[Label] = []
     for i, entry in enumerate(data.get("findings") or []):
         where = f"{case_dir.name}/labels.yml findings[{i}]"
@@ -115,6 +134,7 @@ def run_case(case_dir: Path, work: Path) -> CaseResult:
     if not bundle.is_file():
         raise ValueError(f"{case_dir}: no case.bundle")
     labels = load_labels(case_dir)
+    case_set = load_case_set(case_dir)
     repo = work / case_dir.name
     subprocess.run(["git", "clone", "-q", str(bundle), str(repo)], check=True, capture_output=True)
     subprocess.run(["git", "branch", "-q", "base", "origin/base"], cwd=repo, check=True, capture_output=True)
@@ -132,7 +152,7 @@ def run_case(case_dir: Path, work: Path) -> CaseResult:
             used.add(hit)
             matched.append((finding, labels[hit]))
     missed = [label for i, label in enumerate(labels) if i not in used and label.real]
-    return CaseResult(case_dir.name, seconds, matched, unlabelled, missed)
+    return CaseResult(case_dir.name, case_set, seconds, matched, unlabelled, missed)
 
 
 def _ratio(num: int, den: int) -> str:
@@ -163,7 +183,8 @@ def table(results: list[CaseResult]) -> str:
 
 
 def report(results: list[CaseResult]) -> str:
-    """The full printed report: per-case times and unlabelled/missed lists, then the table."""
+    """The full printed report: per-case times and unlabelled/missed lists, then the table (one per
+    set, then one for all, when the results hold more than one set)."""
     out: list[str] = []
     for result in results:
         out.append(
@@ -177,17 +198,31 @@ def report(results: list[CaseResult]) -> str:
             )
         for label in result.missed:
             out.append(f"  missed: {label.rule} {label.path}:{label.line} ({label.reason})")
-    out.append("")
-    out.append(table(results))
+    present = [s for s in SETS if any(r.case_set == s for r in results)]
+    if len(present) <= 1:
+        out.extend(["", table(results)])
+    else:
+        for case_set in present:
+            chosen = [r for r in results if r.case_set == case_set]
+            out.extend(["", f"set {case_set} ({len(chosen)} cases):", table(chosen)])
+        out.extend(["", f"all sets ({len(results)} cases):", table(results)])
     return "\n".join(out)
 
 
-def checked_cases(corpus: Path, names: list[str] | None) -> list[Path]:
-    """`case_dirs`, each with labels that load (else `ValueError`/`TypeError` naming the problem)."""
+def checked_cases(corpus: Path, names: list[str] | None, case_set: str = "all") -> list[Path]:
+    """`case_dirs` of `case_set` (one of `SETS`, or `all`), each with labels that load (else
+    `ValueError`/`TypeError` naming the problem)."""
+    if case_set not in (*SETS, "all"):
+        raise ValueError(f"set must be one of {', '.join(SETS)}, all; not {case_set!r}")
     cases = case_dirs(corpus, names)
+    sets: dict[Path, str] = {}
     for case in cases:
         load_labels(case)
-    return cases
+        sets[case] = load_case_set(case)
+    chosen = [case for case in cases if case_set in ("all", sets[case])]
+    if cases and not chosen:
+        raise ValueError(f"no case of set {case_set} among the chosen cases")
+    return chosen
 
 
 def case_dirs(corpus: Path, names: list[str] | None) -> list[Path]:
@@ -208,9 +243,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="corpus directory")
     parser.add_argument("--case", action="append", help="review only this case (repeatable)")
+    parser.add_argument(
+        "--set",
+        dest="case_set",
+        choices=(*SETS, "all"),
+        default="all",
+        help="review only the cases of this set (tuning: the rules were refined on them; held-out: labelled "
+        "without looking at the rules); default all, with a table per set",
+    )
     args = parser.parse_args(argv)
     try:
-        cases = checked_cases(args.corpus, args.case)
+        cases = checked_cases(args.corpus, args.case, args.case_set)
     except (ValueError, TypeError) as exc:
         print(f"bench_precision: {exc}", file=sys.stderr)
         return 2

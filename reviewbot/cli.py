@@ -12,6 +12,7 @@ import sys
 
 COMMAND_MODULES: tuple[str, ...] = (
     "reviewbot.review_command",
+    "reviewbot.init_command",
     "reviewbot.service.serve_command",
     "reviewbot.service.worker_command",
     "reviewbot.release_notes.command",

@@ -13,7 +13,9 @@ Public API (used by `reviewbot review`, the service and the release notes):
   the machine lacks GPUs). Any other value is a comma-separated list of configured suite names.
   Every mode but `none` also runs the exception-injection experiment on the catch-all and
   `RuntimeError` fallback findings (`reviewbot.experiments.exception_injection`).
-- `config`: defaults to `.reviewbot.yml` at `head` (defaults when absent).
+- `config`: defaults to `.reviewbot.yml` at `head` (defaults when absent). A key root that names
+  nothing at the merge base or at head raises `ConfigError`; one that exists at one revision only
+  is a note of the review.
 - `progress`: called with one line per stage (the CLI prints them on stderr).
 
 `Review` carries the verdict, the findings (each with severity, rule, path, line range,
@@ -309,6 +311,7 @@ def run_review(
                 probe=False if suites == "none" else None,
                 base_config=base_config,
                 progress=say,
+                require_roots=True,
             )
             if key_change.probe_status == "ok":  # the experiment runs the probe again at both revisions
                 t_experiment = time.monotonic()
@@ -381,7 +384,7 @@ def run_review(
         language=config.language,
         suites_mode=suites,
         timings=timings,
-        notes=_checks_off(config),
+        notes=_checks_off(config) + _root_notes(key_change),
     )
 
 
@@ -396,6 +399,20 @@ def _checks_off(config: RepoConfig) -> list[str]:
             "list the functions and config classes that build the key there (docs/reviewbot.md)"
         )
     ]
+
+
+def _root_notes(key_change: KeyChange | None) -> list[str]:
+    """Configured key roots that exist at one revision only: the change adds or removes them."""
+    if key_change is None:
+        return []
+    notes = [
+        f"cache-key root `{root}` is added by this change (absent at the merge base)" for root in key_change.roots_added
+    ]
+    notes += [
+        f"cache-key root `{root}` is removed by this change (absent at head): drop it from `cache_key.roots`"
+        for root in key_change.roots_removed
+    ]
+    return notes
 
 
 def _file_findings(

@@ -25,6 +25,11 @@ Keys (all optional; unknown keys and wrong types raise `ConfigError` naming the 
 - `experiments.injection`: the exception-injection experiment (`reviewbot/experiments/exception_injection.py`):
   `command` (the tests to run with the injection; default: the review's suites that need no GPU),
   `timeout_s` (limit of one run, default 300), `max_handlers` (handlers tried per review, default 5).
+
+Where it is read from: a pull-request review reads the file committed at the head (the base's
+for what runs on the base side, e.g. key roots that moved); `reviewbot review` does the same
+unless `--config FILE` names another file (to try a configuration before committing it).
+`differing_keys` tells the CLI when the working tree's file differs from the committed one.
 """
 
 from __future__ import annotations
@@ -261,6 +266,30 @@ def parse_config(text: str) -> RepoConfig:
         config_attribute_names=names,
         release_notes=release_notes,
     )
+
+
+def load_config_file(path: Path) -> RepoConfig:
+    """Read and validate a configuration file outside git (`reviewbot review --config FILE`)."""
+    if not path.is_file():
+        raise ConfigError("no such file")
+    return parse_config(path.read_text())
+
+
+def differing_keys(committed: str | None, working: str | None) -> list[str] | None:
+    """Top-level keys whose values differ between two `.reviewbot.yml` texts (None: file absent),
+    sorted; [] when they agree (formatting and comments never count). None when either text is
+    not a YAML mapping (the caller then says the texts differ without naming keys)."""
+    if committed == working:
+        return []
+    try:
+        old = yaml.safe_load(committed) if committed is not None else {}
+        new = yaml.safe_load(working) if working is not None else {}
+    except yaml.YAMLError:
+        return None
+    old, new = old or {}, new or {}
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return None
+    return sorted(str(k) for k in {*old, *new} if old.get(k) != new.get(k))
 
 
 def _injection(raw: Any) -> InjectionConfig:

@@ -25,7 +25,7 @@ from reviewbot.engine import SUITE_MODES, run_review
 from reviewbot.gitrepo import GitRepo
 from reviewbot.render import render_markdown
 from reviewbot.render.terminal import to_terminal, wants_colour
-from reviewbot.repo_config import LANGUAGES, ConfigError, load_config
+from reviewbot.repo_config import CONFIG_FILE, LANGUAGES, ConfigError, differing_keys, load_config, load_config_file
 from reviewbot.suites import reviewbot_dir
 
 
@@ -37,7 +37,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "merge-base(base, head) to head. Prints the review, saves it under .reviewbot/reviews/, and exits 1 "
         "when a P0-BLOCKER stands (0 otherwise), so it works as a pre-push hook. When head equals the base "
         "(nothing to merge, e.g. on main right after install) it says so and reviews the last commit "
-        "(HEAD~1..HEAD) instead. Progress lines go to stderr.",
+        "(HEAD~1..HEAD) instead. Progress lines go to stderr. Configuration: the .reviewbot.yml committed at "
+        "the reviewed head (as pull-request reviews read it), or --config FILE; a working-tree .reviewbot.yml "
+        "that differs from the committed one is named in a warning, not used.",
     )
     parser.add_argument(
         "--repo", type=Path, default=Path("."), help="repository to review (default: current directory)"
@@ -69,6 +71,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         default=None,
         help="also write the review to this file (markdown, or JSON with --format json)",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="read the configuration from this file instead of the .reviewbot.yml committed at the head "
+        "(to try a configuration before committing it)",
     )
     parser.set_defaults(func=run)
 
@@ -108,6 +117,23 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _warn_uncommitted_config(root: Path, head: str) -> None:
+    """One stderr line when the working tree's `.reviewbot.yml` differs from the one at `head`,
+    which is the one used."""
+    working = root / CONFIG_FILE
+    with GitRepo(root) as git:
+        committed = git.read(head, CONFIG_FILE)
+    keys = differing_keys(committed, working.read_text() if working.is_file() else None)
+    if keys == []:
+        return
+    which = f"top-level keys {', '.join(keys)}" if keys else "not comparable as YAML mappings"
+    print(
+        f"reviewbot review: warning: the working tree's {CONFIG_FILE} differs from the one committed at the "
+        f"reviewed head ({which}); the committed one is used, pass --config {CONFIG_FILE} to try yours",
+        file=sys.stderr,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     if args.suites not in SUITE_MODES and not re.fullmatch(r"[\w.-]+(,[\w.-]+)*", args.suites):
         return _fail(f"--suites must be one of {', '.join(SUITE_MODES)} or comma-separated suite names")
@@ -140,22 +166,35 @@ def run(args: argparse.Namespace) -> int:
             base = f"{head}~1"
         root = git.toplevel()
     try:
-        config = load_config(root, head)
+        config = load_config_file(args.config) if args.config is not None else load_config(root, head)
     except ConfigError as exc:
-        return _fail(f".reviewbot.yml: {exc}")
+        return _fail(f"{f'--config {args.config}' if args.config is not None else CONFIG_FILE}: {exc}")
+    if args.config is None:
+        _warn_uncommitted_config(root, head)
     if args.suites not in SUITE_MODES:
         unknown = [name for name in args.suites.split(",") if name not in config.suites]
         if unknown:
             configured = ", ".join(config.suites) or "none"
-            return _fail(f"--suites names unknown suite(s) {', '.join(unknown)}; configured at head: {configured}")
+            where = f"in {args.config}" if args.config is not None else "at head"
+            return _fail(f"--suites names unknown suite(s) {', '.join(unknown)}; configured {where}: {configured}")
     if args.pr_body is not None and not args.pr_body.is_file():
         return _fail(f"--pr-body {args.pr_body}: no such file")
     for note in notes:
         _progress(note)
     pr_body = args.pr_body.read_text() if args.pr_body else None
-    review = run_review(
-        root, base, head, pr_body=pr_body, pr_title=args.pr_title, suites=args.suites, config=config, progress=_progress
-    )
+    try:
+        review = run_review(
+            root,
+            base,
+            head,
+            pr_body=pr_body,
+            pr_title=args.pr_title,
+            suites=args.suites,
+            config=config,
+            progress=_progress,
+        )
+    except ConfigError as exc:
+        return _fail(str(exc))
     review.notes.extend(notes)
     output = args.format or ("text" if sys.stdout.isatty() else "markdown")
     if output == "json":

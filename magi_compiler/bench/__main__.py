@@ -1,5 +1,6 @@
-"""``python -m magi_compiler.bench`` / ``magi-bench``: time SimpleModel through every
-``@magi_compile`` entry point against eager and plain ``torch.compile``.
+"""``python -m magi_compiler.bench`` / ``magi-bench``: time SimpleModel and AttentionModel
+through every ``@magi_compile`` entry point (and Magi's CUDA-graph modes) against eager,
+``torch.compile`` and ``torch.compile(mode="reduce-overhead")``.
 
 Prints the tables on stdout, progress on stderr; ``--json`` writes every sample,
 ``--plot`` a box plot. Exit status 1 when a contender's output differs from eager's.
@@ -17,21 +18,25 @@ import torch
 
 from magi_compiler.bench import plot, report
 from magi_compiler.bench.contenders import CONTENDER_NAMES, build_contenders
-from magi_compiler.bench.harness import run_interleaved
-from magi_compiler.bench.models import PROFILES, ModelDims, ModelSpec, simple_spec, tiny_spec
+from magi_compiler.bench.harness import run_dynamic_batches, run_interleaved
+from magi_compiler.bench.models import PROFILES, ModelDims, ModelSpec, attention_spec, simple_spec, tiny_spec
 from magi_compiler.bench.progress import Progress
 from magi_compiler.bench.startup import run_startup
 from magi_compiler.bench.timers import Timer
 from magi_compiler.config import CompileConfig
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# mostly not capture sizes of a power-of-two or multiple-of-8 padding scheme; each pass runs them twice
+DYNAMIC_BATCH_SIZES = (2, 3, 5, 8, 13, 21, 34, 55)
+DYNAMIC_REPEATS = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="magi-bench",
-        description="Time SimpleModel through @magi_compile (class, function, instance method) against eager and "
-        "torch.compile, interleaved in one process; plus dispatch overhead and cold/warm start.",
+        description="Time SimpleModel and AttentionModel through @magi_compile (class, function, instance method, "
+        "CUDA-graph modes) against eager, torch.compile and torch.compile(mode=reduce-overhead), interleaved in "
+        "one process; plus dispatch overhead, a dynamic-batch sequence and cold/warm start.",
     )
     parser.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda when available)")
     parser.add_argument(
@@ -47,10 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seq", type=int, help="sequence length (overrides the profile)")
     parser.add_argument("--layers", type=int, help="number of layers (overrides the profile)")
     parser.add_argument("--batch", type=int, help="batch size, the dynamic dim, >= 2 (overrides the profile)")
+    parser.add_argument("--heads", type=int, help="attention heads of AttentionModel (overrides the profile)")
     parser.add_argument("--iterations", type=int, help="timed interleaved rounds (overrides the profile)")
     parser.add_argument("--warmup", type=int, help="untimed rounds after the first call (overrides the profile)")
     parser.add_argument("--dispatch-samples", type=int, help="dispatch-overhead samples (overrides the profile)")
     parser.add_argument("--dispatch-calls", type=int, help="calls per dispatch-overhead sample")
+    parser.add_argument(
+        "--dynamic-passes", type=int, help="passes over the batch-size sequence, >= 2 (overrides the profile)"
+    )
     parser.add_argument(
         "--sections",
         default=",".join(report.SECTIONS),
@@ -91,6 +100,7 @@ def resolve_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) 
             seq=args.seq or profile.dims.seq,
             layers=args.layers or profile.dims.layers,
             batch=args.batch or profile.dims.batch,
+            heads=args.heads or profile.dims.heads,
         )
     except ValueError as err:
         parser.error(str(err))
@@ -99,10 +109,12 @@ def resolve_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         "warmup": args.warmup if args.warmup is not None else profile.warmup,
         "dispatch_samples": args.dispatch_samples if args.dispatch_samples is not None else profile.dispatch_samples,
         "dispatch_calls": args.dispatch_calls if args.dispatch_calls is not None else profile.dispatch_calls,
+        "dynamic_passes": args.dynamic_passes if args.dynamic_passes is not None else profile.dynamic_passes,
     }
+    minimum = {"warmup": 0, "dynamic_passes": 2}
     for name, value in runs.items():
-        if value < (0 if name == "warmup" else 1):
-            parser.error(f"--{name.replace('_', '-')} must be {'>= 0' if name == 'warmup' else '>= 1'}, got {value}")
+        if value < minimum.get(name, 1):
+            parser.error(f"--{name.replace('_', '-')} must be >= {minimum.get(name, 1)}, got {value}")
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be >= 1, got {args.threads}")
     return {
@@ -136,6 +148,18 @@ def _timing(
     return report.timing_section(spec.name, spec.dims, unit, runs, calls, iterations, settings["warmup"])
 
 
+def _dynamic(settings: dict[str, Any], cache_root: Path, progress: Progress) -> dict[str, Any]:
+    device, dtype = settings["device"], settings["dtype"]
+    spec = attention_spec(settings["dims"])
+    contenders = build_contenders(spec, device, dtype, str(cache_root), CONTENDER_NAMES)
+    sizes = DYNAMIC_BATCH_SIZES * DYNAMIC_REPEATS
+    dims = settings["dims"]
+    torch.manual_seed(2)
+    inputs = [torch.randn(b, dims.seq, dims.hidden, device=device, dtype=dtype) for b in sizes]
+    runs = run_dynamic_batches(contenders, inputs, Timer(device), settings["dynamic_passes"], progress)
+    return report.dynamic_section(spec.name, spec.dims, sizes, runs)
+
+
 def run(settings: dict[str, Any], cache_dir: Path, progress: Progress, command: list[str]) -> dict[str, Any]:
     """Run the selected sections and return the (validated) JSON document."""
     device, dtype = settings["device"], settings["dtype"]
@@ -151,6 +175,17 @@ def run(settings: dict[str, Any], cache_dir: Path, progress: Progress, command: 
             1,
             "ms",
         )
+    if "attention" in settings["sections"]:
+        sections["attention"] = _timing(
+            attention_spec(settings["dims"]),
+            settings,
+            cache_dir / "magi",
+            progress,
+            "attention",
+            settings["iterations"],
+            1,
+            "ms",
+        )
     if "dispatch" in settings["sections"]:
         sections["dispatch"] = _timing(
             tiny_spec(),
@@ -162,6 +197,8 @@ def run(settings: dict[str, Any], cache_dir: Path, progress: Progress, command: 
             settings["dispatch_calls"],
             "us",
         )
+    if "dynamic" in settings["sections"]:
+        sections["dynamic"] = _dynamic(settings, cache_dir / "magi", progress)
     if "startup" in settings["sections"]:
         sections["startup"] = run_startup(
             device, dtype, settings["dims"], cache_dir / "startup", progress, threads=settings["threads"]
@@ -172,11 +209,12 @@ def run(settings: dict[str, Any], cache_dir: Path, progress: Progress, command: 
         {
             "profile": settings["profile"],
             "dtype": str(dtype).removeprefix("torch."),
-            "dims": {k: getattr(settings["dims"], k) for k in ("hidden", "seq", "layers", "batch")},
+            "dims": {k: getattr(settings["dims"], k) for k in ("hidden", "seq", "layers", "batch", "heads")},
             "iterations": settings["iterations"],
             "warmup": settings["warmup"],
             "dispatch_samples": settings["dispatch_samples"],
             "dispatch_calls": settings["dispatch_calls"],
+            "dynamic_passes": settings["dynamic_passes"],
             "timer": Timer(device).name,
             "order": "round-robin, start rotating each round",
             "sections": list(settings["sections"]),
@@ -218,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         progress.stage(f"wrote {args.plot}")
     mismatched = [
         f"{name}:{c['name']}"
-        for name in ("latency", "dispatch")
+        for name in (*report.TIMING_SECTIONS, "dynamic")
         if doc[name] is not None
         for c in doc[name]["contenders"]
         if not c["outputs_match"]

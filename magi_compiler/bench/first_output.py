@@ -29,6 +29,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seq", type=int, required=True)
     parser.add_argument("--layers", type=int, required=True)
     parser.add_argument("--batch", type=int, required=True)
+    parser.add_argument("--heads", type=int, required=True)
     parser.add_argument("--magi-cache-dir", required=True)
     parser.add_argument("--threads", type=int)
     return parser.parse_args(argv)
@@ -47,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device)
     dtype = getattr(torch, args.dtype)
-    spec = simple_spec(ModelDims(hidden=args.hidden, seq=args.seq, layers=args.layers, batch=args.batch))
+    spec = simple_spec(
+        ModelDims(hidden=args.hidden, seq=args.seq, layers=args.layers, batch=args.batch, heads=args.heads)
+    )
     (contender,) = build_contenders(spec, device, dtype, args.magi_cache_dir, names=(args.contender,))
     torch.manual_seed(1)
     x = spec.build().example_input(device, dtype)

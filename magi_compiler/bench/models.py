@@ -1,5 +1,10 @@
 """The benchmarked models and the dims presets of the ``cpu`` and ``gpu`` profiles.
 
+``AttentionModel`` is a pre-norm transformer block stack whose attention is the registered
+custom op ``magi_bench::attention`` (scaled dot-product attention over ``heads`` heads), the
+op the Magi contenders split the graph at (``ModelSpec.splitting_ops``), as attention is in
+the models Magi targets; ``torch.compile`` sees the same op as an opaque call.
+
 ``SimpleModel`` is big enough at the ``gpu`` dims (hidden 1024, sequence 512) that GPU
 compute, not launch jitter, dominates a call; ``TinyModel`` (one 64x64 relu) is launch-bound,
 so its per-call time is the dispatch overhead of whatever wraps it.
@@ -30,14 +35,18 @@ class ModelDims:
     layers: int
     batch: int
 
+    heads: int = 4
+
     def __post_init__(self) -> None:
-        for name in ("hidden", "seq", "layers"):
+        for name in ("hidden", "seq", "layers", "heads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.batch < 2:
             raise ValueError(
                 f"batch must be >= 2, got {self.batch}: it is the dynamic dim, and Dynamo specializes sizes 0 and 1"
             )
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,24 +59,27 @@ class Profile:
     warmup: int
     dispatch_samples: int
     dispatch_calls: int
+    dynamic_passes: int
 
 
 PROFILES: dict[str, Profile] = {
     "gpu": Profile(
         "gpu",
-        ModelDims(hidden=1024, seq=512, layers=4, batch=8),
+        ModelDims(hidden=1024, seq=512, layers=4, batch=8, heads=16),
         iterations=200,
         warmup=20,
         dispatch_samples=100,
         dispatch_calls=200,
+        dynamic_passes=5,
     ),
     "cpu": Profile(
         "cpu",
         ModelDims(hidden=128, seq=32, layers=2, batch=4),
-        iterations=40,
+        iterations=200,
         warmup=5,
         dispatch_samples=30,
         dispatch_calls=100,
+        dynamic_passes=3,
     ),
 }
 
@@ -111,6 +123,72 @@ def simple_model_function(model: SimpleModel, x: torch.Tensor) -> torch.Tensor:
     return x
 
 
+@torch.library.custom_op("magi_bench::attention", mutates_args=())
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, heads: int) -> torch.Tensor:
+    """Scaled dot-product attention over ``heads`` heads of ``(batch, seq, hidden)`` inputs."""
+    batch, seq, hidden = q.shape
+
+    def split(t: torch.Tensor) -> torch.Tensor:
+        return t.view(batch, seq, heads, hidden // heads).transpose(1, 2)
+
+    out = nn.functional.scaled_dot_product_attention(split(q), split(k), split(v))
+    return out.transpose(1, 2).reshape(batch, seq, hidden)
+
+
+@attention.register_fake
+def _(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, heads: int) -> torch.Tensor:
+    return q.new_empty(q.shape)
+
+
+ATTENTION_OP = "magi_bench::attention"
+
+
+class AttentionLayer(nn.Module):
+    """Pre-norm block: LayerNorm, q/k/v projections, :func:`attention`, output projection,
+    residual; then LayerNorm, Linear (4x) + GELU + Linear, residual."""
+
+    def __init__(self, hidden: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(hidden)
+        self.q = nn.Linear(hidden, hidden)
+        self.k = nn.Linear(hidden, hidden)
+        self.v = nn.Linear(hidden, hidden)
+        self.out = nn.Linear(hidden, hidden)
+        self.norm2 = nn.LayerNorm(hidden)
+        self.up = nn.Linear(hidden, 4 * hidden)
+        self.down = nn.Linear(4 * hidden, hidden)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.norm1(x)
+        x = x + self.out(torch.ops.magi_bench.attention(self.q(h), self.k(h), self.v(h), self.heads))
+        return x + self.down(nn.functional.gelu(self.up(self.norm2(x))))
+
+
+class AttentionModel(nn.Module):
+    """``layers`` stacked :class:`AttentionLayer` blocks over ``(batch, seq, hidden)`` inputs."""
+
+    def __init__(self, dims: ModelDims) -> None:
+        super().__init__()
+        self.dims = dims
+        self.layers = nn.ModuleList(AttentionLayer(dims.hidden, dims.heads) for _ in range(dims.layers))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def example_input(self, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        return torch.randn(self.dims.batch, self.dims.seq, self.dims.hidden, device=device, dtype=dtype)
+
+
+def attention_model_function(model: AttentionModel, x: torch.Tensor) -> torch.Tensor:
+    """The function entry point of :class:`AttentionModel`."""
+    for layer in model.layers:
+        x = layer(x)
+    return x
+
+
 class TinyModel(nn.Module):
     """One relu on a ``(batch, hidden)`` input: a launch-bound graph for dispatch overhead."""
 
@@ -132,12 +210,13 @@ def tiny_model_function(model: TinyModel, x: torch.Tensor) -> torch.Tensor:
 
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
-    """A model class, its function entry point and its dims."""
+    """A model class, its function entry point, its dims and the ops Magi splits it at."""
 
     name: str
     cls: type[nn.Module]
     function: Callable[..., torch.Tensor]
     dims: ModelDims
+    splitting_ops: tuple[str, ...] = ()
 
     def build(self, cls: type[nn.Module] | None = None) -> nn.Module:
         return (cls or self.cls)(self.dims)
@@ -145,6 +224,10 @@ class ModelSpec:
 
 def simple_spec(dims: ModelDims) -> ModelSpec:
     return ModelSpec("SimpleModel", SimpleModel, simple_model_function, dims)
+
+
+def attention_spec(dims: ModelDims) -> ModelSpec:
+    return ModelSpec("AttentionModel", AttentionModel, attention_model_function, dims, (ATTENTION_OP,))
 
 
 def tiny_spec() -> ModelSpec:

@@ -1,12 +1,16 @@
-"""The bench's JSON document (schema ``magi_compiler.bench``, version 1), its validation, and
+"""The bench's JSON document (schema ``magi_compiler.bench``, version 2), its validation, and
 the plain-text tables.
 
 Document: ``schema``, ``schema_version``, ``created_utc``, ``command``, ``environment``,
-``settings``, and three sections, each ``null`` when not run: ``latency`` (per-call time of
-the model, ms), ``dispatch`` (per-call time of the tiny launch-bound graph, us) and
-``startup`` (time to first output of fresh processes, cold vs warm cache, s). A timing
-section lists its contenders in run order, each with every sample. Readers must check
-``schema_version``; a change of meaning of any field bumps it.
+``settings``, and five sections, each ``null`` when not run: ``latency`` (per-call time of
+SimpleModel, ms), ``attention`` (per-call time of AttentionModel, split at its attention op
+by the Magi contenders, ms), ``dispatch`` (per-call time of the tiny launch-bound graph, us),
+``dynamic`` (time of passes over a sequence of batch sizes, s) and ``startup`` (time to first
+output of fresh processes, cold vs warm cache, s). A timing section lists its contenders in
+run order, each with every sample; a contender that could not run here has a ``skipped``
+reason, no samples and null figures. Readers must check ``schema_version``; a change of
+meaning of any field bumps it (2: ``skipped``, the summary's ``blocks`` and
+``block_median_spread``, ``block_p25_spread``, ``relative_block_p25_spread``, the ``attention`` and ``dynamic`` sections, ``dims.heads``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import datetime
 import json
 import os
 import platform
+import statistics
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -23,15 +28,16 @@ from typing import Any
 import torch
 
 from magi_compiler.bench import stats
-from magi_compiler.bench.harness import ContenderRun
+from magi_compiler.bench.harness import ContenderRun, DynamicRun
 from magi_compiler.bench.models import ModelDims
 
 SCHEMA = "magi_compiler.bench"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 REFERENCE = "eager"
 BASELINE = "torch_compile"
 UNIT_SCALE = {"ms": 1.0, "us": 1e3}
-SECTIONS = ("latency", "dispatch", "startup")
+SECTIONS = ("latency", "attention", "dispatch", "dynamic", "startup")
+TIMING_SECTIONS = ("latency", "attention", "dispatch")
 
 _CONTENDER_FIELDS = {
     "name": str,
@@ -47,6 +53,23 @@ _CONTENDER_FIELDS = {
     "max_abs_diff": float,
     "rel_error": float,
     "outputs_match": bool,
+    "skipped": str,
+    "relative_block_p25_spread": float,
+}
+# null for a skipped contender (and the ratio also without a torch_compile contender)
+_NULLABLE = {"summary", "speedup_vs_eager", "ratio_vs_torch_compile", "skipped", "relative_block_p25_spread"}
+_DYNAMIC_CONTENDER_FIELDS = {
+    "name": str,
+    "entry": str,
+    "pass_s": list,
+    "first_pass_s": float,
+    "steady_pass_s": float,
+    "total_s": float,
+    "graphs_compiled_first_pass": int,
+    "graphs_compiled_later": int,
+    "rel_error": float,
+    "outputs_match": bool,
+    "skipped": str,
 }
 _SECTION_FIELDS = {
     "model": str,
@@ -93,20 +116,23 @@ def timing_section(
     if unit not in UNIT_SCALE:
         raise ValueError(f"unit must be one of {sorted(UNIT_SCALE)}, got {unit!r}")
     scale = UNIT_SCALE[unit]
-    summaries = {run.name: stats.summarize([s * scale for s in run.samples]) for run in runs}
+    summaries = {run.name: stats.summarize([s * scale for s in run.samples]) for run in runs if run.skipped is None}
     if REFERENCE not in summaries:
         raise ValueError(f"a timing section needs the {REFERENCE!r} contender")
+    reference = next(run for run in runs if run.name == REFERENCE)
     contenders = []
     for run in runs:
-        summary = summaries[run.name]
+        summary = summaries.get(run.name)
         contenders.append(
             {
                 "name": run.name,
                 "entry": run.entry,
                 "samples": [s * scale for s in run.samples],
-                "summary": summary.as_dict(),
-                "speedup_vs_eager": stats.speedup(summaries[REFERENCE], summary),
-                "ratio_vs_torch_compile": stats.ratio(summary, summaries[BASELINE]) if BASELINE in summaries else None,
+                "summary": None if summary is None else summary.as_dict(),
+                "speedup_vs_eager": None if summary is None else stats.speedup(summaries[REFERENCE], summary),
+                "ratio_vs_torch_compile": (
+                    stats.ratio(summary, summaries[BASELINE]) if summary is not None and BASELINE in summaries else None
+                ),
                 "first_call_s": run.first_call_s,
                 "graphs_compiled": run.graphs_compiled,
                 "graphs_compiled_while_timed": run.graphs_compiled_while_timed,
@@ -114,6 +140,10 @@ def timing_section(
                 "max_abs_diff": run.max_abs_diff,
                 "rel_error": run.rel_error,
                 "outputs_match": run.outputs_match,
+                "skipped": run.skipped,
+                "relative_block_p25_spread": (
+                    None if summary is None else stats.relative_block_p25_spread(run.samples, reference.samples)
+                ),
             }
         )
     return {
@@ -125,6 +155,39 @@ def timing_section(
         "warmup": warmup,
         "reference": REFERENCE,
         "baseline": BASELINE,
+        "contenders": contenders,
+    }
+
+
+def dynamic_section(
+    model: str, dims: ModelDims, batch_sizes: Sequence[int], runs: Sequence[DynamicRun]
+) -> dict[str, Any]:
+    """The dynamic-batch section: per contender, the wall time of each pass over ``batch_sizes``;
+    ``steady_pass_s`` is the median of the passes after the first, ``total_s`` their sum."""
+    contenders = []
+    for run in runs:
+        ran = run.skipped is None
+        contenders.append(
+            {
+                "name": run.name,
+                "entry": run.entry,
+                "pass_s": list(run.pass_s),
+                "first_pass_s": run.pass_s[0] if ran else None,
+                "steady_pass_s": statistics.median(run.pass_s[1:]) if ran else None,
+                "total_s": sum(run.pass_s) if ran else None,
+                "graphs_compiled_first_pass": run.graphs_compiled_first_pass,
+                "graphs_compiled_later": run.graphs_compiled_later,
+                "rel_error": run.rel_error,
+                "outputs_match": run.outputs_match,
+                "skipped": run.skipped,
+            }
+        )
+    return {
+        "model": model,
+        "dims": dataclasses.asdict(dims),
+        "unit": "s",
+        "batch_sizes": list(batch_sizes),
+        "passes": len(next(r.pass_s for r in runs if r.skipped is None)),
         "contenders": contenders,
     }
 
@@ -158,7 +221,7 @@ def _check_fields(obj: Any, fields: dict[str, type], where: str, problems: list[
             problems.append(f"{where}: missing {name!r}")
             continue
         value = obj[name]
-        if value is None and name == "ratio_vs_torch_compile":
+        if value is None and (name in _NULLABLE or (obj.get("skipped") is not None and kind is float)):
             continue
         accepted = (int, float) if kind is float else kind
         if not isinstance(value, accepted) or (kind is not bool and isinstance(value, bool)):
@@ -191,7 +254,7 @@ def validate_document(doc: Any) -> None:
     for name in SECTIONS:
         if name not in doc:
             problems.append(f"document: missing section {name!r} (null when not run)")
-    for name in ("latency", "dispatch"):
+    for name in TIMING_SECTIONS:
         section = doc.get(name)
         if section is None:
             continue
@@ -202,16 +265,36 @@ def validate_document(doc: Any) -> None:
             if not isinstance(contender, dict) or not isinstance(contender.get("samples"), list):
                 continue
             samples = contender["samples"]
+            if contender.get("skipped") is not None:
+                if samples or contender.get("summary") is not None:
+                    problems.append(f"{where}: skipped ({contender['skipped']}) but has samples or a summary")
+                continue
             if len(samples) != section.get("iterations") or not all(
                 isinstance(s, (int, float)) and s > 0 for s in samples
             ):
                 problems.append(f"{where}.samples: expected {section.get('iterations')} positive numbers")
+            summary = contender.get("summary")
+            if summary is None:
+                problems.append(f"{where}.summary: null for a contender that ran")
+                continue
             _check_fields(
-                contender.get("summary"),
-                {f.name: float for f in dataclasses.fields(stats.Summary)},
-                f"{where}.summary",
-                problems,
+                summary, {f.name: float for f in dataclasses.fields(stats.Summary)}, f"{where}.summary", problems
             )
+    dynamic = doc.get("dynamic")
+    if dynamic is not None:
+        _check_fields(
+            dynamic,
+            {"model": str, "dims": dict, "unit": str, "batch_sizes": list, "passes": int, "contenders": list},
+            "dynamic",
+            problems,
+        )
+        for i, contender in enumerate(dynamic.get("contenders", []) if isinstance(dynamic, dict) else []):
+            where = f"dynamic.contenders[{i}]"
+            _check_fields(contender, _DYNAMIC_CONTENDER_FIELDS, where, problems)
+            if isinstance(contender, dict) and contender.get("skipped") is None:
+                passes = contender.get("pass_s")
+                if not isinstance(passes, list) or len(passes) != dynamic.get("passes"):
+                    problems.append(f"{where}.pass_s: expected {dynamic.get('passes')} pass times")
     startup = doc.get("startup")
     if startup is not None:
         _check_fields(
@@ -258,8 +341,12 @@ def _swapped_share(contender: dict[str, Any], section: dict[str, Any]) -> str:
 def format_timing_section(title: str, section: dict[str, Any]) -> str:
     unit = section["unit"]
     rows = []
+    skipped = []
     for c in section["contenders"]:
         s = c["summary"]
+        if s is None:
+            skipped.append(f"  {c['name']}: skipped, {c['skipped']}")
+            continue
         ratio = c["ratio_vs_torch_compile"]
         rows.append(
             [
@@ -268,6 +355,9 @@ def format_timing_section(title: str, section: dict[str, Any]) -> str:
                 f"{s['min']:.4g}",
                 f"{s['max']:.4g}",
                 f"{s['max_over_min']:.3f}",
+                f"{s['block_median_spread']:.3f}",
+                f"{s['block_p25_spread']:.3f}",
+                f"{c['relative_block_p25_spread']:.3f}",
                 f"{c['speedup_vs_eager']:.3f}x",
                 "-" if ratio is None else f"{ratio:.3f}",
                 str(c["graphs_compiled"]),
@@ -283,6 +373,9 @@ def format_timing_section(title: str, section: dict[str, Any]) -> str:
         f"min {unit}",
         f"max {unit}",
         "max/min",
+        "blk median spread",
+        "blk p25 spread",
+        "vs eager blk p25 spread",
         "vs eager",
         "vs torch.compile",
         "graphs",
@@ -297,7 +390,45 @@ def format_timing_section(title: str, section: dict[str, Any]) -> str:
         f"batch {dims['batch']}), {section['iterations']} interleaved rounds x {section['calls_per_sample']} "
         f"call(s), {section['warmup']} warm-up"
     )
-    return caption + "\n" + _table(header, rows)
+    return "\n".join([caption, _table(header, rows), *skipped])
+
+
+def format_dynamic_section(section: dict[str, Any]) -> str:
+    rows = []
+    skipped = []
+    for c in section["contenders"]:
+        if c["skipped"] is not None:
+            skipped.append(f"  {c['name']}: skipped, {c['skipped']}")
+            continue
+        rows.append(
+            [
+                c["name"],
+                f"{c['first_pass_s']:.3f}",
+                f"{c['steady_pass_s']:.4f}",
+                f"{c['total_s']:.3f}",
+                str(c["graphs_compiled_first_pass"]),
+                str(c["graphs_compiled_later"]),
+                f"{c['rel_error']:.1e}",
+                "yes" if c["outputs_match"] else "NO",
+            ]
+        )
+    header = [
+        "contender",
+        "first pass s",
+        "steady pass s",
+        "total s",
+        "graphs 1st",
+        "graphs later",
+        "rel err",
+        "output ok",
+    ]
+    dims = section["dims"]
+    caption = (
+        f"dynamic batch: {section['model']} (hidden {dims['hidden']}, seq {dims['seq']}, layers {dims['layers']}), "
+        f"batch sizes {','.join(map(str, section['batch_sizes']))}, {section['passes']} passes (the first with "
+        "compiles and CUDA-graph recordings)"
+    )
+    return "\n".join([caption, _table(header, rows), *skipped])
 
 
 def _compiles(run: dict[str, Any]) -> str:
@@ -353,8 +484,12 @@ def format_document(doc: dict[str, Any]) -> str:
     parts = [title]
     if doc["latency"] is not None:
         parts.append(format_timing_section("latency per call", doc["latency"]))
+    if doc.get("attention") is not None:
+        parts.append(format_timing_section("latency per call, split at attention", doc["attention"]))
     if doc["dispatch"] is not None:
         parts.append(format_timing_section("dispatch overhead per call", doc["dispatch"]))
+    if doc.get("dynamic") is not None:
+        parts.append(format_dynamic_section(doc["dynamic"]))
     if doc["startup"] is not None:
         parts.append(format_startup_section(doc["startup"]))
     return "\n\n".join(parts) + "\n"

@@ -18,6 +18,11 @@ release notes warn about. `new_fields` lists fields added to hashed config class
 are classes), with `ignored=True` when the key does not see them (`fields.py` reads the class's
 hash; the probe overrules it: a field whose addition alone changed the keys is never ignored).
 
+Roots (`pkg.mod.func`, `pkg.mod.Class`, `pkg.mod.Class.method`, see `closure.py`) are checked at
+both revisions: `roots_added` exist at head only, `roots_removed` at base only (the review notes
+both); with `require_roots=True` a root that names nothing at either revision raises
+`ConfigError` naming it (a misspelled root would otherwise switch the key checks off silently).
+
 `reproducibility_base`/`reproducibility_head` are filled by `reviewbot.experiments.key_stability`
 (the engine runs it after this when the probe ran): factors that differ between two runs of one
 revision. The base's unstable factors are marked on every `CaseKeys` and do not count as changed.
@@ -42,10 +47,11 @@ from reviewbot.keychange.closure import (
     digest,
     factor_names,
     factor_sites,
+    resolvable_roots,
 )
 from reviewbot.keychange.fields import field_coverage
 from reviewbot.keychange.probe import ProbeRun, run_probe
-from reviewbot.repo_config import RepoConfig
+from reviewbot.repo_config import ConfigError, RepoConfig
 
 CONFIRMED = "confirmed"
 UNCONFIRMED = "unconfirmed"
@@ -165,6 +171,8 @@ class KeyChange:
     factor_lines: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict, repr=False)
     reproducibility_base: Reproducibility | None = None
     reproducibility_head: Reproducibility | None = None
+    roots_added: tuple[str, ...] = ()  # configured roots that exist at head only
+    roots_removed: tuple[str, ...] = ()  # configured roots that exist at base only
 
     @property
     def unstable_base(self) -> tuple[str, ...]:
@@ -235,6 +243,8 @@ class KeyChange:
             "static_changed": self.static_changed,
             "roots": list(self.roots),
             "roots_found": self.roots_found,
+            "roots_added": list(self.roots_added),
+            "roots_removed": list(self.roots_removed),
             "introduced": self.introduced,
             "closure_changes": [dataclasses.asdict(c) for c in self.closure_changes],
             "new_fields": [dataclasses.asdict(f) for f in self.new_fields],
@@ -284,18 +294,33 @@ def detect_key_change(
     probe: bool | None = None,
     base_config: RepoConfig | None = None,
     progress: ProgressFn = _no_progress,
+    require_roots: bool = False,
 ) -> KeyChange:
     """Compare the cache key between `base_ref` and `head_ref` (compare exactly these two revisions;
     the caller picks the merge base for a pull request).
 
     `config` gives the roots and the probe at head; `base_config` (default: `config`) at base, so a
     change that moves the key's module (and updates `.reviewbot.yml`) is still compared correctly.
+    `require_roots`: raise `ConfigError` for a root of `config` that names nothing at either
+    revision, before anything runs (one only the base's configuration names is logged).
     """
     git = repo if isinstance(repo, GitRepo) else GitRepo(repo)
     base, head = git.rev_parse(base_ref), git.rev_parse(head_ref)
     base_config = base_config or config
     roots = tuple(config.key_roots)
     base_roots = tuple(base_config.key_roots) or roots
+    every_root = tuple(dict.fromkeys([*roots, *base_roots]))
+    at_base = set(resolvable_roots(git, base, every_root))
+    at_head = set(resolvable_roots(git, head, every_root))
+    missing = [root for root in roots if root not in at_base and root not in at_head]
+    stale_base = [root for root in base_roots if root not in roots and root not in at_base and root not in at_head]
+    if stale_base:  # the merge base's own file is wrong: not this change's to fix
+        logger.warning("the merge base's cache_key.roots %s name nothing at either revision", stale_base)
+    if require_roots and missing:
+        raise ConfigError(
+            f"cache_key.roots: {', '.join(repr(r) for r in missing)} names nothing at base {base[:12]} "
+            f"or head {head[:12]} (expected pkg.module.function, pkg.module.Class or pkg.module.Class.method)"
+        )
     base_items = compute_closure(git, base, base_roots)
     head_items = compute_closure(git, head, roots)
     changes = diff_closures(base_items, head_items)
@@ -342,6 +367,8 @@ def detect_key_change(
         base_items=base_items,
         head_items=head_items,
         factor_lines=sites,
+        roots_added=tuple(r for r in roots if r in at_head and r not in at_base),
+        roots_removed=tuple(r for r in roots if r in at_base and r not in at_head),
     )
     want_probe = probe if probe is not None else bool(changes or new_fields)
     if result.introduced:

@@ -1,11 +1,17 @@
 """Static closure of the cache-key roots at one revision, read from git blobs (no code runs).
 
-From each configured root (`pkg.mod.func` or `pkg.mod.Class`) the closure follows the module-level
-names a definition references: functions it calls, classes, module constants, and names imported
-from modules of the same repository (relative imports included). Classes are taken whole (fields,
-methods, decorators). Each item's digest is the `ast.dump` of its definition with docstrings
+From each configured root (`pkg.mod.func`, `pkg.mod.Class` or `pkg.mod.Class.method`) the closure
+follows the module-level names a definition references: functions it calls, classes, module
+constants, and names imported from modules of the same repository (relative imports included).
+Classes are taken whole (fields, methods, decorators). A method root is taken alone (kind `method`,
+qualified `pkg.mod.Class.method`): the closure follows what its body calls, including the
+class's own members reached through its first parameter (`self.helper()`, `cls.ATTR`) or the class
+name (kind `method` or `attribute`), and never the class's other members. A member the class does
+not define is looked up in its base classes from the same repository. Each item's digest is the `ast.dump` of its definition with docstrings
 removed and positions ignored, so comments, docstrings and formatting never count as a change.
-Names from outside the repository (torch, the standard library) end the walk.
+Names from outside the repository (torch, the standard library) end the walk. Modules are found at
+the repository root or under a `src/` or `python/` source directory (`pkg.mod` is `pkg/mod.py`,
+`src/pkg/mod.py` or `python/pkg/mod.py`, first found wins).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from reviewbot.gitrepo import GitRepo
 @dataclasses.dataclass(frozen=True)
 class ClosureItem:
     name: str
-    kind: str  # function | class | constant
+    kind: str  # function | class | constant | method | attribute
     path: str
     line: int
     end_line: int
@@ -69,6 +75,25 @@ def class_fields(node: ast.ClassDef) -> tuple[str, ...]:
     )
 
 
+SOURCE_DIRS = ("", "src/", "python/")
+
+
+def _module_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of a module body, preceded by the imports inside its `if` and `try` blocks
+    (`if TYPE_CHECKING:` imports, `try: import x except ImportError: ...`): read in this order, a
+    top-level statement wins over a conditional import of the same name."""
+    nested: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            inner = [*stmt.body, *stmt.orelse]
+        elif isinstance(stmt, ast.Try):
+            inner = [*stmt.body, *(s for h in stmt.handlers for s in h.body), *stmt.orelse]
+        else:
+            continue
+        nested += [s for s in _module_level(inner) if isinstance(s, (ast.Import, ast.ImportFrom))]
+    return [*nested, *body]
+
+
 class ModuleIndex:
     """Modules of one revision, parsed on demand."""
 
@@ -77,12 +102,20 @@ class ModuleIndex:
         self.rev = rev
         self.files = set(git.list_files(rev))
         self._modules: dict[str, ModuleInfo | None] = {}
+        self._digests: dict[int, str] = {}  # id of a node of a parsed module (kept alive here) -> digest
+
+    def digest(self, node: ast.stmt) -> str:
+        """`digest(node)` of a definition of one of the parsed modules, computed once."""
+        if id(node) not in self._digests:
+            self._digests[id(node)] = digest(node)
+        return self._digests[id(node)]
 
     def module_path(self, module: str) -> str | None:
         base = module.replace(".", "/")
-        for cand in (f"{base}.py", f"{base}/__init__.py"):
-            if cand in self.files:
-                return cand
+        for prefix in SOURCE_DIRS:
+            for cand in (f"{prefix}{base}.py", f"{prefix}{base}/__init__.py"):
+                if cand in self.files:
+                    return cand
         return None
 
     def module(self, name: str) -> ModuleInfo | None:
@@ -104,7 +137,7 @@ class ModuleIndex:
         package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
         defs: dict[str, ast.stmt] = {}
         imports: dict[str, tuple[str, str | None]] = {}
-        for stmt in tree.body:
+        for stmt in _module_level(tree.body):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 defs[stmt.name] = stmt
             elif isinstance(stmt, ast.Assign):
@@ -153,19 +186,96 @@ def _referenced_names(node: ast.AST) -> list[list[str]]:
     return chains
 
 
-def compute_closure(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> dict[str, ClosureItem]:
-    """Qualified name -> item for everything the roots reach at `rev`. Missing roots are skipped."""
-    index = ModuleIndex(git, rev)
-    items: dict[str, ClosureItem] = {}
-    todo: list[tuple[ModuleInfo, str]] = []
-    for root in roots:
-        found = index.resolve(root)
-        if found is None or not found[1]:
+MAX_BASE_DEPTH = 8
+
+
+def lookup_definition(index: ModuleIndex, mod: ModuleInfo, name: str, depth: int = 0) -> tuple[ModuleInfo, str] | None:
+    """Where module-level `name` of `mod` is defined in the repository (through imports), or None."""
+    if name in mod.defs:
+        return mod, name
+    if name not in mod.imports or depth > MAX_BASE_DEPTH:
+        return None
+    target = _follow_import(index, mod.imports[name], [])
+    return lookup_definition(index, target[0], target[1], depth + 1) if target is not None else None
+
+
+def find_member(
+    index: ModuleIndex, mod: ModuleInfo, cls_name: str, member: str, depth: int = 0
+) -> tuple[ModuleInfo, str, ast.stmt] | None:
+    """The statement defining `member` in class `cls_name` of `mod` (method, assigned or annotated
+    attribute), looked up in the repository's base classes when the class lacks it; with the module
+    and class that define it. None when nothing in the repository defines it."""
+    cls = mod.defs.get(cls_name)
+    if not isinstance(cls, ast.ClassDef) or depth > MAX_BASE_DEPTH:
+        return None
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == member:
+            return mod, cls_name, stmt
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == member for t in stmt.targets):
+            return mod, cls_name, stmt
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == member:
+            return mod, cls_name, stmt
+    for base in cls.bases:
+        attrs, inner = unwind_attributes(base)
+        if not isinstance(inner, ast.Name):
             continue
-        mod, attrs = found
-        todo.append((mod, attrs[0]))
+        if attrs:
+            imp = mod.imports.get(inner.id)
+            target = _follow_import(index, imp, list(reversed(attrs))) if imp is not None else None
+            target = lookup_definition(index, target[0], target[1]) if target is not None else None
+        else:
+            target = lookup_definition(index, mod, inner.id)
+        if target is not None:
+            found = find_member(index, target[0], target[1], member, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def resolve_root(index: ModuleIndex, root: str) -> tuple[ModuleInfo, str, str | None] | None:
+    """A configured root as (module, module-level name, member or None); None when `root` names
+    nothing at this revision. `pkg.mod.name` is a module-level definition (or a name the module
+    imports from the repository); `pkg.mod.Class.member` a member of that class or its bases."""
+    found = index.resolve(root)
+    if found is None or not found[1] or len(found[1]) > 2:
+        return None
+    mod, attrs = found
+    target = lookup_definition(index, mod, attrs[0])
+    if target is None:
+        return None
+    if len(attrs) == 1:
+        return target[0], target[1], None
+    return (target[0], target[1], attrs[1]) if find_member(index, target[0], target[1], attrs[1]) else None
+
+
+def _self_name(node: ast.stmt) -> str | None:
+    """The first parameter of a method (`self`, `cls`), None for a static method or an attribute."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list):
+        return None
+    params = [*node.args.posonlyargs, *node.args.args]
+    return params[0].arg if params else None
+
+
+def compute_closure(
+    git: GitRepo, rev: str, roots: tuple[str, ...] | list[str], index: ModuleIndex | None = None
+) -> dict[str, ClosureItem]:
+    """Qualified name -> item for everything the roots reach at `rev`. Missing roots are skipped
+    (`resolve_root` tells which). `index`: modules of `rev` already parsed, to reuse."""
+    assert index is None or index.rev == rev
+    index = index or ModuleIndex(git, rev)
+    items: dict[str, ClosureItem] = {}
+    todo: list[tuple[ModuleInfo, str, str | None]] = []
+    for root in roots:
+        found = resolve_root(index, root)
+        if found is not None:
+            todo.append(found)
     while todo:
-        mod, name = todo.pop()
+        mod, name, member = todo.pop()
+        if member is not None:
+            _add_member(index, items, todo, mod, name, member)
+            continue
         qual = f"{mod.name}.{name}"
         if qual in items:
             continue
@@ -173,7 +283,7 @@ def compute_closure(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) 
             if name in mod.imports:
                 target = _follow_import(index, mod.imports[name], [])
                 if target is not None:
-                    todo.append(target)
+                    todo.append((*target, None))
             continue
         node = mod.defs[name]
         if isinstance(node, ast.ClassDef):
@@ -182,17 +292,142 @@ def compute_closure(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) 
             kind, fields = "function", ()
         else:
             kind, fields = "constant", ()
-        start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-        items[qual] = ClosureItem(qual, kind, mod.path, start, node.end_lineno or node.lineno, digest(node), fields)
+        items[qual] = _item(index, qual, kind, mod.path, node, fields)
         for chain in _referenced_names(node):
-            head = chain[0]
-            if head in mod.defs and head != name:
-                todo.append((mod, head))
-            elif head in mod.imports:
-                target = _follow_import(index, mod.imports[head], chain[1:])
-                if target is not None:
-                    todo.append(target)
+            _follow_chain(index, todo, mod, chain, skip=name)
     return items
+
+
+def _item(
+    index: ModuleIndex, qual: str, kind: str, path: str, node: ast.stmt, fields: tuple[str, ...] = ()
+) -> ClosureItem:
+    start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    return ClosureItem(qual, kind, path, start, node.end_lineno or node.lineno, index.digest(node), fields)
+
+
+def _follow_chain(
+    index: ModuleIndex, todo: list[tuple[ModuleInfo, str, str | None]], mod: ModuleInfo, chain: list[str], skip: str
+) -> None:
+    """Queue the module-level definition (or repository import) that `chain` starts with."""
+    head = chain[0]
+    if head in mod.defs and head != skip:
+        todo.append((mod, head, None))
+    elif head in mod.imports:
+        target = _follow_import(index, mod.imports[head], chain[1:])
+        if target is not None:
+            todo.append((*target, None))
+
+
+def annotation_classes(
+    index: ModuleIndex, mod: ModuleInfo, annotation: ast.expr | None
+) -> list[tuple[ModuleInfo, ast.ClassDef]]:
+    """The repository classes named in a type annotation (or a called name) read in `mod`."""
+    out: list[tuple[ModuleInfo, ast.ClassDef]] = []
+    if annotation is None:
+        return out
+    for sub in ast.walk(annotation):
+        name = sub.id if isinstance(sub, ast.Name) else sub.value if isinstance(sub, ast.Constant) else None
+        if not isinstance(name, str) or not name.isidentifier():
+            continue
+        target = lookup_definition(index, mod, name)
+        if target is not None and isinstance(target[0].defs.get(target[1]), ast.ClassDef):
+            out.append((target[0], target[0].defs[target[1]]))
+    return out
+
+
+def attribute_types(
+    index: ModuleIndex, mod: ModuleInfo, cls: ast.ClassDef
+) -> dict[str, list[tuple[ModuleInfo, ast.ClassDef]]]:
+    """Attribute name -> repository classes it holds, read statically: class-level annotations,
+    and in any method `self.x: T`, `self.x = param` (an annotated parameter) or `self.x = T(...)`."""
+    types: dict[str, list[tuple[ModuleInfo, ast.ClassDef]]] = {}
+    for stmt in cls.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            types.setdefault(stmt.target.id, []).extend(annotation_classes(index, mod, stmt.annotation))
+        self_name = _self_name(stmt)
+        if self_name is None:
+            continue
+        assert isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+        params = {a.arg: a.annotation for a in [*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs]}
+        for sub in ast.walk(stmt):
+            target = sub.target if isinstance(sub, ast.AnnAssign) else None
+            if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
+                target = sub.targets[0]
+            if not (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == self_name
+            ):
+                continue
+            found = types.setdefault(target.attr, [])
+            if isinstance(sub, ast.AnnAssign):
+                found.extend(annotation_classes(index, mod, sub.annotation))
+            elif isinstance(sub.value, ast.Name) and sub.value.id in params:
+                found.extend(annotation_classes(index, mod, params[sub.value.id]))
+            elif isinstance(sub.value, ast.Call) and isinstance(sub.value.func, ast.Name):
+                found.extend(annotation_classes(index, mod, sub.value.func))
+    return types
+
+
+def _outer_chains(node: ast.AST, names: set[str]) -> list[list[str]]:
+    """Whole attribute chains (`self.a.b`, not also `self.a`) whose base is one of `names`."""
+    inner = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Attribute)}
+    chains: list[list[str]] = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and id(sub) not in inner:
+            attrs, base = unwind_attributes(sub)
+            if isinstance(base, ast.Name) and base.id in names:
+                chains.append([base.id, *reversed(attrs)])
+    return chains
+
+
+def _add_member(
+    index: ModuleIndex,
+    items: dict[str, ClosureItem],
+    todo: list[tuple[ModuleInfo, str, str | None]],
+    mod: ModuleInfo,
+    cls_name: str,
+    member: str,
+) -> None:
+    """Add member `member` of class `cls_name` alone and queue what it references: members of the
+    class through its first parameter or the class name (dispatched on `cls_name`, so a subclass's
+    override counts); through an attribute of a known repository class (`attribute_types`), that
+    class's member (`self.compiler.hash()`: `Compiler.hash`), or the whole class when the object is
+    used otherwise (`asdict(self.config)`, or a member the repository does not define); the whole
+    class itself for a member it neither defines nor assigns (`self.model_dump()`); other names as
+    module-level definitions of the defining module."""
+    found = find_member(index, mod, cls_name, member)
+    if found is None:
+        return
+    owner_mod, owner_cls, node = found
+    qual = f"{owner_mod.name}.{owner_cls}.{member}"
+    if qual in items:
+        return
+    kind = "method" if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else "attribute"
+    items[qual] = _item(index, qual, kind, owner_mod.path, node)
+    own = {n for n in (_self_name(node), cls_name, owner_cls) if n}
+    for chain in _referenced_names(node):
+        if chain[0] not in own:
+            _follow_chain(index, todo, owner_mod, chain, skip="")
+    cls = mod.defs.get(cls_name)
+    assert isinstance(cls, ast.ClassDef)
+    types: dict[str, list[tuple[ModuleInfo, ast.ClassDef]]] | None = None
+    for chain in _outer_chains(node, own):
+        if len(chain) < 2 or chain[1] == member:
+            continue
+        if find_member(index, mod, cls_name, chain[1]) is not None:
+            todo.append((mod, cls_name, chain[1]))
+            continue
+        types = attribute_types(index, mod, cls) if types is None else types
+        if chain[0] != cls_name and chain[1] not in types:
+            # neither defined nor assigned by the class: inherited from outside the repository
+            # (`self.model_dump()`, `self.__dict__`), which sees the whole object
+            todo.append((mod, cls_name, None))
+        for held_mod, held in types.get(chain[1], []):
+            if len(chain) > 2 and find_member(index, held_mod, held.name, chain[2]) is not None:
+                todo.append((held_mod, held.name, chain[2]))
+            else:
+                todo.append((held_mod, held.name, None))
 
 
 def _follow_import(index: ModuleIndex, imp: tuple[str, str | None], rest: list[str]) -> tuple[ModuleInfo, str] | None:
@@ -213,16 +448,21 @@ def _follow_import(index: ModuleIndex, imp: tuple[str, str | None], rest: list[s
 
 
 def factor_sites(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> dict[str, tuple[str, int]]:
-    """Factor name -> (path, line) where the first function root names it, read statically: string
+    """Factor name -> (path, line) where the first function or method root names it, read statically: string
     keys of dict literals it returns or assigns, `x["name"] = ...` assignments and `dict(name=...)`
     keywords, in order. Empty when no function root exists."""
     index = ModuleIndex(git, rev)
     for root in roots:
-        found = index.resolve(root)
-        if found is None or len(found[1]) != 1:
+        found = resolve_root(index, root)
+        if found is None:
             continue
-        mod, (name,) = found
-        node = mod.defs.get(name)
+        mod, name, member = found
+        if member is None:
+            node: ast.stmt | None = mod.defs.get(name)
+        else:
+            owner = find_member(index, mod, name, member)
+            assert owner is not None  # resolve_root found it
+            mod, _, node = owner
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         sites: dict[str, tuple[str, int]] = {}
@@ -256,3 +496,9 @@ def unwind_attributes(node: ast.AST) -> tuple[list[str], ast.AST]:
         attrs.append(node.attr)
         node = node.value
     return attrs, node
+
+
+def resolvable_roots(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> list[str]:
+    """The roots that name something at `rev` (see `resolve_root`), in order."""
+    index = ModuleIndex(git, rev)
+    return [root for root in roots if resolve_root(index, root) is not None]

@@ -23,7 +23,7 @@ import ast
 import dataclasses
 import re
 
-from reviewbot.keychange.closure import ClosureItem, ModuleIndex, ModuleInfo
+from reviewbot.keychange.closure import ClosureItem, ModuleIndex, ModuleInfo, find_member
 
 _HASHING_NAME = re.compile(r"hash|key|digest|fingerprint", re.IGNORECASE)
 # names and attributes that walk every field of the object they get
@@ -232,15 +232,23 @@ def _walk_verdict(reading: _Reading, method: str, field: str, metadata: bool, py
 
 
 def _key_function_walks(index: ModuleIndex, closure: dict[str, ClosureItem], class_name: str, field: str) -> str | None:
-    """Name of a key function of the closure that walks a parameter annotated with the class
-    generically without excluding `field`."""
+    """Name of a key function (or method, from a `Class.method` root) of the closure that walks a
+    parameter annotated with the class generically without excluding `field`."""
     for item in closure.values():
-        if item.kind != "function":
+        if item.kind not in ("function", "method"):
             continue
         mod_name, _, func_name = item.name.rpartition(".")
+        if item.kind == "method":
+            mod_name, _, cls_name = mod_name.rpartition(".")
         mod = index.module(mod_name)
-        node = mod.defs.get(func_name) if mod else None
-        if mod is None or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if mod is None:
+            continue
+        if item.kind == "method":
+            member = find_member(index, mod, cls_name, func_name)
+            node = member[2] if member is not None else None
+        else:
+            node = mod.defs.get(func_name)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         args = node.args
         typed = {

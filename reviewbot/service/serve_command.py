@@ -51,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    problem = settings.github_auth_problem() if settings.embedded_worker else ""
+    if problem:  # its worker process would fail every job
+        print(f"reviewbot serve: {problem}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("reviewbot").setLevel(settings.log_level)
     try:

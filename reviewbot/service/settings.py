@@ -218,6 +218,26 @@ class Settings:
     def app_auth(self) -> bool:
         return bool(self.app_id and self.app_private_key_file)
 
+    def github_auth_problem(self) -> str:
+        """Why a worker could not authenticate to GitHub with these settings ('' when it can):
+        a token (`github_token` or its file), or a GitHub App's id and private key file."""
+        if self.app_id or self.app_private_key_file:
+            if not self.app_auth:
+                return "a GitHub App needs both app_id and app_private_key_file"
+            if not Path(self.app_private_key_file).is_file():
+                return f"app_private_key_file {self.app_private_key_file}: no such file"
+            return ""
+        try:
+            token = self.secret("github_token")
+        except ValueError as exc:  # the token file is missing
+            return str(exc)
+        if not token:
+            return (
+                "no GitHub credentials: set REVIEWBOT_GITHUB_TOKEN or --github-token-file FILE, or app_id and "
+                "app_private_key_file (a worker cannot read PRs or post reviews without them)"
+            )
+        return ""
+
     def to_json(self) -> str:
         """The resolved settings (secrets included) for `from_json` in a child process: `serve` hands
         them to its worker through a pipe, so no secret has to travel in an environment."""

@@ -53,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
     except OperationalError as exc:
         print(f"reviewbot worker: cannot open the database: {first_line(exc)}", file=sys.stderr)
         return 2
+    problem = settings.github_auth_problem()
+    if problem:
+        print(f"reviewbot worker: {problem}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("reviewbot").setLevel(settings.log_level)
     if args.supervised_by is not None:

@@ -226,3 +226,22 @@ def test_compile_mode_none_and_torch_compile(module_cache_env):
     with compilation_counter.expect(num_models_seen=0, num_graphs_seen=0):
         torch.testing.assert_close(eager(x), scaled_cos(x))
         torch.testing.assert_close(plain(x), scaled_cos(x))
+
+
+def sin_matmul(x, w):
+    return torch.sin(x @ w)
+
+
+def test_autocast_change_is_not_served_by_swapped_code(module_cache_env):
+    compiled = magi_compile(dynamic_arg_dims={"x": 0}, config_patch={"backend": "eager"})(sin_matmul)
+    x, w = torch.randn(4, 8), torch.randn(8, 8)
+    with torch.no_grad():
+        compiled(x, w)
+        with compilation_counter.expect(num_swapped_calls=1):
+            assert compiled(torch.randn(6, 8), w).dtype == torch.float32
+        with torch.autocast("cpu", dtype=torch.bfloat16), compilation_counter.expect(num_swapped_calls=0):
+            out = compiled(x, w)
+            assert out.dtype == torch.bfloat16
+            torch.testing.assert_close(out, sin_matmul(x, w))
+        with compilation_counter.expect(num_swapped_calls=1):
+            assert compiled(x, w).dtype == torch.float32

@@ -1,15 +1,22 @@
 """The timing bench as a regression suite: ``python -m magi_compiler.bench`` on SimpleModel
-through eager, torch.compile and the three ``@magi_compile`` entry points.
+through eager, torch.compile (default and reduce-overhead) and the ``@magi_compile`` entry
+points and CUDA-graph modes.
 
 ``[contract]`` (CPU and GPU): the CLI exits 0, writes a schema-valid JSON with every
-contender's samples, every entry point compiled exactly one graph and none while timed,
-and all outputs match eager. ``[stability]`` (GPU only): every contender's max/min over
-the timed rounds is below 1.2. On CPU the reduced ``cpu`` profile runs; on GPU the default
-model (``gpu`` profile). Speed ratios are bench figures (docs/benchmarks.md), not asserted.
+contender's samples (or, for a contender that cannot run here, its skip reason), every entry
+point compiled exactly one graph and none while timed, and all outputs match eager.
+``[stability]`` (CPU and GPU): the timed calls are cut into 4 blocks of consecutive calls (50
+each); on GPU, for every contender, the largest block median over the smallest stays below 1.2;
+on CPU, for every compiled contender, the same spread of its block lower quartiles divided by
+eager's in the same rounds stays below 1.5 (``magi_compiler.bench.check``): a statistic of the
+program (drift, recompiles, re-recorded graphs), not of single preempted calls or of a shared
+runner's load. On CPU the reduced ``cpu`` profile runs; on GPU the default model
+(``gpu`` profile). Speed ratios are bench figures (docs/benchmarks.md), not asserted.
 """
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,14 +24,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from magi_compiler.bench.check import STABILITY_BOUND, contract_problems, stability_problems
+from magi_compiler.bench.check import contract_problems, stability_problems
 from magi_compiler.bench.contenders import CONTENDER_NAMES
 from magi_compiler.bench.models import PROFILES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CUDA = torch.cuda.is_available()
 PROFILE = PROFILES["gpu" if CUDA else "cpu"]
-CPU_ITERATIONS = 10
+CPU_ITERATIONS = 200  # 4 blocks of 50 calls for the stability statistic (about 1.5 s of calls)
 
 
 @pytest.fixture(scope="module")
@@ -68,19 +75,22 @@ def test_simple_model_timing_class_function_instance_method(bench_run, check):
             "seq": PROFILE.dims.seq,
             "layers": PROFILE.dims.layers,
             "batch": PROFILE.dims.batch,
+            "heads": PROFILE.dims.heads,
         }
         assert doc["settings"]["timer"] == ("cuda_events" if CUDA else "perf_counter")
         iterations = PROFILE.iterations if CUDA else CPU_ITERATIONS
         assert [c["name"] for c in latency["contenders"]] == list(CONTENDER_NAMES)
+        ran = 0
         for contender in latency["contenders"]:
-            assert len(contender["samples"]) == iterations, contender["name"]
             assert contender["name"] in proc.stdout
-        assert "magi-bench: latency: first call (compile) of magi_method (5/5)" in proc.stderr
+            if contender["skipped"] is not None:
+                assert not CUDA or contender["name"] != "torch_compile_reduce_overhead"
+                assert f"{contender['name']}: skipped, {contender['skipped']}" in proc.stdout
+                continue
+            ran += 1
+            assert len(contender["samples"]) == iterations, contender["name"]
+        assert ran >= (6 if CUDA else 5)
+        assert re.search(rf"magi-bench: latency: first call \(compile\) of \w+ \({ran}/{ran}\)", proc.stderr)
         return
-    if not CUDA:
-        pytest.skip(
-            f"GPU-only: the stability bound (max/min < {STABILITY_BOUND}) applies to CUDA-event timings of "
-            "the default model; CPU timings on a shared runner jitter beyond it. The harness contract is "
-            "asserted by the [contract] case."
-        )
-    assert stability_problems(doc, STABILITY_BOUND) == []
+    assert all(c["summary"]["blocks"] == 4 for c in latency["contenders"] if c["skipped"] is None)
+    assert stability_problems(doc) == []

@@ -128,3 +128,82 @@ def test_bad_corpus_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Captur
     assert len(err.splitlines()) == 1 and "not a directory" in err
     assert bench_precision.main(["--case", "no-such-case"]) == 2
     assert "unknown case(s): no-such-case" in capsys.readouterr().err
+
+
+def _set_case(corpus: Path, name: str, case_set: str | None, tmp_path: Path) -> None:
+    """A case whose head adds one swallowing handler (the bot gives one broad-except finding, labelled true)."""
+    repo = Repo(tmp_path / f"src-{name}")
+    repo.commit({"pkg/load.py": "def load(path):\n    return open(path).read()\n"}, "base")
+    repo.branch("head")
+    repo.commit(
+        {
+            "pkg/load.py": "def load(path):\n    try:\n        return open(path).read()\n    except Exception:\n        return ''\n"
+        },
+        "swallow",
+    )
+    repo.git("branch", "-m", "main", "base")
+    case = corpus / name
+    case.mkdir(parents=True)
+    repo.git("bundle", "create", "-q", str(case / "case.bundle"), "base", "head")
+    labels: dict[str, object] = {
+        "source": "https://github.com/example/crafted",
+        "commit": "0" * 40,
+        "findings": [],
+        "problems": [{"rule": "broad-except", "path": "pkg/load.py", "line": 4, "reason": "read error becomes ''"}],
+    }
+    if case_set is not None:
+        labels["set"] = case_set
+    case.joinpath("labels.yml").write_text(yaml.safe_dump(labels))
+
+
+def test_sets_give_one_table_each_and_filter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus"
+    _set_case(corpus, "a-default", None, tmp_path)
+    _set_case(corpus, "b-held", "held-out", tmp_path)
+    _set_case(corpus, "c-held", "held-out", tmp_path)
+    assert bench_precision.main(["--corpus", str(corpus)]) == 0
+    out = capsys.readouterr().out
+    sections = out.split("\n\n")[1:]
+    assert [s.splitlines()[0] for s in sections] == [
+        "set tuning (1 cases):",
+        "set held-out (2 cases):",
+        "all sets (3 cases):",
+    ]
+    alls = [s.strip().splitlines()[-1].split() for s in sections]
+    # a problem the bot finds counts as a true finding and as found
+    assert [row[1:7] for row in alls] == [
+        ["1", "0", "100.0%", "1", "1", "100.0%"],
+        ["2", "0", "100.0%", "2", "2", "100.0%"],
+        ["3", "0", "100.0%", "3", "3", "100.0%"],
+    ]
+    assert bench_precision.main(["--corpus", str(corpus), "--set", "held-out"]) == 0
+    out = capsys.readouterr().out
+    assert "case a-default" not in out and "case b-held" in out and "case c-held" in out
+    assert "set held-out" not in out  # one set: one table, as before
+    assert _table(out)["all"] == ["2", "0", "100.0%", "2", "2", "100.0%"]
+
+
+def test_bad_or_empty_set_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus"
+    _set_case(corpus, "odd", "validation", tmp_path)
+    assert bench_precision.main(["--corpus", str(corpus)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "set must be one of tuning, held-out, not 'validation'" in err
+    (corpus / "odd" / "labels.yml").write_text(
+        (corpus / "odd" / "labels.yml").read_text().replace("validation", "tuning")
+    )
+    assert bench_precision.main(["--corpus", str(corpus), "--set", "held-out"]) == 2
+    assert "no case of set held-out" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="set must be one of tuning, held-out, all"):
+        bench_precision.checked_cases(corpus, None, "dev")
+
+
+def test_shipped_corpus_has_a_held_out_set_from_other_projects() -> None:
+    cases = bench_precision.case_dirs(bench_precision.DEFAULT_CORPUS, None)
+    held = [c for c in cases if bench_precision.load_case_set(c) == "held-out"]
+    assert len(held) >= 6
+    tuning_sources = {yaml.safe_load((c / "labels.yml").read_text())["source"] for c in cases if c not in held}
+    for case in held:
+        assert yaml.safe_load((case / "labels.yml").read_text())["source"] not in tuning_sources
+        assert "before the bot was run" in (case / "README.md").read_text()
+    assert sum((c / "case.bundle").stat().st_size for c in held) < 2_000_000

@@ -79,6 +79,19 @@ def test_serve_without_secret_or_with_a_missing_secret_file(tmp_path: Path) -> N
     )
 
 
+def test_serve_and_worker_without_github_credentials(tmp_path: Path) -> None:
+    database = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    _one_line(
+        _run(["-m", "reviewbot", "serve"], tmp_path, REVIEWBOT_WEBHOOK_SECRET="s", REVIEWBOT_DATABASE_URL=database),
+        "no GitHub credentials",
+    )
+    _one_line(_run(["-m", "reviewbot", "worker"], tmp_path, REVIEWBOT_DATABASE_URL=database), "no GitHub credentials")
+    _one_line(
+        _run(["-m", "reviewbot", "worker"], tmp_path, REVIEWBOT_DATABASE_URL=database, REVIEWBOT_APP_ID="42"),
+        "needs both app_id and app_private_key_file",
+    )
+
+
 def test_release_notes_on_a_directory_that_is_not_a_repository(tmp_path: Path) -> None:
     proc = _run(["-m", "reviewbot", "release-notes", "--repo", str(tmp_path), "--from", "a", "--to", "b"], tmp_path)
     _one_line(proc, "is not a git repository")

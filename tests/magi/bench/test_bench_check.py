@@ -5,33 +5,49 @@ import json
 import torch
 
 from magi_compiler.bench import check, report
-from magi_compiler.bench.contenders import CONTENDER_NAMES
-from magi_compiler.bench.harness import ContenderRun, compare_outputs
+from magi_compiler.bench.contenders import CONTENDER_NAMES, MAGI_CONTENDERS
+from magi_compiler.bench.harness import ContenderRun, DynamicRun, compare_outputs
 from magi_compiler.bench.models import ModelDims
 
+CUDA_ONLY = {"torch_compile_reduce_overhead", "magi_piecewise_cudagraph", "magi_full_cudagraph"}
 
-def _document(spread: float = 1.1):
+
+def _samples(spread: float) -> list[float]:
+    """40 samples in 4 blocks of 10 whose medians and lower quartiles are 1.0, ``spread``, 1.05
+    and 1.0, each block with one preempted call (max/min 10 and more)."""
+    return [m * (10.0 if i == 3 else 1.0) for m in (1.0, spread, 1.05, 1.0) for i in range(10)]
+
+
+def _document(spread: float = 1.1, skipped: frozenset = frozenset(CUDA_ONLY), eager_spread: float | None = None):
     runs = [
         ContenderRun(
             name,
             name,
-            [1.0, spread, 1.05],
+            [] if name in skipped else _samples(eager_spread if name == "eager" and eager_spread else spread),
             first_call_s=1.0,
-            graphs_compiled=int(name != "eager"),
+            graphs_compiled=int(name != "eager" and name not in skipped),
             graphs_compiled_while_timed=0,
-            swapped_calls_while_timed=3 if name.startswith("magi_") else 0,
+            swapped_calls_while_timed=40 if name in MAGI_CONTENDERS and name not in skipped else 0,
             max_abs_diff=0.0,
             rel_error=0.0,
             outputs_match=True,
+            skipped="needs CUDA" if name in skipped else None,
         )
         for name in CONTENDER_NAMES
     ]
-    latency = report.timing_section("SimpleModel", ModelDims(8, 4, 1, 2), "ms", runs, 1, 3, 1)
+    latency = report.timing_section("SimpleModel", ModelDims(8, 4, 1, 2), "ms", runs, 1, 40, 1)
+    dynamic_runs = [
+        DynamicRun(name, name, [] if name in skipped else [2.0, 0.5], int(name != "eager"), 0, 0.0, True)
+        if name not in skipped
+        else DynamicRun(name, name, [], 0, 0, 0.0, True, "needs CUDA")
+        for name in CONTENDER_NAMES
+    ]
+    dynamic = report.dynamic_section("AttentionModel", ModelDims(8, 4, 1, 2), [2, 3], dynamic_runs)
     return report.build_document(
         ["magi-bench"],
         report.environment(torch.device("cpu")),
         {"dtype": "float32", "threads": 1},
-        {"latency": latency},
+        {"latency": latency, "dynamic": dynamic},
     )
 
 
@@ -52,9 +68,11 @@ def test_contract_problems_name_each_breach(tmp_path, capsys):
     by_name["magi_method"]["graphs_compiled"] = 2
     by_name["torch_compile"]["graphs_compiled_while_timed"] = 1
     by_name["magi_class"]["swapped_calls_while_timed"] = 2
+    doc["dynamic"]["contenders"][1]["graphs_compiled_later"] = 2
     problems = check.contract_problems(doc)
-    assert len(problems) == 4
-    assert any("magi_class: 2 of 3 timed calls ran the swapped-in bytecode" in p for p in problems)
+    assert len(problems) == 5
+    assert "dynamic.torch_compile: compiled 2 graph(s) after the first pass" in problems
+    assert any("magi_class: 2 of 40 timed calls ran the swapped-in bytecode" in p for p in problems)
     assert any("magi_function: output differs" in p for p in problems)
     assert any("magi_method: compiled 2 graph(s), expected 1" in p for p in problems)
     assert any("torch_compile: compiled 1 graph(s) while timed" in p for p in problems)
@@ -68,7 +86,7 @@ def test_unswapped_calls_pass_when_the_swap_is_off():
     doc = _document()
     for contender in doc["latency"]["contenders"]:
         contender["swapped_calls_while_timed"] = 0
-    assert len(check.contract_problems(doc)) == 3
+    assert len(check.contract_problems(doc)) == 3  # the three Magi entry points that ran
     doc["settings"]["magi_bytecode_swap"] = False
     assert check.contract_problems(doc) == []
 
@@ -81,9 +99,47 @@ def test_missing_contender_and_invalid_schema_are_problems():
     assert "schema" in check.contract_problems(doc)[0]
 
 
-def test_stability_bound():
-    assert check.stability_problems(_document(spread=1.25)) == [
-        f"latency.{name}: max/min 1.250 >= 1.2" for name in CONTENDER_NAMES
+def test_skips_need_a_reason_and_only_cuda_only_contenders_may_skip():
+    doc = _document()
+    assert [c["name"] for c in doc["latency"]["contenders"] if c["skipped"]] == sorted(
+        CUDA_ONLY, key=CONTENDER_NAMES.index
+    )
+    assert check.contract_problems(doc) == []
+    doc["environment"]["device"] = "cuda"
+    assert check.contract_problems(doc) == [
+        "latency.torch_compile_reduce_overhead: skipped (needs CUDA), but it must run on cuda",
+        "dynamic.torch_compile_reduce_overhead: skipped (needs CUDA), but it must run on cuda",
+    ]
+    doc = _document(skipped=frozenset(CUDA_ONLY | {"magi_method"}))
+    assert "latency.magi_method: skipped (needs CUDA), but it must run on cpu" in check.contract_problems(doc)
+    doc = _document()
+    doc["latency"]["contenders"][2]["skipped"] = " "
+    assert check.contract_problems(doc) == ["latency.torch_compile_reduce_overhead: skipped without a reason"]
+    doc = _document()
+    doc["latency"]["contenders"][2]["samples"] = [1.0]
+    assert "skipped (needs CUDA) but has samples" in check.contract_problems(doc)[0]
+
+
+def test_stability_bounds_block_spreads_per_device():
+    compiled = [name for name in CONTENDER_NAMES if name not in CUDA_ONLY and name != "eager"]
+    stable = _document(spread=1.1)
+    assert all(c["summary"]["max_over_min"] >= 10 for c in stable["latency"]["contenders"] if not c["skipped"])
+    assert check.stability_problems(stable) == []
+    # CPU: a stretch of rounds slowed for everyone (eager too) cancels; a compiled contender's own drift does not
+    machine_drift = _document(spread=1.6)
+    assert {c["relative_block_p25_spread"] for c in machine_drift["latency"]["contenders"] if not c["skipped"]} == {1.0}
+    assert check.stability_problems(machine_drift) == []
+    own_drift = _document(spread=1.6, eager_spread=1.0)
+    assert check.stability_problems(own_drift) == [
+        f"latency.{name}: relative_block_p25_spread 1.600 >= 1.5 (over 4 blocks of consecutive calls)"
+        for name in compiled
+    ]
+    # CUDA: every contender's block medians, eager included
+    gpu_drift = _document(spread=1.25)
+    gpu_drift["environment"]["device"] = "cuda"
+    assert check.stability_problems(gpu_drift) == [
+        f"latency.{name}: block_median_spread 1.250 >= 1.2 (over 4 blocks of consecutive calls)"
+        for name in ["eager", *compiled]
     ]
 
 

@@ -42,14 +42,14 @@ def test_write_json_round_trip_validates(tmp_path, document_factory):
     loaded = json.loads(path.read_text())
     report.validate_document(loaded)
     assert loaded == json.loads(json.dumps(doc))
-    assert loaded["schema"] == "magi_compiler.bench" and loaded["schema_version"] == 1
+    assert loaded["schema"] == "magi_compiler.bench" and loaded["schema_version"] == 2
     assert [p.name for p in path.parent.iterdir()] == ["bench.json"]
 
 
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda d: d.update(schema_version=2), "v2"),
+        (lambda d: d.update(schema_version=1), "v1"),
         (lambda d: d.pop("dispatch"), "missing section 'dispatch'"),
         (lambda d: d["latency"]["contenders"][0]["samples"].pop(), "expected 3 positive numbers"),
         (lambda d: d["latency"]["contenders"][1].pop("graphs_compiled"), "missing 'graphs_compiled'"),
@@ -89,3 +89,41 @@ def test_text_tables_show_every_contender_and_figure(document_factory):
     startup_row = next(line for line in text.splitlines() if line.startswith("magi_class") and "6.00x" in line)
     assert startup_row.split() == ["magi_class", "30.00", "5.00", "6.00x", "25.00", "1.00", "1", "0"]
     assert "2.000x" in text  # torch_compile's speedup vs eager (2.1 / 1.05)
+
+
+def test_skipped_contenders_are_reported_not_dropped(runs_factory, document_factory):
+    runs = runs_factory()
+    runs[2].samples, runs[2].skipped = [], "needs CUDA (Magi CUDA graphs)"
+    section = report.timing_section("SimpleModel", DIMS, "ms", runs, 1, 3, 2)
+    skipped = section["contenders"][2]
+    assert skipped["skipped"] == "needs CUDA (Magi CUDA graphs)"
+    assert skipped["samples"] == [] and skipped["summary"] is None and skipped["speedup_vs_eager"] is None
+    doc = document_factory()
+    doc["latency"] = section
+    report.validate_document(doc)
+    text = report.format_document(doc)
+    assert "  magi_class: skipped, needs CUDA (Magi CUDA graphs)" in text
+    assert not any(line.startswith("magi_class ") for line in text.splitlines()[:8])
+
+
+def test_dynamic_section_figures_and_table(document_factory):
+    from magi_compiler.bench.harness import DynamicRun
+
+    runs = [
+        DynamicRun("eager", "e", [1.0, 1.0, 1.2], 0, 0, 0.0, True),
+        DynamicRun("torch_compile_reduce_overhead", "r", [], 0, 0, 0.0, True, "needs CUDA"),
+        DynamicRun("magi_class", "m", [9.0, 0.5, 0.7], 1, 0, 1e-7, True),
+    ]
+    section = report.dynamic_section("AttentionModel", DIMS, [2, 3, 5], runs)
+    magi = section["contenders"][2]
+    assert (magi["first_pass_s"], magi["steady_pass_s"], magi["total_s"]) == (9.0, 0.6, pytest.approx(10.2))
+    assert section["passes"] == 3 and section["contenders"][1]["total_s"] is None
+    doc = document_factory()
+    doc["dynamic"] = section
+    report.validate_document(doc)
+    text = report.format_document(doc)
+    assert "batch sizes 2,3,5, 3 passes" in text
+    assert "  torch_compile_reduce_overhead: skipped, needs CUDA" in text
+    doc["dynamic"]["contenders"][2]["pass_s"].pop()
+    with pytest.raises(ValueError, match="expected 3 pass times"):
+        report.validate_document(doc)

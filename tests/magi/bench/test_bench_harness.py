@@ -1,0 +1,54 @@
+"""The harnesses on real models: skipped contenders carried through, the dynamic-batch passes."""
+
+import torch
+
+from magi_compiler.bench import contenders as bench_contenders
+from magi_compiler.bench.harness import run_dynamic_batches, run_interleaved
+from magi_compiler.bench.models import ModelDims, attention_spec, isolated_subclass
+from magi_compiler.bench.progress import Progress
+from magi_compiler.bench.timers import Timer
+
+DIMS = ModelDims(hidden=16, seq=4, layers=1, batch=2, heads=2)
+CPU = torch.device("cpu")
+
+
+def _contenders(tmp_path):
+    spec = attention_spec(DIMS)
+    names = ("eager", "torch_compile_reduce_overhead", "magi_full_cudagraph")
+    built = bench_contenders.build_contenders(spec, CPU, torch.float32, str(tmp_path), names)
+    model = spec.build(isolated_subclass(spec.cls, tmp_path.name))  # its own forward code: a fresh Dynamo cache
+    model.load_state_dict(built[0].call.state_dict())
+    compiled = torch.compile(model, backend="eager", fullgraph=True)
+    built.append(bench_contenders.Contender("torch_compile", compiled, bench_contenders._dynamo_graphs))
+    return built
+
+
+def test_cuda_contenders_are_skipped_on_cpu_with_a_reason(tmp_path):
+    built = _contenders(tmp_path)
+    assert [(c.name, c.skipped) for c in built[:3]] == [
+        ("eager", None),
+        ("torch_compile_reduce_overhead", "needs CUDA (reduce-overhead records CUDA graphs)"),
+        ("magi_full_cudagraph", "needs CUDA (Magi CUDA graphs)"),
+    ]
+    assert built[1].call is None and built[2].call is None
+    runs = run_interleaved(
+        built, built[0].call.example_input(CPU, torch.float32), Timer(CPU), 3, 0, Progress(enabled=False)
+    )
+    assert [r.name for r in runs] == [c.name for c in built]
+    assert [len(r.samples) for r in runs] == [3, 0, 0, 3]
+    assert runs[1].skipped and runs[3].outputs_match and runs[3].graphs_compiled == 1
+
+
+def test_dynamic_batches_time_every_pass_and_check_every_size(tmp_path):
+    built = _contenders(tmp_path)
+    inputs = [torch.randn(b, DIMS.seq, DIMS.hidden) for b in (2, 3, 5, 2, 3, 5)]
+    runs = {r.name: r for r in run_dynamic_batches(built, inputs, Timer(CPU), 3, Progress(enabled=False))}
+    compiled = runs["torch_compile"]
+    assert len(compiled.pass_s) == 3 and all(t > 0 for t in compiled.pass_s)
+    assert compiled.graphs_compiled_first_pass == 1 and compiled.graphs_compiled_later == 0
+    assert compiled.outputs_match and compiled.rel_error < 1e-6
+    assert runs["magi_full_cudagraph"].skipped == "needs CUDA (Magi CUDA graphs)"
+    assert runs["magi_full_cudagraph"].pass_s == []
+    wrong = bench_contenders.Contender("torch_compile", lambda x: built[0].call(x) * 1.01, lambda: 0)
+    (_, bad) = run_dynamic_batches([built[0], wrong], inputs, Timer(CPU), 2, Progress(enabled=False))
+    assert not bad.outputs_match and bad.rel_error > 1e-3

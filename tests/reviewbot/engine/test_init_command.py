@@ -1,0 +1,112 @@
+"""`reviewbot init` end to end: a real git repository shaped like a compiler project
+(compiler_project.py), the real command in a fresh process for the exit codes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from compiler_project import compiler_repo
+from engine_gitrepos import Repo
+
+from reviewbot.init_config import propose_config
+from reviewbot.repo_config import parse_config
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def _init(repo: Repo, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REVIEWBOT_", "MAGI_COMPILE_"))}
+    env.update(PYTHONPATH=str(REPO_ROOT), HOME=str(repo.path.parent))
+    return subprocess.run(
+        [sys.executable, "-m", "reviewbot", "init", "--repo", str(repo.path), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    return compiler_repo(tmp_path / "mycc")
+
+
+def test_proposes_the_backend_method_and_the_config_class_with_reasons(repo: Repo) -> None:
+    proposal = propose_config(repo.path)
+    roots = {c.value: c.reason for c in proposal.roots}
+    assert list(roots) == ["mycc.backend.MyBackend.cache_dir", "mycc.config.CompileConfig"], roots
+    assert "builds a cache path" in roots["mycc.backend.MyBackend.cache_dir"]
+    assert "self.artifact_key" in roots["mycc.backend.MyBackend.cache_dir"]
+    assert "dataclass" in roots["mycc.config.CompileConfig"] and "self.config" in roots["mycc.config.CompileConfig"]
+    considered = {c.value: c.reason for c in proposal.considered}
+    # the hashing helper and the key method are reached from the cache_dir root, so not listed again
+    assert "in the closure of `mycc.backend.MyBackend.cache_dir`" in considered["mycc.utils.stable_hash"]
+    assert "mycc.backend.MyBackend.artifact_key" in considered
+    # nothing that does not hash is proposed
+    assert not any(name.endswith(("compile", "log_stats", "pretty")) for name in [*roots, *considered])
+    suites = {s.name: s for s in proposal.suites}
+    assert set(suites) == {"unit", "gpu"}
+    assert (suites["unit"].gpus, suites["gpu"].gpus) == (0, 1)
+    assert suites["gpu"].command == "python -m pytest tests/gpu -q" and "CUDA" in suites["gpu"].reason
+
+    text = proposal.to_yaml()
+    config = parse_config(text)
+    assert config.key_roots == ("mycc.backend.MyBackend.cache_dir", "mycc.config.CompileConfig")
+    assert config.probe is None  # a commented template: the repository has to write the probe
+    assert "#   command: python -m mycc.reviewbot_probe" in text
+    lines = text.splitlines()
+    for root in config.key_roots:  # each candidate's reason is the comment right above it
+        assert lines[lines.index(f"    - {root}") - 1].startswith("    # ")
+
+
+def test_write_refuses_to_overwrite_and_check_validates(repo: Repo) -> None:
+    printed = _init(repo)
+    assert printed.returncode == 0, printed.stderr
+    assert not (repo.path / ".reviewbot.yml").exists()
+
+    wrote = _init(repo, "--write")
+    assert wrote.returncode == 0, wrote.stderr
+    target = repo.path / ".reviewbot.yml"
+    assert target.read_text() == printed.stdout
+
+    again = _init(repo, "--write")
+    assert again.returncode == 2 and again.stderr.strip().count("\n") == 0, again.stderr
+    assert "exists; pass --force" in again.stderr and "Traceback" not in again.stderr
+    target.write_text("language: en\n")
+    forced = _init(repo, "--write", "--force")
+    assert forced.returncode == 0 and target.read_text() == printed.stdout
+
+    ok = _init(repo, "--check")
+    assert ok.returncode == 0 and "is valid" in ok.stderr, ok.stderr
+
+    data = yaml.safe_load(target.read_text())
+    data["cache_key"]["roots"] = ["mycc.backend.MyBackend.cache_dri", "mycc.config.CompileConfg"]
+    data["suites"]["unit"]["command"] = "python -m pytest tests/units -q"
+    target.write_text(yaml.safe_dump(data))
+    bad = _init(repo, "--check")
+    lines = bad.stderr.strip().splitlines()
+    assert bad.returncode == 2 and len(lines) == 3 and "Traceback" not in bad.stderr, bad.stderr
+    assert "'mycc.backend.MyBackend.cache_dri' names nothing" in lines[0]
+    assert "'mycc.config.CompileConfg' names nothing" in lines[1]
+    assert "suites.unit.command: 'tests/units' does not exist" in lines[2]
+
+    target.write_text("cache_key:\n  rots: []\n")
+    invalid = _init(repo, "--check")
+    assert invalid.returncode == 2 and "cache_key.rots: unknown key" in invalid.stderr
+
+
+def test_bad_input_is_one_line(repo: Repo, tmp_path: Path) -> None:
+    for args, fragment in (
+        (["--check"], "no such file"),
+        (["--revision", "nope"], "--revision 'nope' names no commit"),
+        (["--force"], "--force only goes with --write"),
+    ):
+        proc = _init(repo, *args)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert fragment in proc.stderr
