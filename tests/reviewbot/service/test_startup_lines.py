@@ -34,36 +34,46 @@ def _env(tmp: Path) -> dict[str, str]:
     }
 
 
-def _start(tmp: Path, *args: str) -> subprocess.Popen[str]:
+def _start(tmp: Path, *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "reviewbot", *args],
         cwd=tmp,
         env=_env(tmp),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        text=True,
+        bufsize=0,
     )
 
 
-def _lines(proc: subprocess.Popen[str], prefix: str, count: int, timeout: float = 60) -> list[str]:
-    """The first `count` stderr lines starting with `prefix` (other log lines skipped)."""
+_pending: dict[int, bytes] = {}  # pid -> stderr bytes read but not yet split into lines
+
+
+def _lines(proc: subprocess.Popen[bytes], prefix: str, count: int, timeout: float = 60) -> list[str]:
+    """The first `count` stderr lines starting with `prefix` (other log lines skipped). Reads the
+    pipe with os.read, so no line waits in a buffer that select() does not see."""
     assert proc.stderr is not None
+    fd = proc.stderr.fileno()
     found: list[str] = []
     deadline = time.monotonic() + timeout
     while len(found) < count:
-        ready, _, _ = select.select([proc.stderr], [], [], max(0.0, deadline - time.monotonic()))
+        buffered = _pending.get(proc.pid, b"")
+        if b"\n" in buffered:
+            line, _pending[proc.pid] = buffered.split(b"\n", 1)
+            if line.decode().startswith(prefix):
+                found.append(line.decode())
+            continue
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
         assert ready, f"no {prefix!r} line within {timeout}s; got {found}"
-        line = proc.stderr.readline()
-        assert line, f"{prefix} exited ({proc.wait()}) after {found}"
-        if line.startswith(prefix):
-            found.append(line.rstrip("\n"))
+        chunk = os.read(fd, 65536)
+        assert chunk, f"{prefix} exited ({proc.wait()}) after {found}"
+        _pending[proc.pid] = buffered + chunk
     return found
 
 
-def _stop(proc: subprocess.Popen[str]) -> int:
+def _stop(proc: subprocess.Popen[bytes]) -> int:
     proc.send_signal(signal.SIGTERM)
     try:
-        return proc.wait(timeout=30)
+        return proc.wait(timeout=120)  # a worker finishes its start-up (the sandbox check) first
     finally:
         if proc.poll() is None:
             proc.kill()
