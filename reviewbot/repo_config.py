@@ -6,8 +6,13 @@ Keys (all optional; unknown keys and wrong types raise `ConfigError` naming the 
 - `cache_key.roots`: dotted names of the functions and config classes whose values make the key
   (`pkg.mod.func`, `pkg.mod.Class`). Their static closure is diffed between base and head.
 - `cache_key.probe.command`: command printing `{"cases": {NAME: {"factors": {...}, "key": "..."}}}`,
-  run in worktrees of both revisions; a leading `python` means the reviewing interpreter.
+  run in worktrees of both revisions; a leading `python` means the probe's interpreter (below).
 - `cache_key.probe.timeout_s`: time limit for one probe run (default 120).
+- `cache_key.probe.python`: the probe's interpreter, an absolute path or a program name looked up
+  on `PATH` (default: the reviewing interpreter, with the `reviewbot` package masked).
+- `cache_key.probe.setup`: command run once per revision's dependency files in a virtual
+  environment of its own (made from `python`), which then is the probe's interpreter
+  (`reviewbot.keychange.interpreter`); `cache_key.probe.setup_timeout_s`: its time limit (default 1800).
 - `cache_key.vocabulary`: phrase -> factor name, used to read claims about the key in prose.
 - `suites`: mapping name -> {`command`, `gpus` (default 0), `timeout_s` (default 600),
   `failure_means` (text shown when the suite fails)}. In `command`, `{junit}` is replaced by the
@@ -78,8 +83,14 @@ class SuiteConfig:
 
 @dataclasses.dataclass(frozen=True)
 class ProbeConfig:
+    """`python`: absolute path or program name (None: the reviewing interpreter); `setup`: command
+    preparing a cached virtual environment for the probe (None: no environment of its own)."""
+
     command: str
     timeout_s: float = 120.0
+    python: str | None = None
+    setup: str | None = None
+    setup_timeout_s: float = 1800.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +138,40 @@ def _check_keys(data: dict[str, Any], allowed: set[str], where: str) -> None:
             raise ConfigError(f"{prefix}{key}: unknown key (allowed: {', '.join(sorted(allowed))})")
 
 
+def _text(value: Any, key: str) -> str:
+    text = _expect(value, str, key)
+    if not text.strip():
+        raise ConfigError(f"{key}: must not be empty")
+    return text
+
+
+def _seconds(value: Any, key: str) -> float:
+    seconds = float(_expect(value, (int, float), key))
+    if seconds <= 0:
+        raise ConfigError(f"{key}: must be > 0")
+    return seconds
+
+
+def _parse_probe(pr: dict[str, Any]) -> ProbeConfig:
+    _check_keys(pr, {"command", "timeout_s", "python", "setup", "setup_timeout_s"}, "cache_key.probe")
+    if "command" not in pr:
+        raise ConfigError("cache_key.probe.command: required")
+    python = None
+    if "python" in pr:
+        python = _text(pr["python"], "cache_key.probe.python")
+        if "/" in python and not python.startswith("/"):
+            raise ConfigError(
+                f"cache_key.probe.python: expected an absolute path or a program name on PATH, got {python!r}"
+            )
+    return ProbeConfig(
+        command=_text(pr["command"], "cache_key.probe.command"),
+        timeout_s=_seconds(pr.get("timeout_s", 120), "cache_key.probe.timeout_s"),
+        python=python,
+        setup=_text(pr["setup"], "cache_key.probe.setup") if "setup" in pr else None,
+        setup_timeout_s=_seconds(pr.get("setup_timeout_s", 1800), "cache_key.probe.setup_timeout_s"),
+    )
+
+
 def parse_config(text: str) -> RepoConfig:
     """Validate YAML text; an empty document gives the defaults."""
     try:
@@ -164,13 +209,7 @@ def parse_config(text: str) -> RepoConfig:
         )
         if "probe" in ck:
             pr = _expect(ck["probe"], dict, "cache_key.probe")
-            _check_keys(pr, {"command", "timeout_s"}, "cache_key.probe")
-            if "command" not in pr:
-                raise ConfigError("cache_key.probe.command: required")
-            probe = ProbeConfig(
-                command=_expect(pr["command"], str, "cache_key.probe.command"),
-                timeout_s=float(_expect(pr.get("timeout_s", 120), (int, float), "cache_key.probe.timeout_s")),
-            )
+            probe = _parse_probe(pr)
         if "vocabulary" in ck:
             voc = _expect(ck["vocabulary"], dict, "cache_key.vocabulary")
             vocabulary = {}

@@ -4,6 +4,11 @@ With no arguments it reviews `main..HEAD` (three-dot: from the merge base) of th
 around the current directory. When HEAD is the base itself (nothing to merge, e.g. right after
 cloning main) it says so on stderr and reviews the last commit, `HEAD~1..HEAD`, instead; a
 repository with a single commit has nothing to review and exits 0 with that message.
+
+Output: `--format text` (the default on a terminal) prints the review plain
+(`reviewbot.render.terminal`), coloured by severity where the terminal takes it; `markdown` (the
+default otherwise) prints the GitHub markdown; `json` the review's data. The saved file (and
+`--out`) is the markdown (or the JSON) whatever is printed.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from pathlib import Path
 from reviewbot.engine import SUITE_MODES, run_review
 from reviewbot.gitrepo import GitRepo
 from reviewbot.render import render_markdown
+from reviewbot.render.terminal import to_terminal, wants_colour
 from reviewbot.repo_config import CONFIG_FILE, LANGUAGES, ConfigError, differing_keys, load_config, load_config_file
 from reviewbot.suites import reviewbot_dir
 
@@ -51,9 +57,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "the exception-injection experiment; "
         "all: every configured suite; or a comma-separated list of suite names",
     )
-    parser.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    parser.add_argument(
+        "--format",
+        choices=("text", "markdown", "json"),
+        default=None,
+        help="text: plain, coloured by severity on a terminal (NO_COLOR and TERM=dumb turn colour off); "
+        "markdown: GitHub markdown; json: the review's data (default: text on a terminal, markdown otherwise; "
+        "the saved file and --out are markdown for text)",
+    )
     parser.add_argument("--lang", choices=LANGUAGES, default=None, help="review language (default: .reviewbot.yml)")
-    parser.add_argument("--out", type=Path, default=None, help="also write the review to this file")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="also write the review to this file (markdown, or JSON with --format json)",
+    )
     parser.add_argument(
         "--config",
         type=Path,
@@ -178,13 +196,15 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(str(exc))
     review.notes.extend(notes)
-    if args.format == "json":
+    output = args.format or ("text" if sys.stdout.isatty() else "markdown")
+    if output == "json":
         text = json.dumps(review.to_json(), indent=2, ensure_ascii=False) + "\n"
         suffix = ".json"
     else:
         text = render_markdown(review, args.lang or review.language)
         suffix = ".md"
-    sys.stdout.write(text)
+    sys.stdout.write(to_terminal(text, wants_colour(sys.stdout)) if output == "text" else text)
+    sys.stdout.flush()
     saved = _save(root, branch, head, text, suffix)
     _progress(f"saved {saved}")
     if args.out:

@@ -59,14 +59,16 @@ class SandboxError(RuntimeError):
     """The sandbox could not be built for a run (the message says why)."""
 
 
-def build_argv(command: str, junit_path: Path | None = None) -> list[str]:
-    """Split a configured command; `python`/`torchrun` become this interpreter; JUnit path inserted."""
+def build_argv(command: str, junit_path: Path | None = None, *, python: str | None = None) -> list[str]:
+    """Split a configured command; `python`/`torchrun` become `python` (default: this
+    interpreter); JUnit path inserted."""
     argv = shlex.split(command)
     assert argv, "empty command"
+    interpreter = python or sys.executable
     if argv[0] in ("python", "python3"):
-        argv[0] = sys.executable
+        argv[0] = interpreter
     elif argv[0] == "torchrun":
-        argv[:1] = [sys.executable, "-m", "torch.distributed.run"]
+        argv[:1] = [interpreter, "-m", "torch.distributed.run"]
     if junit_path is not None:
         if any("{junit}" in a for a in argv):
             argv = [a.replace("{junit}", str(junit_path)) for a in argv]
@@ -162,6 +164,12 @@ def network_isolation_prefix() -> tuple[str, ...]:
     return (unshare, "-rn")
 
 
+def _outermost(paths: Iterable[str]) -> list[str]:
+    """The existing paths among `paths`, resolved, without those inside another one."""
+    resolved = sorted({str(Path(p).resolve()) for p in paths if p and Path(p).exists()})
+    return [p for p in resolved if not any(p != q and p.startswith(q + "/") for q in resolved)]
+
+
 def _interpreter_paths() -> list[str]:
     """What a sandboxed `python` needs to see: this interpreter, its prefixes and libraries."""
     paths = {
@@ -172,8 +180,7 @@ def _interpreter_paths() -> list[str]:
         sys.base_exec_prefix,
         *(sysconfig.get_paths().get(key, "") for key in ("stdlib", "platstdlib", "purelib", "platlib")),
     }
-    resolved = sorted({str(Path(p).resolve()) for p in paths if p and Path(p).exists()})
-    return [p for p in resolved if not any(p != q and p.startswith(q + "/") for q in resolved)]
+    return _outermost(paths)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,11 +197,13 @@ class Captured:
 @dataclasses.dataclass(frozen=True)
 class Box:
     """Where runs of one worktree happen: `scratch` is the run's home and temp directory (and the
-    place for reports such as JUnit files); `uid` None means unsandboxed."""
+    place for reports such as JUnit files); `uid` None means unsandboxed; `keep`: further paths a
+    sandboxed run sees (another interpreter, a virtual environment)."""
 
     tree: Path
     scratch: Path
     uid: int | None
+    keep: tuple[str, ...] = ()
 
     @property
     def sandboxed(self) -> bool:
@@ -212,7 +221,7 @@ class Box:
             "argv": list(argv),
             "cwd": str(self.tree),
             "env": dict(env),
-            "keep": [str(self.tree), str(self.scratch), *_interpreter_paths(), unshare],
+            "keep": [str(self.tree), str(self.scratch), *_outermost([*_interpreter_paths(), *self.keep]), unshare],
             "fresh": list(FRESH_DIRS),
             "hide": sorted(_hidden),
             "unshare": unshare,
@@ -315,18 +324,20 @@ class Box:
 
 
 @contextlib.contextmanager
-def box(tree: Path, *, force: bool = False) -> Iterator[Box]:
+def box(tree: Path, *, force: bool = False, keep: Sequence[str] = (), own: Sequence[Path] = ()) -> Iterator[Box]:
     """Runs in `tree` (a throw-away worktree): sandboxed where `availability()` allows (or with
     `force`, which only the availability check uses), with a fresh scratch directory removed on
-    exit. A sandboxed box hands `tree` to its uid (the tree is thrown away afterwards)."""
+    exit. A sandboxed box hands `tree` and the directories `own` (a virtual environment the runs
+    write to or read) to its uid (the tree is thrown away afterwards) and lets its runs see the
+    paths `keep` too."""
     sandboxed = force or availability().ok
     scratch = Path(tempfile.mkdtemp(prefix="reviewbot-scratch-"))
     uid = random.choice(UID_RANGE) if sandboxed else None
     try:
         if uid is not None:
-            for path in (tree, scratch):
+            for path in (tree, scratch, *own):
                 _chown_tree(path, uid)
-        yield Box(tree, scratch, uid)
+        yield Box(tree, scratch, uid, tuple(keep) + tuple(str(p) for p in own))
     finally:
         shutil.rmtree(scratch)
 

@@ -1,8 +1,9 @@
 """The key probe: run the configured command in a worktree of a revision and read its JSON.
 
-The command runs in a `reviewbot.sandbox` box (a fresh interpreter, the reviewing one when the
-command starts with `python`; `PYTHONHASHSEED=0` unless `hash_seed` says otherwise (the
-reproducibility experiment varies it); the revision's tree first on `PYTHONPATH`; a time limit;
+The command runs in a `reviewbot.sandbox` box (a fresh interpreter: a leading `python` is the
+probe's interpreter of `reviewbot.keychange.interpreter`, configured or the reviewing one with
+`reviewbot` masked; `PYTHONHASHSEED=0` unless `hash_seed` says otherwise (the reproducibility
+experiment varies it); the revision's tree first on `PYTHONPATH`; a time limit;
 sandboxed where the machine allows, else at least in an empty network namespace where it allows
 one: `ProbeRun.isolated` says whether the network was cut). It must print
 `{"cases": {NAME: {"factors": {FACTOR: HASH, ...}, "key": KEY}}}` on
@@ -14,11 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 from reviewbot.gitrepo import GitRepo
+from reviewbot.keychange.interpreter import ProbeSetupError, prepare, write_mask
 from reviewbot.repo_config import ProbeConfig
-from reviewbot.sandbox import SandboxError, box, build_argv, child_env
+from reviewbot.sandbox import Box, Captured, SandboxError, box, build_argv, child_env
 
 
 @dataclasses.dataclass
@@ -50,24 +54,32 @@ def parse_probe_output(text: str) -> dict[str, dict[str, Any]]:
     return cases
 
 
-def run_probe(git: GitRepo, revision: str, probe: ProbeConfig, *, hash_seed: int = 0) -> ProbeRun:
+def run_probe(
+    git: GitRepo, revision: str, probe: ProbeConfig, *, hash_seed: int = 0, env_root: Path | None = None
+) -> ProbeRun:
     """Run `probe` in a fresh worktree of `revision` (a new temporary path on every call) with
-    `PYTHONHASHSEED=hash_seed` (0 to 4294967295)."""
+    `PYTHONHASHSEED=hash_seed` (0 to 4294967295); setup environments cached under `env_root`
+    (default `reviewbot.keychange.interpreter.probe_env_root(git)`)."""
     if not 0 <= hash_seed <= 4294967295:
         raise ValueError(f"PYTHONHASHSEED must be in 0..4294967295, got {hash_seed}")
     result = ProbeRun(git.rev_parse(revision), "failed", hash_seed=hash_seed)
-    with git.worktree(result.revision) as tree, box(tree) as runs:
+    with git.worktree(result.revision) as tree:
         result.worktree = str(tree)
-        argv = build_argv(probe.command)
-        env = child_env(tree, runs.scratch, {"PYTHONHASHSEED": str(hash_seed)})
         try:
-            run = runs.run_captured(argv, env, probe.timeout_s)
-        except FileNotFoundError as exc:
-            result.error = f"probe command not found: {exc.filename}"
+            interpreter = prepare(git, result.revision, tree, probe, env_root)
+        except ProbeSetupError as exc:
+            result.error = str(exc)
             return result
-        except SandboxError as exc:
-            result.error = f"the sandbox could not be built: {exc}"
-            return result
+        with box(tree, keep=interpreter.keep, own=interpreter.own) as runs:
+            argv = build_argv(probe.command, python=interpreter.python)
+            env = child_env(tree, runs.scratch, {"PYTHONHASHSEED": str(hash_seed), **interpreter.env})
+            if interpreter.mask_bot:
+                env["PYTHONPATH"] = os.pathsep.join((str(tree), str(write_mask(runs.scratch / "masked"))))
+            if "VIRTUAL_ENV" in interpreter.env:
+                env["PATH"] = os.pathsep.join((str(Path(interpreter.python).parent), env["PATH"]))
+            run = _run(runs, argv, env, probe, result)
+            if run is None:
+                return result
     result.seconds, result.isolated = run.seconds, run.isolated
     if run.returncode is None:
         result.status, result.error = "timeout", f"probe killed after {probe.timeout_s:.0f}s"
@@ -82,3 +94,14 @@ def run_probe(git: GitRepo, revision: str, probe: ProbeConfig, *, hash_seed: int
             return result
         result.status = "ok"
     return result
+
+
+def _run(runs: Box, argv: list[str], env: dict[str, str], probe: ProbeConfig, result: ProbeRun) -> Captured | None:
+    """The probe's run, or None with `result.error` set when it could not start."""
+    try:
+        return runs.run_captured(argv, env, probe.timeout_s)
+    except FileNotFoundError as exc:
+        result.error = f"probe command not found: {exc.filename}"
+    except SandboxError as exc:
+        result.error = f"the sandbox could not be built: {exc}"
+    return None

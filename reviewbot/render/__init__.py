@@ -5,7 +5,8 @@
 quality and correctness (findings grouped P0..P4, each anchored to file:line), 3. goal
 completeness (test-plan table, suite results, timing table), 4. signals of unreviewed generated
 code. Identifiers, paths and severity labels stay in English in both languages; with no findings
-the text says what was checked instead of a bare approval.
+the text says what was checked instead of a bare approval. `reviewbot.render.terminal` makes the
+markdown plain for a terminal.
 """
 
 from __future__ import annotations

@@ -33,6 +33,8 @@ LABELS: dict[str, dict[str, str]] = {
         "key_introduced": "This change introduces the cache key ({n} definitions in its closure; the roots do not "
         "exist at the base), so no existing cache is invalidated.",
         "key_unchanged": "The cache key's static closure is unchanged ({n} definitions compared).",
+        "probe_not_needed": "The key probe did not run: it runs only when the closure changed.",
+        "probe_not_configured": "No key probe is configured (`cache_key.probe` in .reviewbot.yml).",
         "key_roots_missing": "None of the configured cache-key roots exist at either revision.",
         "closure_changes": "Changed definitions in the key closure",
         "case": "Reference case",
@@ -107,6 +109,8 @@ LABELS: dict[str, dict[str, str]] = {
         "key_unconfirmed": "缓存键的静态闭包发生了变化，但探针未确认键的变化（探针：{probe}）。仅在此处报告。",
         "key_introduced": "本次改动首次引入缓存键（闭包中有 {n} 个定义；base 中不存在这些根），因此不会使任何现有缓存失效。",
         "key_unchanged": "缓存键的静态闭包未变化（比较了 {n} 个定义）。",
+        "probe_not_needed": "键探针未运行：只有闭包变化时才运行。",
+        "probe_not_configured": "未配置键探针（.reviewbot.yml 中的 `cache_key.probe`）。",
         "key_roots_missing": "配置的缓存键根在两个版本中都不存在。",
         "closure_changes": "缓存键闭包中变化的定义",
         "case": "参考用例",

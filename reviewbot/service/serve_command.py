@@ -1,9 +1,15 @@
-"""`reviewbot serve`: the webhook endpoint (uvicorn + FastAPI), by default with its own worker process."""
+"""`reviewbot serve`: the webhook endpoint (uvicorn + FastAPI), by default with its own worker process.
+
+It binds its socket itself, then says on stderr where it listens (the bound port, also for
+`--port 0`), which database it uses (password masked) and where its work directory and worker are.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
+import socket
 import sys
 
 from reviewbot.service import settings as settings_mod
@@ -59,5 +65,25 @@ def run(args: argparse.Namespace) -> int:
     except OperationalError as exc:
         print(f"reviewbot serve: cannot open the database: {first_line(exc)}", file=sys.stderr)
         return 2
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False)
+    try:
+        sock = socket.create_server(
+            (settings.host, settings.port), family=socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+        )
+    except OSError as exc:  # a taken port, an address not of this machine, an unknown host name
+        reason = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else (exc.strerror or str(exc))
+        print(f"reviewbot serve: cannot listen on {settings.host}:{settings.port}: {reason}", file=sys.stderr)
+        return 2
+    host, port = sock.getsockname()[:2]
+    where = f"[{host}]" if ":" in host else host
+    worker = (
+        "an embedded `reviewbot worker` process" if settings.embedded_worker else "none here (run `reviewbot worker`)"
+    )
+    for line in (
+        f"listening on http://{where}:{port} (POST /webhook, GET /healthz, GET /metrics); pid {os.getpid()}",
+        f"database {settings_mod.shown_database(settings.database_url)}",
+        f"work directory {os.path.abspath(settings.work_dir)}; worker: {worker}",
+    ):
+        print(f"reviewbot serve: {line}", file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, log_level="warning", access_log=False)
+    uvicorn.Server(config).run(sockets=[sock])
     return 0

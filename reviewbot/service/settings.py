@@ -252,6 +252,24 @@ class Settings:
         return cls({name: tuple(v) if isinstance(v, list) else v for name, v in data.items()})
 
 
+def shown_database(url: str) -> str:
+    """`url` (a valid SQLAlchemy URL) for a log line: its password masked; a SQLite file given
+    relative also as an absolute path."""
+    from sqlalchemy.engine import make_url  # here: the CLI's parser imports this module, not SQLAlchemy
+
+    parsed = make_url(url)
+    shown = parsed.render_as_string(hide_password=True)
+    database = parsed.database
+    if (
+        parsed.get_backend_name() == "sqlite"
+        and database
+        and database != ":memory:"
+        and not Path(database).is_absolute()
+    ):
+        shown += f" (file {Path(database).resolve()})"
+    return shown
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config",

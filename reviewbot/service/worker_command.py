@@ -69,4 +69,11 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, _graceful)
     signal.signal(signal.SIGINT, _graceful)
+    started = f"serve's worker (serve pid {args.supervised_by})" if args.supervised_by is not None else "worker"
+    print(
+        f"reviewbot worker: {started}, pid {os.getpid()}: database {settings_mod.shown_database(settings.database_url)}"
+        f"; work directory {os.path.abspath(settings.work_dir)}; {settings.worker_threads} job(s) at a time",
+        file=sys.stderr,
+        flush=True,
+    )
     return worker.run_forever()
