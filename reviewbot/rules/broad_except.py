@@ -232,19 +232,20 @@ def _handler_comment(ctx: FileContext, handler: ast.ExceptHandler) -> str:
     return reason if _JUSTIFIED.search(reason) else ""
 
 
+def _logs_or_leaves(stmt: ast.stmt) -> bool:
+    """A logging call, `pass`, `continue`, `break` or `return`/`return None`."""
+    if isinstance(stmt, ast.Expr) and is_logging_call(stmt.value):
+        return True
+    if isinstance(stmt, (ast.Pass, ast.Continue, ast.Break)):
+        return True
+    return isinstance(stmt, ast.Return) and (
+        stmt.value is None or (isinstance(stmt.value, ast.Constant) and stmt.value.value is None)
+    )
+
+
 def _logs_and_continues(handler: ast.ExceptHandler) -> bool:
     """Only logging calls, `pass`, `continue`, `break` and `return`/`return None`, with at least one log."""
-    for stmt in handler.body:
-        if isinstance(stmt, ast.Expr) and is_logging_call(stmt.value):
-            continue
-        if isinstance(stmt, (ast.Pass, ast.Continue, ast.Break)):
-            continue
-        if isinstance(stmt, ast.Return) and (
-            stmt.value is None or (isinstance(stmt.value, ast.Constant) and stmt.value.value is None)
-        ):
-            continue
-        return False
-    return contains_logging(handler.body)
+    return all(_logs_or_leaves(stmt) for stmt in handler.body) and contains_logging(handler.body)
 
 
 def _reports_error(handler: ast.ExceptHandler) -> bool:
@@ -288,13 +289,7 @@ def _unit_boundary(handler: ast.ExceptHandler, in_loop: bool, teardown: bool) ->
         return False
     records_failure = False
     for stmt in handler.body:
-        if isinstance(stmt, ast.Expr) and is_logging_call(stmt.value):
-            continue
-        if isinstance(stmt, (ast.Pass, ast.Continue, ast.Break)):
-            continue
-        if isinstance(stmt, ast.Return) and (
-            stmt.value is None or (isinstance(stmt.value, ast.Constant) and stmt.value.value is None)
-        ):
+        if _logs_or_leaves(stmt):
             continue
         if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return)) and _failure_marker(stmt.value):
             records_failure = True
