@@ -5,9 +5,30 @@ a repository hashing helper; tests live under `tests/unit/` and `tests/gpu/` (th
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from engine_gitrepos import Repo
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def run_reviewbot(repo: Repo, command: str, *args: str) -> subprocess.CompletedProcess:
+    """`python -m reviewbot COMMAND --repo REPO ARGS...` with none of the caller's reviewbot or
+    magi_compiler settings and the repository's parent directory as HOME."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REVIEWBOT_", "MAGI_COMPILE_"))}
+    env.update(PYTHONPATH=str(REPO_ROOT), HOME=str(repo.path.parent))
+    return subprocess.run(
+        [sys.executable, "-m", "reviewbot", command, "--repo", str(repo.path), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
 
 CONFIG = '''
 import dataclasses

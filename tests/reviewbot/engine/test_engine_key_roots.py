@@ -7,13 +7,11 @@ working-tree `.reviewbot.yml` that differs from the committed one."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from compiler_project import BACKEND, CONFIG, compiler_repo
+from compiler_project import BACKEND, CONFIG, compiler_repo, run_reviewbot
 from engine_gitrepos import Repo, sub
 
 from reviewbot.engine import run_review
@@ -21,7 +19,6 @@ from reviewbot.findings import EvidenceKind
 from reviewbot.keychange import detect_key_change
 from reviewbot.repo_config import ConfigError, differing_keys, parse_config
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 METHOD_ROOT = "mycc.backend.MyBackend.cache_dir"
 YML = f"""
 cache_key:
@@ -111,16 +108,7 @@ def test_a_misspelled_root_is_an_error_naming_it(repo: Repo) -> None:
 
 
 def _review(repo: Repo, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REVIEWBOT_", "MAGI_COMPILE_"))}
-    env.update(PYTHONPATH=str(REPO_ROOT), HOME=str(repo.path.parent))
-    return subprocess.run(
-        [sys.executable, "-m", "reviewbot", "review", "--repo", str(repo.path), "--suites", "none", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_reviewbot(repo, "review", "--suites", "none", *args)
 
 
 @pytest.fixture

@@ -3,33 +3,20 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from compiler_project import compiler_repo
+from compiler_project import compiler_repo, run_reviewbot
 from engine_gitrepos import Repo
 
 from reviewbot.init_config import propose_config
 from reviewbot.repo_config import parse_config
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-
 
 def _init(repo: Repo, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REVIEWBOT_", "MAGI_COMPILE_"))}
-    env.update(PYTHONPATH=str(REPO_ROOT), HOME=str(repo.path.parent))
-    return subprocess.run(
-        [sys.executable, "-m", "reviewbot", "init", "--repo", str(repo.path), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_reviewbot(repo, "init", *args)
 
 
 @pytest.fixture
