@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
+import requests
 
 from reviewbot.service.settings import shown_database
 
@@ -88,7 +88,7 @@ def test_serve_says_where_it_listens_and_its_database(tmp_path: Path) -> None:
         port = int(listening.split("http://127.0.0.1:")[1].split(" ")[0])
         assert port > 0 and f"pid {proc.pid}" in listening
         # the port it names is the one it answers on
-        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=30).status_code in (200, 503)
+        assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=30).status_code in (200, 503)
         assert database == f"reviewbot serve: database sqlite:///state.sqlite3 (file {tmp_path / 'state.sqlite3'})"
         assert work == (
             f"reviewbot serve: work directory {tmp_path / 'work'}; worker: an embedded `reviewbot worker` process"
