@@ -44,13 +44,14 @@ from reviewbot.findings import Finding, apply_evidence_policy
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange import KeyChange, detect_key_change
 from reviewbot.repo_config import ConfigError, RepoConfig, load_config
+from reviewbot.results.schema import SuiteResult
 from reviewbot.review import ChangeSummary, FileStat, Review, Signal
 from reviewbot.ruff import SELECT as RUFF_CODES
 from reviewbot.ruff import run_ruff
 from reviewbot.rules import FILE_RULES, FileContext, encoding, key_docs, suite_results
 from reviewbot.rules import cache_key as cache_key_rule
 from reviewbot.rules.common import QualnameIndex
-from reviewbot.suites import SuiteResult, run_suites
+from reviewbot.suites import run_suites
 from reviewbot.testplan import FAILS_AT_HEAD, TestPlanRow, verify_test_plan
 
 SUITE_MODES = ("none", "static", "all")

@@ -18,7 +18,7 @@ from reviewbot.diff import FileChange
 from reviewbot.findings import Evidence, EvidenceKind, Finding, Severity
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import RepoConfig
-from reviewbot.suites import SuiteResult
+from reviewbot.results.schema import SuiteResult
 from reviewbot.testplan import FAILS_AT_HEAD, NOT_FOUND, PASSES_ON_BOTH, TestPlanRow, locate_test
 
 
@@ -62,21 +62,21 @@ def from_suites(
                     line_start=line,
                     line_end=line,
                     message_id="suite-failure.test-failed",
-                    params={"test": case.id, "outcome": case.outcome, "suite": result.name},
+                    params={"test": case.id, "outcome": case.status, "suite": result.name},
                     extra={
                         "means": means,
-                        "failure": case.message,
+                        "failure": case.summary,
                         "command": result.command,
-                        "log_path": result.log_path,
+                        "log_path": result.log,
                         "planned": case.id in planned,
                     },
                     qualname=case.id,
                     in_diff=in_diff,
-                    details=case.excerpt,
+                    details=case.message or "",
                     evidence=Evidence(
                         EvidenceKind.TEST,
                         "evidence.failing-test",
-                        {"test": case.id, "outcome": case.outcome, "suite": result.name},
+                        {"test": case.id, "outcome": case.status, "suite": result.name},
                     ),
                 )
             )
