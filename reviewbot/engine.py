@@ -40,6 +40,7 @@ from reviewbot.exception_index import ExceptionIndex, index_revision
 from reviewbot.experiments.exception_injection import candidates as injection_candidates
 from reviewbot.experiments.exception_injection import run_injection
 from reviewbot.experiments.key_stability import check_reproducibility
+from reviewbot.failure_coverage import Executed, FailureCoverage
 from reviewbot.findings import Finding, apply_evidence_policy
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange import KeyChange, detect_key_change
@@ -234,13 +235,21 @@ def run_review(
             logger.info("test plan not verified: --suites none runs no code of the revision")
 
         results: list[SuiteResult] = []
+        # Failing tests are re-run under coverage in the full modes only, not in `static`.
+        executed = FailureCoverage(changes) if suites not in ("none", "static") else None
         if suite_names:
             t = time.monotonic()
-            results = run_suites(git.path, head_sha, suite_names, config=config, log_dir=log_dir, progress=say)
+            results = run_suites(
+                git.path, head_sha, suite_names, config=config, log_dir=log_dir, progress=say, after_suite=executed
+            )
             timings["suites"] = time.monotonic() - t
         anchor = suite_results.TestAnchor(git, head_sha, changes)
         planned = {row.test_id for row in test_plan if row.status == FAILS_AT_HEAD}
-        failing = suite_results.from_suites(results, config, anchor, planned)
+        if executed is not None:
+            failing = suite_results.from_suites(results, config, anchor, planned, executed.by_test)
+        else:
+            off = Executed(not_measured=f"suites mode `{suites}` does not re-run failing tests under coverage")
+            failing = suite_results.from_suites(results, config, anchor, planned, unmeasured=off)
         findings += suite_results.from_test_plan(test_plan, anchor, {f.qualname for f in failing}) + failing
         if suites != "none" and injection_candidates(findings):  # the experiment runs the revision's code
             t = time.monotonic()

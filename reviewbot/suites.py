@@ -64,6 +64,8 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 
 
 ProgressFn = Callable[[str], None]
+# Called after each suite that ran, in the same worktree and box, with the log directory.
+AfterSuite = Callable[[Box, SuiteConfig, SuiteResult, Path], None]
 
 
 def _no_progress(_: str) -> None:
@@ -82,15 +84,19 @@ def run_suites(
     timeout_s: float | None = None,
     env: Mapping[str, str] | None = None,
     progress: ProgressFn = _no_progress,
+    after_suite: AfterSuite | None = None,
 ) -> list[SuiteResult]:
     """Run `suites` (configured names, or `SuiteConfig`s) against `revision` in one temp worktree.
 
     `overlay` maps repo-relative paths to text written into the worktree before any suite runs.
-    `timeout_s` caps every suite's own limit. `log_dir` (default
+    `timeout_s` caps every suite's own limit. `after_suite` is called after each suite that
+    started, before the worktree goes (the engine re-runs failing tests under coverage there). `log_dir` (default
     `<repo>/.reviewbot/runs/<sha12>-<utc time>`) keeps `<suite>.log` and `<suite>.xml`.
     """
     with GitRepo(repo) as git:
-        return _run_all(git, revision, suites, config, log_dir, overlay, gpus_available, timeout_s, env, progress)
+        return _run_all(
+            git, revision, suites, config, log_dir, overlay, gpus_available, timeout_s, env, progress, after_suite
+        )
 
 
 def _run_all(
@@ -104,6 +110,7 @@ def _run_all(
     timeout_s: float | None,
     env: Mapping[str, str] | None,
     progress: ProgressFn,
+    after_suite: AfterSuite | None,
 ) -> list[SuiteResult]:
     sha = git.rev_parse(revision)
     specs: list[SuiteConfig] = []
@@ -142,7 +149,10 @@ def _run_all(
             target.write_text(text)
         with box(tree) as runs:
             for spec in runnable:
-                results.append(_run_one(spec, sha, runs, log_dir, timeout_s, env, progress))
+                result = _run_one(spec, sha, runs, log_dir, timeout_s, env, progress)
+                results.append(result)
+                if after_suite is not None and result.status != NOT_RUN:
+                    after_suite(runs, spec, result, log_dir)
     order = {spec.name: i for i, spec in enumerate(specs)}
     return sorted(results, key=lambda r: order.get(r.name, len(order)))
 

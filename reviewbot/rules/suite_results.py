@@ -2,7 +2,9 @@
 
 One finding per failing test: a failed or errored regression test is P0 (its evidence is the
 failing test itself), anchored to the deepest traceback line in the test's own file (else the
-test's def), with that test's own message and output excerpt from the JUnit report. A test that
+test's def), with that test's own message and output excerpt from the JUnit report, and the PR's
+changed lines it executes (`reviewbot.failure_coverage`; "not measured" with the reason where the
+failing tests were not re-run under coverage). A test that
 fails in a suite and is also named in the PR's test plan is reported once, as the suite failure,
 which says that the plan names it. A suite that could not run produces no finding: the review
 lists it plainly as not run, and it never counts as passed.
@@ -12,9 +14,10 @@ Test-plan rows: `fails-at-head` is P0; `passes-on-both` and `not-found` are P4.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from reviewbot.diff import FileChange
+from reviewbot.failure_coverage import Executed
 from reviewbot.findings import Evidence, EvidenceKind, Finding, Severity
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import RepoConfig
@@ -40,11 +43,21 @@ class TestAnchor:
         return line, in_diff
 
 
+NOT_RE_RUN = Executed(not_measured="the failing tests were not re-run under coverage")
+
+
 def from_suites(
-    results: list[SuiteResult], config: RepoConfig, anchor: TestAnchor, planned: Collection[str] = ()
+    results: list[SuiteResult],
+    config: RepoConfig,
+    anchor: TestAnchor,
+    planned: Collection[str] = (),
+    executed: Mapping[str, Executed] | None = None,
+    unmeasured: Executed = NOT_RE_RUN,
 ) -> list[Finding]:
     """One P0 per failing test id (a test failing in several suites is reported for the first).
-    `planned`: node ids of failing tests the PR's test plan names."""
+    `planned`: node ids of failing tests the PR's test plan names. `executed`: per failing test id,
+    the changed lines it executes; a test not in it is described by `unmeasured`."""
+    executed = executed or {}
     findings: list[Finding] = []
     seen: set[str] = set()
     for result in results:
@@ -54,6 +67,7 @@ def from_suites(
                 continue
             seen.add(case.id)
             line, in_diff = anchor.anchor(case.path, case.name, case.line)
+            ran = executed.get(case.id, unmeasured)
             findings.append(
                 Finding(
                     rule="suite-failure",
@@ -69,6 +83,8 @@ def from_suites(
                         "command": result.command,
                         "log_path": result.log,
                         "planned": case.id in planned,
+                        "changed_run": ran.describe(),
+                        "not_measured": ran.not_measured,
                     },
                     qualname=case.id,
                     in_diff=in_diff,
