@@ -40,7 +40,7 @@ from reviewbot.exception_index import ExceptionIndex, index_revision
 from reviewbot.experiments.exception_injection import candidates as injection_candidates
 from reviewbot.experiments.exception_injection import run_injection
 from reviewbot.experiments.key_stability import check_reproducibility
-from reviewbot.failure_coverage import Executed, FailureCoverage
+from reviewbot.failure_coverage import Executed, FailureCoverage, Measured
 from reviewbot.findings import Finding, apply_evidence_policy
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange import KeyChange, detect_key_change
@@ -226,17 +226,19 @@ def run_review(
                 )
         timings["static_rules"] = time.monotonic() - t
 
+        # Failing tests are re-run under coverage in the full modes only, not in `static`.
+        executed = FailureCoverage(changes) if suites not in ("none", "static") else None
         test_plan: list[TestPlanRow] = []
         if pr_body and suites != "none":
             t = time.monotonic()
-            test_plan = verify_test_plan(git, merge_base, head_sha, pr_body, changes, log_dir=log_dir, progress=say)
+            test_plan = verify_test_plan(
+                git, merge_base, head_sha, pr_body, changes, log_dir=log_dir, progress=say, after_head=executed
+            )
             timings["test_plan"] = time.monotonic() - t
         elif pr_body:
             logger.info("test plan not verified: --suites none runs no code of the revision")
 
         results: list[SuiteResult] = []
-        # Failing tests are re-run under coverage in the full modes only, not in `static`.
-        executed = FailureCoverage(changes) if suites not in ("none", "static") else None
         if suite_names:
             t = time.monotonic()
             results = run_suites(
@@ -246,11 +248,13 @@ def run_review(
         anchor = suite_results.TestAnchor(git, head_sha, changes)
         planned = {row.test_id for row in test_plan if row.status == FAILS_AT_HEAD}
         if executed is not None:
-            failing = suite_results.from_suites(results, config, anchor, planned, executed.by_test)
+            ran = Measured(executed.by_test)
         else:
-            off = Executed(not_measured=f"suites mode `{suites}` does not re-run failing tests under coverage")
-            failing = suite_results.from_suites(results, config, anchor, planned, unmeasured=off)
-        findings += suite_results.from_test_plan(test_plan, anchor, {f.qualname for f in failing}) + failing
+            ran = Measured(
+                unmeasured=Executed(not_measured=f"suites mode `{suites}` does not re-run failing tests under coverage")
+            )
+        failing = suite_results.from_suites(results, config, anchor, planned, ran)
+        findings += suite_results.from_test_plan(test_plan, anchor, {f.qualname for f in failing}, ran) + failing
         if suites != "none" and injection_candidates(findings):  # the experiment runs the revision's code
             t = time.monotonic()
             findings = run_injection(

@@ -1,16 +1,17 @@
 """Which of the PR's changed lines each failing test executes, measured with coverage.py.
 
-After a suite reports failing tests, `FailureCoverage` re-runs only those tests (their node ids),
-in the same worktree and box the suite ran in, under `coverage run` with a per-test dynamic
-context: a small pytest plugin, written to the box's scratch directory, switches coverage's
-context to each test's node id when its setup starts. Lines run while collecting (module imports)
-belong to no test. The run has the suite's own time limit. Each test's executed lines are then
-intersected with the head lines the PR adds or modifies.
+After a suite (or the test plan's run at head) reports failing tests, `FailureCoverage` re-runs
+only those tests (their node ids), in the same worktree and box the suite ran in, under
+`coverage run` with a per-test dynamic context: a small pytest plugin, written to the box's
+scratch directory, switches coverage's context to each test's node id when its setup starts.
+Lines run while collecting (module imports) belong to no test. The run has the suite's own time
+limit. Each test's executed lines are then intersected with the head lines the PR adds or modifies.
 
 Each failing test gets an `Executed`: the changed lines it ran, none of them, or "not measured"
 with the reason (the re-run timed out or wrote no data, the test did not run again). The re-run
-uses this interpreter, which has coverage.py (the `bot` extra). The engine calls it only in the suites modes that run the revision's suites in full
-(`all` or named suites), not in `none` or `static`.
+uses this interpreter, which has coverage.py (the `bot` extra). The engine measures only in the
+suites modes that run the revision's suites in full (`all` or named suites), not in `none` or
+`static`; `Measured` is what the findings read.
 """
 
 from __future__ import annotations
@@ -53,6 +54,25 @@ class Executed:
     def describe(self) -> str:
         """``path:12-14, path:40``, or "" when it ran none of them (or was not measured)."""
         return ", ".join(f"{path}:{span}" for path in sorted(self.lines) for span in _spans(self.lines[path]))
+
+
+NOT_RE_RUN = Executed(not_measured="the failing tests were not re-run under coverage")
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """What the findings say per failing test: `by_test` (node id -> `Executed`), else `unmeasured`."""
+
+    by_test: Mapping[str, Executed] = dataclasses.field(default_factory=dict)
+    unmeasured: Executed = NOT_RE_RUN
+
+    def params(self, test: str) -> dict[str, str]:
+        """The message parameters `changed_run` and `not_measured` for failing test `test`."""
+        executed = self.by_test.get(test, self.unmeasured)
+        return {"changed_run": executed.describe(), "not_measured": executed.not_measured}
+
+
+NOTHING_MEASURED = Measured()
 
 
 def _spans(lines: Sequence[int]) -> list[str]:

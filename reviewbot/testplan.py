@@ -26,7 +26,7 @@ from reviewbot.diff import FileChange
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import SuiteConfig
 from reviewbot.results.schema import SuiteResult, TestResult
-from reviewbot.suites import ProgressFn, run_suites
+from reviewbot.suites import AfterSuite, ProgressFn, run_suites
 
 HEADING = re.compile(r"^\s*(#{1,6}\s*|\*\*|__)?\s*test[ -]?plan\b.*$", re.IGNORECASE)
 NEXT_HEADING = re.compile(r"^\s*(#{1,6}\s|\*\*[^*]+\*\*\s*$)")
@@ -156,7 +156,11 @@ def verify_test_plan(
     log_dir: Path | None = None,
     timeout_s: float = 600.0,
     progress: ProgressFn,
+    after_head: AfterSuite | None = None,
 ) -> list[TestPlanRow]:
+    """The PR body's test plan checked at `head` (and, for tests the PR changed, against the base
+    code). `after_head` is called after the head run, in its worktree (the engine measures which
+    changed lines the failing tests execute)."""
     planned = parse_test_plan(body)
     if not planned:
         return []
@@ -183,7 +187,7 @@ def verify_test_plan(
         "test-plan", f"python -m pytest -q -p no:cacheprovider {paths} -k '{selector}'", timeout_s=timeout_s
     )
     progress(f"test plan: running {len(located)} named test(s) at head")
-    (head_result,) = run_suites(git.path, head, [suite], log_dir=log_dir, progress=progress)
+    (head_result,) = run_suites(git.path, head, [suite], log_dir=log_dir, progress=progress, after_suite=after_head)
     needs_base = [(row, p) for row, p in located if row.changed_by_pr]
     base_result = None
     if needs_base and head_result.ran:

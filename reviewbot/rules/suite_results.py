@@ -14,10 +14,10 @@ Test-plan rows: `fails-at-head` is P0; `passes-on-both` and `not-found` are P4.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 
 from reviewbot.diff import FileChange
-from reviewbot.failure_coverage import Executed
+from reviewbot.failure_coverage import NOTHING_MEASURED, Measured
 from reviewbot.findings import Evidence, EvidenceKind, Finding, Severity
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import RepoConfig
@@ -43,21 +43,16 @@ class TestAnchor:
         return line, in_diff
 
 
-NOT_RE_RUN = Executed(not_measured="the failing tests were not re-run under coverage")
-
-
 def from_suites(
     results: list[SuiteResult],
     config: RepoConfig,
     anchor: TestAnchor,
     planned: Collection[str] = (),
-    executed: Mapping[str, Executed] | None = None,
-    unmeasured: Executed = NOT_RE_RUN,
+    executed: Measured = NOTHING_MEASURED,
 ) -> list[Finding]:
     """One P0 per failing test id (a test failing in several suites is reported for the first).
-    `planned`: node ids of failing tests the PR's test plan names. `executed`: per failing test id,
-    the changed lines it executes; a test not in it is described by `unmeasured`."""
-    executed = executed or {}
+    `planned`: node ids of failing tests the PR's test plan names. `executed`: the changed lines
+    each failing test executes (or why that is not known)."""
     findings: list[Finding] = []
     seen: set[str] = set()
     for result in results:
@@ -67,7 +62,6 @@ def from_suites(
                 continue
             seen.add(case.id)
             line, in_diff = anchor.anchor(case.path, case.name, case.line)
-            ran = executed.get(case.id, unmeasured)
             findings.append(
                 Finding(
                     rule="suite-failure",
@@ -83,8 +77,7 @@ def from_suites(
                         "command": result.command,
                         "log_path": result.log,
                         "planned": case.id in planned,
-                        "changed_run": ran.describe(),
-                        "not_measured": ran.not_measured,
+                        **executed.params(case.id),
                     },
                     qualname=case.id,
                     in_diff=in_diff,
@@ -117,9 +110,11 @@ def _plan_evidence(row: TestPlanRow) -> Evidence:
     return Evidence(EvidenceKind.PATTERN, "evidence.test-plan-lookup", {"test": row.test})
 
 
-def from_test_plan(rows: list[TestPlanRow], anchor: TestAnchor, reported: Collection[str] = ()) -> list[Finding]:
+def from_test_plan(
+    rows: list[TestPlanRow], anchor: TestAnchor, reported: Collection[str] = (), executed: Measured = NOTHING_MEASURED
+) -> list[Finding]:
     """Findings for test-plan rows; a `fails-at-head` row whose failing test id is in `reported`
-    (already a suite-failure finding) gives none."""
+    (already a suite-failure finding) gives none; it says which changed lines the test executes."""
     findings: list[Finding] = []
     for row in rows:
         if row.status not in _PLAN_MESSAGES:
@@ -138,7 +133,12 @@ def from_test_plan(rows: list[TestPlanRow], anchor: TestAnchor, reported: Collec
                 line_end=line,
                 message_id=message_id,
                 params={"test": row.test},
-                extra={"detail": row.detail, "test_id": row.test_id, "outcome": row.head_outcome},
+                extra={
+                    "detail": row.detail,
+                    "test_id": row.test_id,
+                    "outcome": row.head_outcome,
+                    **(executed.params(row.test_id) if failing else {}),
+                },
                 qualname=row.test,
                 in_diff=in_diff,
                 details=row.excerpt,

@@ -57,6 +57,21 @@ def test_unrelated():
     assert sorted([2, 1]) == [1, 2, 3], "own message of the unrelated failure"
 """
 
+# Added by the PR, outside the suite: only the test plan runs it.
+EXTRA_TESTS = """
+from pricing import net
+
+
+def test_net_half():
+    assert net(10, 0.5) == 5
+"""
+
+PR_BODY = """Rework discounts.
+
+## Test plan
+- `test_net_half`
+"""
+
 YML = """
 suites:
   unit:
@@ -71,13 +86,13 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo = Repo(tmp_path_factory.mktemp("coverage") / "r")
     repo.commit({"pricing.py": PRICING, "tests/test_pricing.py": TESTS, ".reviewbot.yml": YML}, "base")
     repo.branch("pr")
-    repo.commit({"pricing.py": PRICING_HEAD}, "rework discounts")
+    repo.commit({"pricing.py": PRICING_HEAD, "tests/extra/test_extra.py": EXTRA_TESTS}, "rework discounts")
     return repo
 
 
 @pytest.fixture(scope="module")
 def measured(repo: Repo, tmp_path_factory: pytest.TempPathFactory) -> Review:
-    return run_review(repo.path, "main", "pr", suites="unit", log_dir=tmp_path_factory.mktemp("logs"))
+    return run_review(repo.path, "main", "pr", pr_body=PR_BODY, suites="unit", log_dir=tmp_path_factory.mktemp("logs"))
 
 
 def _failure(review: Review, test: str) -> Finding:
@@ -102,6 +117,15 @@ def test_a_failure_that_runs_no_changed_line_says_so(measured: Review) -> None:
     assert "It executes none of the changed lines." in unrelated.why
     assert [r.status for r in measured.suite_results] == ["failed"]  # the re-run changes no result
     assert not [f for f in measured.findings if f.qualname == "tests/test_pricing.py::test_gross"]
+
+
+def test_a_failing_test_plan_test_names_them_too(measured: Review) -> None:
+    (plan,) = [f for f in measured.findings if f.rule == "test-plan"]
+    assert plan.location == "tests/extra/test_extra.py:5" and plan.qualname == "test_net_half"
+    assert "15.0 == 5" in plan.details
+    # The test file is new, so its own lines are changed lines too.
+    assert plan.extra["changed_run"] == "pricing.py:2-3, tests/extra/test_extra.py:5"
+    assert plan.why.startswith("It executes changed lines: pricing.py:2-3, tests/extra/test_extra.py:5.")
 
 
 def test_static_mode_does_not_re_run_and_says_not_measured(repo: Repo, tmp_path: Path) -> None:
