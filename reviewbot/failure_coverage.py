@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from coverage import CoverageData
+from coverage.exceptions import DataError
 
 from reviewbot.diff import FileChange
 from reviewbot.repo_config import SuiteConfig
@@ -101,7 +102,7 @@ class FailureCoverage:
         if not failing:
             return
         if not self.changed:
-            self._all(failing, Executed())
+            self._all(failing, Executed(not_measured="the PR changes no Python line"))
             return
         measured, rest = failing[:MAX_TESTS], failing[MAX_TESTS:]
         self._all(rest, Executed(not_measured=f"only the first {MAX_TESTS} failing tests of a suite are re-run"))
@@ -157,7 +158,11 @@ class FailureCoverage:
             self._all(tests, Executed(not_measured=f"the re-run's JUnit report is unreadable: {exc}"))
             return
         data = CoverageData(basename=str(data_path))
-        data.read()
+        try:
+            data.read()
+        except DataError as exc:
+            self._all(tests, Executed(not_measured=f"the re-run's coverage data is unreadable: {exc}"))
+            return
         root = tree.resolve()
         hits: dict[str, dict[str, set[int]]] = {test: {} for test in tests}
         for measured in data.measured_files():

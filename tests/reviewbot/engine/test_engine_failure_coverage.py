@@ -10,6 +10,7 @@ import pytest
 from engine_gitrepos import Repo
 
 from reviewbot.engine import run_review
+from reviewbot.failure_coverage import Executed
 from reviewbot.findings import Finding
 from reviewbot.review import Review
 
@@ -114,7 +115,7 @@ def test_a_failure_that_runs_no_changed_line_says_so(measured: Review) -> None:
     assert unrelated.location == "tests/test_pricing.py:13"
     assert "own message of the unrelated failure" in unrelated.details and "125.0" not in unrelated.details
     assert unrelated.extra["changed_run"] == "" and unrelated.extra["not_measured"] == ""
-    assert "It executes none of the changed lines." in unrelated.why
+    assert "It executes none of the changed Python lines." in unrelated.why
     assert [r.status for r in measured.suite_results] == ["failed"]  # the re-run changes no result
     assert not [f for f in measured.findings if f.qualname == "tests/test_pricing.py::test_gross"]
 
@@ -134,3 +135,9 @@ def test_static_mode_does_not_re_run_and_says_not_measured(repo: Repo, tmp_path:
     assert net.extra["not_measured"] == "suites mode `static` does not re-run failing tests under coverage"
     assert "Changed lines it executes: not measured (suites mode `static`" in net.why
     assert not list(tmp_path.glob("*.coverage*"))
+
+
+def test_spans_of_executed_lines() -> None:
+    executed = Executed({"b.py": (40,), "a.py": (12, 13, 14, 20, 22, 23)})
+    assert executed.describe() == "a.py:12-14, a.py:20, a.py:22-23, b.py:40"
+    assert Executed(not_measured="timed out").describe() == ""

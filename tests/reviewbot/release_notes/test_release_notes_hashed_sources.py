@@ -6,6 +6,8 @@ import json
 import pytest
 
 from reviewbot.cli import main
+from reviewbot.gitrepo import GitRepo as ReviewGitRepo
+from reviewbot.keychange.probe import changed_sources, parse_probe_sources
 from tests.reviewbot.fake_github import FakeGitHub
 from tests.reviewbot.release_notes.conftest import GitRepo
 
@@ -141,3 +143,27 @@ def test_labels_do_not_hide_a_hashed_file_change(toy, capsys, monkeypatch):
         (91, "hashed-source", ["toyc/backend.py"]),
         (92, "label", []),
     ]
+
+
+@pytest.mark.parametrize(
+    ("sources", "error"),
+    [
+        ('"toyc/backend.py"', "is not an object"),
+        ('{"compiler_source": "toyc/backend.py"}', "is not a list of paths"),
+        ('{"compiler_source": ["/etc/passwd"]}', "outside the repository"),
+        ('{"compiler_source": ["../up.py"]}', "outside the repository"),
+    ],
+)
+def test_malformed_probe_sources_are_named(sources, error):
+    with pytest.raises(ValueError, match=error):
+        parse_probe_sources('{"cases": {}, "sources": ' + sources + "}")
+    assert parse_probe_sources('{"cases": {}}') == {}
+
+
+def test_changed_sources_counts_added_modified_and_deleted_files(toy):
+    repo = ReviewGitRepo(toy.path)
+    base = toy.head()
+    toy.git("rm", "-q", "toyc/util.py")
+    head = toy.commit("drop util, touch backend", {"toyc/backend.py": BACKEND_PY + "# tidy\n"})
+    hashed = {"compiler_source": ["toyc/backend.py", "toyc/util.py", "toyc/other.py"], "unused": ["toyc/none.py"]}
+    assert changed_sources(repo, base, head, hashed) == {"compiler_source": ("toyc/backend.py", "toyc/util.py")}
