@@ -1,7 +1,7 @@
 """What the job handlers and the worker keep in the service database besides the queue (`jobs.py`):
 the PR's review record (what the bot has posted), maintainers' authorisations of fork heads, the
-GPU suite runs, and the worker heartbeat. Plain functions over the models of `db.py`; the handlers
-hold no SQL.
+GPU suite runs, the worker heartbeat, and the App installation a delivery came from. Plain
+functions over the models of `db.py`; the handlers and their `JobContext` hold no SQL.
 
 A function given a `sessionmaker` runs its own transaction; one given a `Session` joins the
 caller's (which commits it), so several steps can be one transaction.
@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from reviewbot.service.db import Authorisation, Job, ReviewRecord, SuiteRun, WorkerBeat
+from reviewbot.service.db import Authorisation, Delivery, Job, ReviewRecord, SuiteRun, WorkerBeat
 
 
 def review_record(sessions: sessionmaker, repo: str, pr: int) -> ReviewRecord:
@@ -91,3 +91,12 @@ def record_heartbeat(sessions: sessionmaker, worker_id: str, state: str, detail:
             row = WorkerBeat(id=worker_id, host=socket.gethostname(), pid=os.getpid(), started_at=time.time())
             session.add(row)
         row.heartbeat_at, row.state, row.detail, row.metrics = time.time(), state, detail, metrics
+
+
+def delivery_installation(sessions: sessionmaker, guid: str) -> int | None:
+    """The GitHub App installation id of the stored delivery `guid`; None when the delivery is gone
+    (pruned) or names none."""
+    with sessions() as session:
+        delivery = session.scalar(select(Delivery).where(Delivery.guid == guid))
+        installation = (delivery.payload.get("installation") or {}) if delivery else {}
+    return installation.get("id")

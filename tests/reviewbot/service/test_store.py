@@ -3,13 +3,14 @@ worker heartbeat, as the handlers and the worker loop use them."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
 from sqlalchemy import select
 
 from reviewbot.service import jobs, store
-from reviewbot.service.db import Job, SuiteRun, WorkerBeat, make_sessionmaker
+from reviewbot.service.db import Delivery, Job, SuiteRun, WorkerBeat, make_sessionmaker, pack_body
 
 
 @pytest.fixture
@@ -96,3 +97,13 @@ def test_a_head_counts_as_covered_while_its_job_is_live_or_finished_not_once_sup
     with sessions.begin() as session:
         assert session.scalar(select(Job.state)) == "superseded"
         assert not jobs.has_job_for_head(session, "octo/store", 6, "review", head)
+
+
+def test_the_installation_of_a_delivery_is_read_from_its_stored_body(sessions):
+    with sessions.begin() as session:
+        for guid, payload in (("with", {"installation": {"id": 4242}}), ("without", {"action": "opened"})):
+            body = pack_body(json.dumps(payload).encode())
+            session.add(Delivery(guid=guid, event="pull_request", action="opened", body=body))
+    assert store.delivery_installation(sessions, "with") == 4242
+    assert store.delivery_installation(sessions, "without") is None
+    assert store.delivery_installation(sessions, "pruned") is None
