@@ -31,15 +31,12 @@ def test_a_stage_is_timed_once_and_a_failed_stage_records_nothing() -> None:
     clock = StageClock()
     with clock.stage("diff"):
         pass
-    with pytest.raises(AssertionError, match="timed twice"):
-        with clock.stage("diff"):
-            pass
-    with pytest.raises(KeyError):
-        with clock.stage("broken"):
-            {}["missing"]
-    with clock.stage("later"):
-        with clock.stage("nested"):
-            pass
+    with pytest.raises(AssertionError, match="timed twice"), clock.stage("diff"):
+        pass
+    with pytest.raises(KeyError), clock.stage("broken"):
+        {}["missing"]
+    with clock.stage("later"), clock.stage("nested"):
+        pass
     assert list(clock.timings) == ["diff", "nested", "later"]
 
 
