@@ -40,9 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    from magi_compiler import compilation_counter
     from magi_bench.contenders import build_contenders
     from magi_bench.models import ModelDims, simple_spec
+    from magi_compiler import compilation_counter
 
     device = torch.device(args.device)
     if device.type == "cuda" and device.index is not None:

@@ -29,9 +29,9 @@ from torch.autograd import DeviceType
 from torch.distributed.device_mesh import init_device_mesh
 from torch.profiler import ProfilerActivity, profile
 
-from magi_compiler.distributed.data_parallel import data_parallel
 from magi_bench.process_group import init_from_env
 from magi_bench.toy_model import TinyTransformer
+from magi_compiler.distributed.data_parallel import data_parallel
 from magi_compiler.passes.fsdp_overlap import INDUCTOR_CONFIG_PATCH, apply_fsdp_overlap
 
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}

@@ -21,9 +21,9 @@ import torch.distributed as dist
 from torch import fx
 from torch.distributed.device_mesh import init_device_mesh
 
-from magi_compiler.distributed.data_parallel import data_parallel
 from magi_bench.process_group import init_from_env
 from magi_bench.toy_model import TinyTransformer
+from magi_compiler.distributed.data_parallel import data_parallel
 from magi_compiler.passes.fsdp_overlap import apply_fsdp_overlap, is_compute_node, is_redistribute
 
 

@@ -145,10 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     tooling = sum(count for module, count in magi.items() if module.startswith(TOOLING_PREFIXES))
     print(f"magi_compiler/ tooling share: {tooling} of {sum(magi.values())} lines ({tooling / sum(magi.values()):.0%})")
     reversed_edges = sorted(
-        f"{module} -> {target}"
-        for module in magi
-        for target in graph[module]
-        if target.split(".")[0] == "magi_bench"
+        f"{module} -> {target}" for module in magi for target in graph[module] if target.split(".")[0] == "magi_bench"
     )
     print(f"magi_compiler/ importing magi_bench/: {len(reversed_edges)}")
     for edge in reversed_edges:
