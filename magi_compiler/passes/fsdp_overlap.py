@@ -42,8 +42,9 @@ from torch import fx
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 
 from magi_compiler.config import CompileConfig, FSDPConfig
+from magi_compiler.log import EntryLevelLogger
 
-logger = logging.getLogger(__name__)
+logger = EntryLevelLogger(logging.getLogger(__name__))
 
 BucketMode = Literal["none", "coalesced"]
 _BYTES_PER_MIB = 1 << 20
