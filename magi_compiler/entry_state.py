@@ -103,7 +103,8 @@ def _ambient_modes() -> tuple:
 
 
 class EntryState:
-    """The compile state of one entry: ``fn`` called with ``bound_self`` first when given."""
+    """The compile state of one entry: ``fn`` called with ``bound_self`` first when given. With
+    ``config.log_level`` set, each call runs under that level (:func:`magi_compiler.log.entry_log_level`)."""
 
     def __init__(
         self,
