@@ -1,8 +1,8 @@
 """Benchmark the FSDP overlap pass: training-step time and exposed all-gather time.
 
-    torchrun --nproc-per-node 2 -m magi_compiler.distributed.bench_overlap \\
+    torchrun --nproc-per-node 2 -m magi_bench.overlap \\
         --layers 8 --hidden 4096 --dtype bf16 --batch 2 --seq 2048          # 2 GPUs, NCCL
-    python -m magi_compiler.distributed.bench_overlap --layers 2 --hidden 64   # 1 gloo rank, CPU
+    python -m magi_bench.overlap --layers 2 --hidden 64   # 1 gloo rank, CPU
 
 For each variant (`off`: Inductor compiles the DTensor graph as Dynamo gives it; `none`: the
 pass with one all-gather per parameter; `coalesced`: the pass with buckets) it compiles a
@@ -29,9 +29,9 @@ from torch.autograd import DeviceType
 from torch.distributed.device_mesh import init_device_mesh
 from torch.profiler import ProfilerActivity, profile
 
+from magi_bench.process_group import init_from_env
+from magi_bench.toy_model import TinyTransformer
 from magi_compiler.distributed.data_parallel import data_parallel
-from magi_compiler.distributed.process_group import init_from_env
-from magi_compiler.distributed.toy_model import TinyTransformer
 from magi_compiler.passes.fsdp_overlap import INDUCTOR_CONFIG_PATCH, apply_fsdp_overlap
 
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}

@@ -1,6 +1,6 @@
 """Benchmark: static review (no suites, no probe) of a generated diff of about 2,000 changed lines.
 
-    python -m reviewbot.bench_static [--lines 2000] [--files 20] [--repeat 3]
+    python benchmarks/reviewbot_static.py [--lines 2000] [--files 20] [--repeat 3]
 
 Builds a real git repository in a temp dir: `main` holds `--files` modules of plain functions; the
 branch rewrites and extends them (handlers, config gates, try blocks) so every rule has work. It

@@ -1,6 +1,6 @@
 """Benchmark: what the sandbox costs per run.
 
-    python -m reviewbot.bench_sandbox [--runs 20]
+    python benchmarks/reviewbot_sandbox.py [--runs 20]
 
 Runs `true` and `python -c pass` in a box of an empty temp worktree, sandboxed (where
 `sandbox.availability()` allows) and not, and prints the median and the slowest wall time of

@@ -21,7 +21,7 @@ MARKER = "FIRST_OUTPUT "
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m magi_compiler.bench.first_output")
+    parser = argparse.ArgumentParser(prog="python -m magi_bench.first_output")
     parser.add_argument("--contender", required=True)
     parser.add_argument("--device", required=True)
     parser.add_argument("--dtype", required=True)
@@ -40,9 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    from magi_bench.contenders import build_contenders
+    from magi_bench.models import ModelDims, simple_spec
     from magi_compiler import compilation_counter
-    from magi_compiler.bench.contenders import build_contenders
-    from magi_compiler.bench.models import ModelDims, simple_spec
 
     device = torch.device(args.device)
     if device.type == "cuda" and device.index is not None:

@@ -1,7 +1,7 @@
 """Show the FSDP overlap pass on a small Transformer: the all-gathers before and after it.
 
-    python -m magi_compiler.distributed.overlap_report [--layers 4] [--bucket-mode coalesced]
-    torchrun --nproc-per-node 2 -m magi_compiler.distributed.overlap_report
+    python -m magi_bench.overlap_report [--layers 4] [--bucket-mode coalesced]
+    torchrun --nproc-per-node 2 -m magi_bench.overlap_report
 
 Traces `TinyTransformer` wrapped with `data_parallel(..., "fully_shard")` through Dynamo,
 then prints, for the graph as Dynamo gives it and after `apply_fsdp_overlap`, each all-gather
@@ -21,10 +21,10 @@ import torch.distributed as dist
 from torch import fx
 from torch.distributed.device_mesh import init_device_mesh
 
+from magi_bench.process_group import init_from_env
+from magi_bench.toy_model import TinyTransformer
 from magi_compiler.distributed.data_parallel import data_parallel
-from magi_compiler.distributed.process_group import init_from_env
-from magi_compiler.distributed.toy_model import TinyTransformer
-from magi_compiler.passes.fsdp_overlap import _is_compute, _is_method, apply_fsdp_overlap
+from magi_compiler.passes.fsdp_overlap import apply_fsdp_overlap, is_compute_node, is_redistribute
 
 
 def capture_graph(model: torch.nn.Module, example: torch.Tensor) -> fx.GraphModule:
@@ -47,7 +47,7 @@ def describe_before(gm: fx.GraphModule) -> list[dict]:
     index_of = {node: i for i, node in enumerate(nodes)}
     rows = []
     for node in nodes:
-        if not _is_method(node, "redistribute"):
+        if not is_redistribute(node):
             continue
         consumers = [u for to_local in node.users for u in to_local.users]
         first_use = min(index_of[u] for u in consumers) if consumers else index_of[node]
@@ -71,7 +71,7 @@ def _to_compute_steps(gm: fx.GraphModule, rows: list[dict]) -> None:
     steps, done = [], 0
     for node in gm.graph.nodes:
         steps.append(done)
-        done += _is_compute(node)
+        done += is_compute_node(node)
     for row in rows:
         for key in ("issue", "wait", "first_use"):
             row[f"{key}_step"] = steps[row[f"{key}_index"]]
@@ -90,7 +90,7 @@ def build_report(layers: int, hidden: int, bucket_mode: str, bucket_size_mib: fl
     report = apply_fsdp_overlap(gm, bucket_mode, bucket_size_mib, prefetch_depth)
     after = [vars(b) for b in report.buckets]
     _to_compute_steps(gm, after)
-    compute_nodes = sum(1 for n in gm.graph.nodes if _is_compute(n))
+    compute_nodes = sum(1 for n in gm.graph.nodes if is_compute_node(n))
     return {
         "layers": layers,
         "hidden": hidden,

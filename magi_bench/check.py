@@ -1,5 +1,5 @@
 """Checks of a bench JSON document, shared by the regression test and machines without pytest:
-``python -m magi_compiler.bench.check bench.json [--stability]`` prints each problem and exits 1
+``python -m magi_bench.check bench.json [--stability]`` prints each problem and exits 1
 if there is any.
 
 Contract (any device): schema-valid; every contender of every timing section present, with
@@ -11,7 +11,7 @@ entry ran the swapped-in bytecode. Dynamic section: outputs match eager and noth
 after the first pass.
 
 Stability: for the contenders of the latency and attention sections, a spread over 4 blocks
-of consecutive calls (:mod:`magi_compiler.bench.stats`) stays below a bound. On CUDA, for every
+of consecutive calls (:mod:`magi_bench.stats`) stays below a bound. On CUDA, for every
 contender, the block medians' spread stays below 1.2. On CPU, for every compiled contender,
 the spread of its block lower quartiles divided by eager's in the same rounds stays below 1.5:
 a shared CPU runner's load slows part of a block's calls (which moves medians, not lower
@@ -26,8 +26,8 @@ import json
 import sys
 from typing import Any
 
-from magi_compiler.bench.contenders import CONTENDER_NAMES, MAGI_CONTENDERS
-from magi_compiler.bench.report import TIMING_SECTIONS, validate_document
+from magi_bench.contenders import CONTENDER_NAMES, MAGI_CONTENDERS
+from magi_bench.report import TIMING_SECTIONS, validate_document
 
 # device type -> (statistic, bound, whether eager is bounded too)
 STABILITY = {"cuda": ("block_median_spread", 1.2, True), "cpu": ("relative_block_p25_spread", 1.5, False)}
@@ -111,7 +111,7 @@ def stability_problems(doc: dict[str, Any], bound: float | None = None) -> list[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m magi_compiler.bench.check", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m magi_bench.check", description=__doc__)
     parser.add_argument("json_path")
     parser.add_argument(
         "--stability",

@@ -27,9 +27,9 @@ from typing import Any
 
 import torch
 
-from magi_compiler.bench import stats
-from magi_compiler.bench.harness import ContenderRun, DynamicRun
-from magi_compiler.bench.models import ModelDims
+from magi_bench import stats
+from magi_bench.harness import ContenderRun, DynamicRun
+from magi_bench.models import ModelDims
 
 SCHEMA = "magi_compiler.bench"
 SCHEMA_VERSION = 2

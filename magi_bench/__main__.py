@@ -1,4 +1,4 @@
-"""``python -m magi_compiler.bench`` / ``magi-bench``: time SimpleModel and AttentionModel
+"""``python -m magi_bench`` / ``magi-bench``: time SimpleModel and AttentionModel
 through every ``@magi_compile`` entry point (and Magi's CUDA-graph modes) against eager,
 ``torch.compile`` and ``torch.compile(mode="reduce-overhead")``.
 
@@ -16,13 +16,13 @@ from typing import Any
 
 import torch
 
-from magi_compiler.bench import plot, report
-from magi_compiler.bench.contenders import CONTENDER_NAMES, build_contenders
-from magi_compiler.bench.harness import run_dynamic_batches, run_interleaved
-from magi_compiler.bench.models import PROFILES, ModelDims, ModelSpec, attention_spec, simple_spec, tiny_spec
-from magi_compiler.bench.progress import Progress
-from magi_compiler.bench.startup import run_startup
-from magi_compiler.bench.timers import Timer
+from magi_bench import plot, report
+from magi_bench.contenders import CONTENDER_NAMES, build_contenders
+from magi_bench.harness import run_dynamic_batches, run_interleaved
+from magi_bench.models import PROFILES, ModelDims, ModelSpec, attention_spec, simple_spec, tiny_spec
+from magi_bench.progress import Progress
+from magi_bench.startup import run_startup
+from magi_bench.timers import Timer
 from magi_compiler.config import CompileConfig
 from magi_compiler.log import configure_cli
 

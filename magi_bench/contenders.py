@@ -25,8 +25,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from magi_bench.models import ModelSpec, isolated_function, isolated_subclass
 from magi_compiler import compilation_counter, magi_compile
-from magi_compiler.bench.models import ModelSpec, isolated_function, isolated_subclass
 from magi_compiler.config import CompileConfig
 
 CONTENDER_NAMES = (

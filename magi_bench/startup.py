@@ -22,13 +22,12 @@ from typing import Any
 
 import torch
 
-import magi_compiler
-from magi_compiler.bench.first_output import MARKER
-from magi_compiler.bench.models import ModelDims
-from magi_compiler.bench.progress import Progress
+from magi_bench.first_output import MARKER
+from magi_bench.models import ModelDims
+from magi_bench.progress import Progress
 
 STARTUP_CONTENDERS = ("eager", "torch_compile", "magi_class")
-REPO_ROOT = Path(magi_compiler.__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[1]  # holds magi_bench and magi_compiler (one distribution)
 
 
 def _child_env(cache_dir: Path) -> dict[str, str]:
@@ -53,7 +52,7 @@ def time_to_first_output(
     command = [
         sys.executable,
         "-m",
-        "magi_compiler.bench.first_output",
+        "magi_bench.first_output",
         "--contender",
         contender,
         "--device",

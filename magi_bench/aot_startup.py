@@ -1,6 +1,6 @@
 """Startup benchmark: time to first output of a small model in fresh processes, cold vs warm.
 
-``python -m magi_compiler.aot.startup_bench [--repeats N] [--width W] [--device cpu|cuda] [--json]``
+``python -m magi_bench.aot_startup [--repeats N] [--width W] [--device cpu|cuda] [--json]``
 
 Each measurement is a separate fresh Python process; the parent records the wall time from
 launching it to the child reporting its first output (interpreter start and ``import torch``
@@ -77,7 +77,7 @@ def _run_child(env: dict[str, str], width: int, device: str) -> dict[str, float]
         [
             sys.executable,
             "-m",
-            "magi_compiler.aot.startup_bench",
+            "magi_bench.aot_startup",
             CHILD_FLAG,
             "--width",
             str(width),
@@ -108,7 +108,7 @@ def _scenario_env(base: dict[str, str], magi_cache: Path, inductor_cache: Path, 
 
 
 def run(repeats: int, width: int, device: str) -> dict[str, dict[str, float]]:
-    repo_root = Path(__file__).resolve().parents[2]
+    repo_root = Path(__file__).resolve().parents[1]
     base = dict(os.environ)
     base["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo_root), base.get("PYTHONPATH", "")]))
     results: dict[str, dict[str, float]] = {}

@@ -23,9 +23,9 @@ import time
 
 import torch
 
-from magi_compiler.bench.contenders import Contender
-from magi_compiler.bench.progress import Progress
-from magi_compiler.bench.timers import Timer
+from magi_bench.contenders import Contender
+from magi_bench.progress import Progress
+from magi_bench.timers import Timer
 
 # Bound on the relative L2 error ||out - eager|| / ||eager||: robust to the few elements where
 # fused low-precision kernels round differently, which an elementwise bound is not.

@@ -1,4 +1,4 @@
-"""Webhook latency under a burst, with the worker busy: `python -m reviewbot.service.loadtest`.
+"""Webhook latency under a burst, with the worker busy: `python benchmarks/reviewbot_loadtest.py`.
 
 Sends signed `pull_request` `synchronize` deliveries shaped like GitHub's (the repository objects
 with their API URL fields, a prose PR body; ~20 KB, distinct delivery ids, 50 PRs) at a fixed
@@ -58,8 +58,8 @@ REPO_URL_FIELDS = (
     "notifications", "pulls", "releases", "stargazers", "statuses", "subscribers", "subscription", "tags",
     "teams", "trees",
 )  # fmt: skip
-SOURCE_DIR = Path(__file__).resolve().parent
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the checkout this script lies in, which holds reviewbot/
+SOURCE_DIR = PACKAGE_ROOT / "reviewbot" / "service"
 
 
 def _repo(full_name: str) -> dict[str, object]:
@@ -176,7 +176,7 @@ def _free_port() -> int:
 
 
 def _package_path() -> str:
-    """PYTHONPATH with the package's own location first, for a source checkout as much as an install."""
+    """PYTHONPATH with this checkout first, so that the servers and reviews run its reviewbot."""
     return os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))
 
 
@@ -300,7 +300,7 @@ def _database_report(path: Path, timeout: float = 300) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reviewbot.service.loadtest", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python benchmarks/reviewbot_loadtest.py", description=__doc__.split("\n")[0])
     parser.add_argument("--rate", type=float, default=200.0, help="deliveries per second (default 200)")
     parser.add_argument("--seconds", type=float, default=10.0, help="length of the burst (default 10)")
     parser.add_argument(
