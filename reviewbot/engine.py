@@ -31,11 +31,11 @@ import ast
 import contextlib
 import dataclasses
 import functools
+import logging
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from reviewbot import logger
 from reviewbot.diff import FileChange, diff_files
 from reviewbot.exception_index import ExceptionIndex, index_revision
 from reviewbot.experiments.exception_injection import candidates as injection_candidates
@@ -53,6 +53,8 @@ from reviewbot.rules import cache_key as cache_key_rule
 from reviewbot.rules.common import QualnameIndex
 from reviewbot.suites import SuiteResult, run_suites
 from reviewbot.testplan import FAILS_AT_HEAD, TestPlanRow, verify_test_plan
+
+logger = logging.getLogger(__name__)
 
 SUITE_MODES = ("none", "static", "all")
 ProgressFn = Callable[[str], None]

@@ -14,6 +14,7 @@ Importing this module registers it as `local`.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import subprocess
@@ -21,11 +22,12 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from reviewbot import logger
 from reviewbot.gpu_dispatch.outcome import error_outcome, outcome_from_results
 from reviewbot.results import RegressionResults, ResultsFormatError
 from reviewbot.service.gpu_dispatch import GpuOutcome, GpuRequest, register_dispatcher
 from reviewbot.service.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 _SECRET_NAME = re.compile(
     r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|PRIVATE_KEY|API_KEY|ACCESS_KEY|CREDENTIALS?)(_|$)", re.IGNORECASE

@@ -15,7 +15,7 @@ from github.Repository import Repository
 
 from reviewbot.release_notes.history import Change
 
-logger = logging.getLogger("reviewbot")
+logger = logging.getLogger(__name__)
 
 DEFAULT_API_URL = "https://api.github.com"
 

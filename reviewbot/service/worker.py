@@ -20,6 +20,7 @@ plug-in adds (the GPU `actions` mode). The heartbeat row is written through `sto
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -31,7 +32,7 @@ from pathlib import Path
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import sessionmaker
 
-from reviewbot import logger, sandbox
+from reviewbot import sandbox
 from reviewbot.repo_config import ConfigError
 from reviewbot.service import health, ingest, job_handlers, jobs, metrics, plugins, registry, retention, store
 from reviewbot.service.checkout import CheckoutError
@@ -39,6 +40,8 @@ from reviewbot.service.github_api import GitHubFailed
 from reviewbot.service.job_context import JobContext, JobEnd, Stopped
 from reviewbot.service.registry import JobHandler
 from reviewbot.service.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 
 def service_state_paths(settings: Settings) -> list[Path]:
