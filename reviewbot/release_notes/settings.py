@@ -110,7 +110,7 @@ class ReleaseNotesSection(BaseModel):
     invalidates_label: Name | None = None
 
 
-@pydantic_dataclass(frozen=True, config=ConfigDict(arbitrary_types_allowed=True))
+@pydantic_dataclass(frozen=True)
 class ReleaseNotesSettings:
     """The grouping in effect: every label, prefix, `breaking_category` and `other_category`
     names one of `categories`."""
