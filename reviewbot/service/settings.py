@@ -177,6 +177,9 @@ class Settings(BaseModel):
         ),
     )
     gpu_timeout_seconds: float = Field(3600.0, description="time limit of one GPU suite run")
+    gpus: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="GPUs the local GPU dispatch mode gives the suites (unset: as many as `nvidia-smi -L` lists)"
+    )
     max_inline_comments: int = Field(30, description="inline review comments per review at most")
     retry_backoff_seconds: float = Field(2.0, description="first backoff after a GitHub 5xx (doubles per attempt)")
     retry_max_attempts: int = Field(6, description="attempts of one GitHub API operation")
@@ -285,7 +288,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     for s in SETTINGS:
         flag = "--" + s.name.replace("_", "-")
-        shown = ",".join(s.default) if isinstance(s.default, tuple) else s.default
+        shown = ",".join(s.default) if isinstance(s.default, tuple) else "unset" if s.default is None else s.default
         parser.add_argument(
             flag,
             dest=s.name,

@@ -88,6 +88,13 @@ def test_service_settings_from_yaml_types_and_through_json(tmp_path: Path) -> No
         9002,
     )
     assert settings.Settings.from_json(loaded.to_json()) == loaded
+    # REVIEWBOT_GPUS is a setting: it reaches serve's own worker through the JSON on its stdin
+    # (that worker's environment has no REVIEWBOT_* variable)
+    assert loaded.gpus is None
+    with_gpus = settings.load(env={"REVIEWBOT_GPUS": "2"})
+    assert settings.Settings.from_json(with_gpus.to_json()).gpus == 2
+    with pytest.raises(ValueError, match=r"^gpus \(env REVIEWBOT_GPUS\): must be >= 0$"):
+        settings.load(env={"REVIEWBOT_GPUS": "-1"})
     with pytest.raises(ValueError, match="must name exactly the known settings"):
         settings.Settings.from_json('{"port": 1}')
 
