@@ -51,6 +51,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
+    field_validator,
 )
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic_core import PydanticCustomError
@@ -113,6 +114,7 @@ Text = Annotated[StrictStr, AfterValidator(_not_blank)]
 Seconds = Annotated[StrictFloat, Field(gt=0)]
 Count = Annotated[StrictInt, Field(ge=0)]
 SeverityLabel = Annotated[Severity, BeforeValidator(_severity)]
+Name = Annotated[str, BeforeValidator(str)]  # a suite's or rule's name: a YAML number is its text
 _SECTION = ConfigDict(extra="forbid", frozen=True)
 _RECORD = ConfigDict(extra="forbid")  # pydantic dataclasses: frozen by the decorator
 
@@ -169,6 +171,14 @@ class CacheKeySection(BaseModel):
     probe: ProbeConfig | None = None
     vocabulary: dict[StrictStr, StrictStr] | None = None
 
+    @field_validator("probe", "vocabulary", mode="before")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        """Absent means the default; written but empty (`probe:`) is a mistake."""
+        if value is None:
+            raise PydanticCustomError("dict_type", "expected a mapping")
+        return value
+
 
 class ExperimentsSection(BaseModel):
     model_config = _SECTION
@@ -182,8 +192,8 @@ class ConfigFile(BaseModel):
     model_config = _SECTION
     language: Language = "en"
     cache_key: CacheKeySection = CacheKeySection()
-    suites: dict[StrictStr, SuiteEntry] = {}
-    severity_overrides: dict[StrictStr, SeverityLabel] = {}
+    suites: dict[Name, SuiteEntry] = {}
+    severity_overrides: dict[Name, SeverityLabel] = {}
     config_attribute_names: list[StrictStr] = list(DEFAULT_CONFIG_NAMES)
     release_notes: Any = None
     experiments: ExperimentsSection = ExperimentsSection()

@@ -33,6 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
         ("suites: [unit]\n", "suites: expected a mapping, got list"),
         ("- a\n", "<top level>: expected a mapping, got list"),
         ("cache_key:\n  probe: {command: '  '}\n", "cache_key.probe.command: must not be empty"),
+        ("cache_key:\n  probe:\n", "cache_key.probe: expected a mapping, got NoneType"),
         ("severity_overrides: {wide-try: 2}\n", "severity_overrides.wide-try: expected str, got int"),
         ("config_attribute_names: [cfg, [x]]\n", "config_attribute_names[1]: expected str, got list"),
         (
@@ -48,6 +49,11 @@ def test_reviewbot_yml_errors_are_one_line_naming_the_key(text: str, line: str) 
     message = str(caught.value)
     assert message.startswith(line), message
     assert "\n" not in message and "pydantic" not in message
+
+
+def test_names_written_as_yaml_numbers_are_their_text() -> None:
+    config = parse_config("suites:\n  1: {command: x}\nseverity_overrides: {2: P3}\n")
+    assert config.suite("1").command == "x" and config.severity_overrides["2"].name == "P3"
 
 
 def test_a_wrong_type_in_release_notes_is_a_type_error_and_unknown_keys_are_named_together() -> None:
