@@ -14,6 +14,7 @@ Used by `reviewbot review`, the service's `/rerun-gpu`, and the GPU workflow.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import shutil
 import subprocess
@@ -22,12 +23,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from reviewbot import logger
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import RepoConfig, SuiteConfig
 from reviewbot.results.junit import parse_junit_xml
 from reviewbot.results.schema import ERROR, FAILED, NOT_RUN, PASSED, TIMEOUT, SuiteResult
 from reviewbot.sandbox import Box, SandboxError, box, build_argv, child_env
+
+logger = logging.getLogger(__name__)
 
 LOG_TAIL_LINES = 40
 

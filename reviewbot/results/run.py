@@ -31,7 +31,7 @@ from reviewbot.results.environment import collect_environment
 from reviewbot.results.schema import RegressionResults, SuiteResult
 from reviewbot.suites import run_suites
 
-logger = logging.getLogger("reviewbot")
+logger = logging.getLogger(__name__)
 
 RESULTS_FILE = "results.json"
 SUITES_DIR = "suites"
