@@ -7,8 +7,10 @@ Public API (used by `reviewbot review`, the service and the release notes):
 
 - Reviews exactly what the branch proposes to merge: the diff `merge-base(base, head)..head`.
 - `suites`: `none` runs no code of the revision (static rules and the static cache-key closure diff
-  only; safe for untrusted forks); `static` (default) adds the cache-key probe (when the static
-  diff found a change), test-plan verification (when `pr_body` has a test plan) and the configured
+  only, and the files the key hashes by their bytes when a listing for the merge base is cached;
+  safe for untrusted forks); `static` (default) adds the cache-key probe (when the static
+  diff found a change; at the merge base alone for its listing of hashed files when the change
+  modifies files existing there and no listing is cached), test-plan verification (when `pr_body` has a test plan) and the configured
   suites that need no GPU; `all` adds every configured suite (GPU suites report `not-run` where
   the machine lacks GPUs). Any other value is a comma-separated list of configured suite names.
   Every mode but `none` also runs the exception-injection experiment on the catch-all and
@@ -20,7 +22,8 @@ Public API (used by `reviewbot review`, the service and the release notes):
 
 `Review` carries the verdict, the findings (each with severity, rule, path, line range,
 message/why/fix and fingerprint), the change summary, the `KeyChange` (`review.invalidates_cache`
-is True when the probe confirmed a key change: label the PR `cache: invalidates`), suite results,
+is True when the probe confirmed a key change or the change edits files the key hashes by their
+bytes, as the probe at base lists them: label the PR `cache: invalidates`), suite results,
 the test-plan table and the generated-code signals. `review.to_json()` is the data;
 `reviewbot.render.render_markdown(review, language)` (or `review.to_markdown()`) the text.
 """
@@ -236,6 +239,7 @@ def run_review(
                     base_config=base_config,
                     progress=say,
                     require_roots=True,
+                    hashed_sources=True,
                 )
                 if key_change.probe_status == "ok":  # the experiment runs the probe again at both revisions
                     with clock.stage("key_reproducibility"):
@@ -245,7 +249,7 @@ def run_review(
         with clock.stage("static_rules"):
             findings, guards = _file_findings(git, merge_base, head_sha, changes, config, key_change, say)
             if key_change is not None:
-                findings += cache_key_rule.check(key_change, {c.path: c for c in changes})
+                findings += cache_key_rule.check(key_change, {c.path: c for c in changes}, pr_body)
                 if pr_body:
                     findings += key_docs.check_pr_body(
                         pr_body,

@@ -90,7 +90,7 @@ class Review:
 
     @property
     def invalidates_cache(self) -> bool:
-        return self.key_change is not None and self.key_change.confirmed
+        return self.key_change is not None and self.key_change.invalidates
 
     def to_json(self) -> dict[str, Any]:
         verdict = self.verdict

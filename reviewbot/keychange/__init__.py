@@ -10,11 +10,19 @@ Public API (used by the review engine, the service and the release notes):
    and key of each reference case are compared. `probe=None` runs it only when step 1 found a
    change (or a field was added to a hashed config class); `True` always; `False` never.
 
+3. Hashed sources (`hashed_sources=True`, the review engine): the files the key hashes by their
+   bytes, as the probe at base lists them (its `"sources"`, see `hashed_sources.py`: read only when
+   the change modifies or deletes a file existing at base, cached per base commit, the probe run
+   of step 2 reused). A change to one of them is a key change whatever step 1 found:
+   `KeyChange.hashed_sources` (factor -> changed files) and `KeyChange.invalidates`.
+
 `KeyChange.status` is `confirmed` (the probe saw a different key for at least one reference case),
-`unconfirmed` (the static diff changed but the probe did not run, failed, or saw the same keys) or
-`unchanged`. `introduced` is True when the roots exist only at head (no probe then: there was no
-key to compare with). `KeyChange.confirmed` is what the service labels `cache: invalidates` and what the
-release notes warn about. `new_fields` lists fields added to hashed config classes (the roots that
+`hashed-source` (not confirmed by comparing keys, but the change edits files the key hashes by
+their bytes), `unconfirmed` (the static diff changed but the probe did not run, failed, or saw the
+same keys) or `unchanged`. `introduced` is True when the roots exist only at head (no probe then: there was no
+key to compare with). `KeyChange.invalidates` (confirmed, or a hashed file changed) is what the
+service labels `cache: invalidates`; `KeyChange.confirmed` is what the release notes' detection
+warns about (they check hashed files themselves, per commit). `new_fields` lists fields added to hashed config classes (the roots that
 are classes), with `ignored=True` when the key does not see them (`fields.py` reads the class's
 hash; the probe overrules it: a field whose addition alone changed the keys is never ignored).
 
@@ -50,14 +58,16 @@ from reviewbot.keychange.closure import (
     resolvable_roots,
 )
 from reviewbot.keychange.fields import field_coverage
-from reviewbot.keychange.probe import ProbeRun, run_probe
-from reviewbot.repo_config import ConfigError, RepoConfig
+from reviewbot.keychange.hashed_sources import base_listing, listable_paths
+from reviewbot.keychange.probe import ProbeRun, changed_sources, run_probe
+from reviewbot.repo_config import ConfigError, ProbeConfig, RepoConfig
 
 logger = logging.getLogger(__name__)
 
 CONFIRMED = "confirmed"
 UNCONFIRMED = "unconfirmed"
 UNCHANGED = "unchanged"
+HASHED_SOURCE = "hashed-source"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,6 +185,11 @@ class KeyChange:
     reproducibility_head: Reproducibility | None = None
     roots_added: tuple[str, ...] = ()  # configured roots that exist at head only
     roots_removed: tuple[str, ...] = ()  # configured roots that exist at base only
+    # factor -> files it hashes by their bytes (the probe at base lists them) that this change modifies
+    hashed_sources: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # where the base's listing of hashed files came from: "" (not needed: no probe, or the change
+    # modifies no file existing at base), "probe", "cache", or "unknown" (the probe failed or could not run)
+    sources_origin: str = ""
 
     @property
     def unstable_base(self) -> tuple[str, ...]:
@@ -195,9 +210,21 @@ class KeyChange:
         return self.probe_status == "ok" and any(c.changed for c in self.cases)
 
     @property
+    def hashed_changed(self) -> bool:
+        """The change edits files the key hashes by their bytes (and the key existed at base)."""
+        return bool(self.hashed_sources) and not self.introduced
+
+    @property
+    def invalidates(self) -> bool:
+        """Every existing cache misses after this change: the probe confirmed it, or a hashed file changed."""
+        return self.confirmed or self.hashed_changed
+
+    @property
     def status(self) -> str:
         if self.confirmed:
             return CONFIRMED
+        if self.hashed_changed:
+            return HASHED_SOURCE
         if self.static_changed:
             return UNCONFIRMED
         return UNCHANGED
@@ -242,6 +269,9 @@ class KeyChange:
             "head": self.head,
             "status": self.status,
             "confirmed": self.confirmed,
+            "invalidates": self.invalidates,
+            "hashed_sources": {factor: list(paths) for factor, paths in self.hashed_sources.items()},
+            "sources_origin": self.sources_origin,
             "static_changed": self.static_changed,
             "roots": list(self.roots),
             "roots_found": self.roots_found,
@@ -297,6 +327,7 @@ def detect_key_change(
     base_config: RepoConfig | None = None,
     progress: ProgressFn = _no_progress,
     require_roots: bool = False,
+    hashed_sources: bool = False,
 ) -> KeyChange:
     """Compare the cache key between `base_ref` and `head_ref` (compare exactly these two revisions;
     the caller picks the merge base for a pull request).
@@ -305,6 +336,9 @@ def detect_key_change(
     change that moves the key's module (and updates `.reviewbot.yml`) is still compared correctly.
     `require_roots`: raise `ConfigError` for a root of `config` that names nothing at either
     revision, before anything runs (one only the base's configuration names is logged).
+    `hashed_sources`: also find the changed files the key hashes by their bytes (step 3 of the
+    module docstring; the probe at base runs for it unless `probe` is False, which reads a cached
+    listing only).
     """
     git = repo if isinstance(repo, GitRepo) else GitRepo(repo)
     base, head = git.rev_parse(base_ref), git.rev_parse(head_ref)
@@ -376,19 +410,48 @@ def detect_key_change(
     if result.introduced:
         logger.info("cache-key probe skipped: the key roots do not exist at base %s", base[:12])
         return result
-    if config.probe is None or not want_probe:
-        if config.probe is not None and changes:
-            logger.info("cache-key probe skipped (probe=%s)", probe)
-        return result
-    progress("cache key: running the probe at base")
-    old = run_probe(git, base, base_config.probe or config.probe)
-    progress(f"cache key: probe at base {old.status} in {old.seconds:.1f}s; running it at head")
-    new = run_probe(git, head, config.probe)
-    progress(f"cache key: probe at head {new.status} in {new.seconds:.1f}s")
-    _merge_probe(result, old, new)
-    if result.probe_status == "ok":
-        result.new_fields = [_probe_verdict(result, f) for f in result.new_fields]
+    old: ProbeRun | None = None
+    if config.probe is not None and want_probe:
+        progress("cache key: running the probe at base")
+        old = run_probe(git, base, base_config.probe or config.probe)
+        progress(f"cache key: probe at base {old.status} in {old.seconds:.1f}s; running it at head")
+        new = run_probe(git, head, config.probe)
+        progress(f"cache key: probe at head {new.status} in {new.seconds:.1f}s")
+        _merge_probe(result, old, new)
+        if result.probe_status == "ok":
+            result.new_fields = [_probe_verdict(result, f) for f in result.new_fields]
+    elif config.probe is not None and changes:
+        logger.info("cache-key probe skipped (probe=%s)", probe)
+    base_probe = base_config.probe or config.probe
+    if hashed_sources and base_probe is not None:
+        _find_hashed_sources(git, result, base_probe, run=probe is not False, known=old, progress=progress)
     return result
+
+
+def _find_hashed_sources(
+    git: GitRepo,
+    result: KeyChange,
+    probe: ProbeConfig,
+    *,
+    run: bool,
+    known: ProbeRun | None,
+    progress: ProgressFn,
+) -> None:
+    """Fill `result.hashed_sources` from the base's listing of hashed files (`known`: the probe's
+    run at base, when step 2 made one). Nothing runs when the change modifies no file existing at
+    base: a file it adds is in no listing of the base (its addition changes the key through code
+    the closure sees, such as a glob, or not at all)."""
+    if not listable_paths(git, result.base, result.head):
+        return
+    listing = base_listing(git, result.base, probe, run=run, known=known, progress=progress)
+    if listing is None:
+        result.sources_origin = "unknown"
+        progress("cache key: the files the key hashes at base are not known")
+        return
+    result.sources_origin = listing.origin
+    result.hashed_sources = changed_sources(git, result.base, result.head, listing.sources)
+    count = sum(len(paths) for paths in result.hashed_sources.values())
+    progress(f"cache key: {count} changed file(s) hashed by their bytes (listing from the {listing.origin})")
 
 
 def _probe_verdict(change: KeyChange, field: NewField) -> NewField:

@@ -37,6 +37,11 @@ LABELS: dict[str, dict[str, str]] = {
         "probe_not_configured": "No key probe is configured (`cache_key.probe` in .reviewbot.yml).",
         "key_roots_missing": "None of the configured cache-key roots exist at either revision.",
         "closure_changes": "Changed definitions in the key closure",
+        "key_hashed_source": "This change edits files the cache key hashes by their bytes: every existing cache "
+        "misses after upgrade.",
+        "hashed_files": "Files the key hashes by their bytes that this change edits (the probe at base lists them)",
+        "sources_unknown": "The files the key hashes by their bytes at the base are not known (the key probe there "
+        "failed or may not run in this mode), so an edit to one of them would not be seen.",
         "case": "Reference case",
         "old_key": "Old key",
         "new_key": "New key",
@@ -113,6 +118,9 @@ LABELS: dict[str, dict[str, str]] = {
         "probe_not_configured": "未配置键探针（.reviewbot.yml 中的 `cache_key.probe`）。",
         "key_roots_missing": "配置的缓存键根在两个版本中都不存在。",
         "closure_changes": "缓存键闭包中变化的定义",
+        "key_hashed_source": "本次改动修改了缓存键按字节哈希的文件：升级后所有现有缓存都会未命中。",
+        "hashed_files": "本次改动修改的、缓存键按字节哈希的文件（base 上的探针列出了它们）",
+        "sources_unknown": "base 上缓存键按字节哈希哪些文件未知（那里的键探针失败，或在此模式下不能运行），因此对这些文件的修改不会被发现。",
         "case": "参考用例",
         "old_key": "旧键",
         "new_key": "新键",

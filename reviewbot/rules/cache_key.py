@@ -16,7 +16,12 @@ base unstable where the head is not is P4 (the change from it is not reported as
 
 `cache-key-change`: the probe confirms the key changed: P4 naming the changed factors and the old and
 new key of every reference case (the service labels the PR `cache: invalidates`). A change the probe
-does not confirm appears in the summary only.
+does not confirm appears in the summary only. A change that edits files the key hashes by their
+bytes (`KeyChange.hashed_sources`, listed by the probe at base) is the same event when the probe did
+not confirm it by comparing keys: P4 `cache-key-change.hashed-source` naming the files and the
+factor, with probe evidence, anchored on the first changed line of the first such file. Either
+finding asks the PR description to say caches must be rebaked, so neither is reported when the PR
+description already says so (`announces_key_change`); the summary and the label still show the change.
 
 `key-ignores-field`: a field added to a hashed config class that the key does not see
 (`reviewbot.keychange.fields`): P0 with probe evidence when the probe kept every reference key,
@@ -33,6 +38,7 @@ touches none of the key's code does it go to the summary (`in_diff=False`).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping
 
 from reviewbot.diff import FileChange
@@ -49,11 +55,36 @@ class _Anchor:
     in_diff: bool
 
 
-def check(change: KeyChange, changes: Mapping[str, FileChange]) -> list[Finding]:
-    """All findings of `change`; `changes`: the diff's files by head path (for the anchors)."""
+# Sentences of a PR description that tell readers the change invalidates compiled caches.
+_ANNOUNCES = re.compile(
+    r"\bre-?bak\w*|\bre-?build\w*\W+(?:\w+\W+){0,3}?cach\w*|cache:\s*invalidates"
+    r"|\binvalidat\w*\W+(?:\w+\W+){0,4}?(?:cach\w*|artifacts?)\b|\bcach\w*\W+(?:\w+\W+){0,4}?invalidat\w*"
+    r"|\bchang\w*\W+(?:\w+\W+){0,4}?(?:cache|artifact)[- ]keys?\b|\b(?:cache|artifact)[- ]keys?\W+(?:\w+\W+){0,3}?chang\w*"
+    r"|缓存失效|缓存.{0,6}(?:重新生成|重建|作废)|重新生成.{0,6}缓存|缓存键.{0,8}(?:改变|变化|变了)|改变.{0,8}缓存键",
+    re.IGNORECASE,
+)
+_NEGATED = re.compile(r"\b(?:not|no|never|without|nothing)\b|n't\b|不|没有|无需|无须", re.IGNORECASE)
+_SENTENCES = re.compile(r"(?<=[.!?。；;！？])\s*|\n")
+
+
+def announces_key_change(pr_body: str) -> bool:
+    """True when a sentence of `pr_body` says, without negation, that caches must be rebaked or are
+    invalidated, that the cache key changes, or names the `cache: invalidates` label ("caches must be
+    rebaked", "this invalidates compiled caches", "changes the cache key", "缓存需要重新生成");
+    "does not change the cache key" does not count."""
+    return any(_ANNOUNCES.search(s) and not _NEGATED.search(s) for s in _SENTENCES.split(pr_body))
+
+
+def check(change: KeyChange, changes: Mapping[str, FileChange], pr_body: str | None = None) -> list[Finding]:
+    """All findings of `change`; `changes`: the diff's files by head path (for the anchors);
+    `pr_body`: the PR description (None: not known, so the key-change finding is always reported)."""
     findings = [f for field in change.new_fields if (f := _field_finding(change, changes, field)) is not None]
     findings += _shared_artifacts(change, changes)
     findings += _reproducibility(change, changes)
+    if pr_body is not None and announces_key_change(pr_body):
+        return findings
+    if change.hashed_changed and not change.confirmed:
+        findings.append(_hashed_source_finding(change, changes))
     if change.confirmed:
         factors = ", ".join(change.factors_changed) or "(key differs)"
         rows = "; ".join(f"{c.case}: {c.old_key} -> {c.new_key}" for c in change.cases if c.changed)
@@ -72,6 +103,24 @@ def check(change: KeyChange, changes: Mapping[str, FileChange]) -> list[Finding]
             )
         )
     return findings
+
+
+def _hashed_source_finding(change: KeyChange, changes: Mapping[str, FileChange]) -> Finding:
+    """`cache-key-change.hashed-source`: on the first changed line of the first hashed file the diff
+    shows at head (the summary when every hashed file was deleted)."""
+    files = sorted({path for paths in change.hashed_sources.values() for path in paths})
+    anchor = _Anchor("(cache key)", 0, 0, "", False)
+    for path in files:
+        diff = changes.get(path)
+        lines = sorted((*diff.added_lines, *diff.deletion_points)) if diff is not None else []
+        if lines:
+            anchor = _Anchor(path, lines[0], lines[0], "", True)
+            break
+    params = {"files": ", ".join(f"`{p}`" for p in files), "factors": ", ".join(change.hashed_sources)}
+    evidence = Evidence(
+        EvidenceKind.PROBE, "evidence.key-hashed-source", {"base": change.base[:12], "origin": change.sources_origin}
+    )
+    return _finding("cache-key-change", Severity.P4, anchor, "cache-key-change.hashed-source", params, evidence)
 
 
 def _finding(

@@ -23,8 +23,10 @@ logger = logging.getLogger(__name__)
 @dataclasses.dataclass
 class ReviewOutcome:
     """`cache_label`: whether the PR should carry `cache: invalidates` (True: the probe confirmed a
-    key change; False: the probe ran and kept every key, or nothing in the key's closure changed;
-    None: unknown, the probe could not run, so a label already there stays)."""
+    key change, or the PR edits files the key hashes by their bytes; False: the probe ran and kept
+    every key, or nothing in the key's closure changed, and no hashed file changed; None: unknown,
+    the probe could not run, or the files the key hashes are not known, so a label already there
+    stays)."""
 
     findings: Sequence[Finding]
     markdown: str
@@ -72,8 +74,10 @@ def review(
 def _cache_label(change: KeyChange | None) -> bool | None:
     if change is None:
         return None
-    if change.confirmed:
+    if change.invalidates:
         return True
+    if change.sources_origin == "unknown":
+        return None
     if change.probe_status == "ok" or not change.static_changed:
         return False
     return None
