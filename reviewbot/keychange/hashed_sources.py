@@ -97,7 +97,9 @@ def base_listing(
     result = run_probe(git, base, probe)
     progress(f"cache key: probe at base {result.status} in {result.seconds:.1f}s")
     if result.status != "ok":
-        logger.warning("the key probe at base %s %s; its hashed files are not known: %s", base[:12], result.status, result.error)
+        logger.warning(
+            "the key probe at base %s %s; its hashed files are not known: %s", base[:12], result.status, result.error
+        )
         return None
     _store(path, result.sources)
     return Listing(base, dict(result.sources), FROM_PROBE)

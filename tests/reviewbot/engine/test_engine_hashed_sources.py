@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from engine_gitrepos import Repo, sub
+from engine_gitrepos import Repo
+from hashed_toy import LOGGED_CODEGEN_PY, toy_files
 
 from reviewbot.engine import run_review
 from reviewbot.findings import EvidenceKind, Finding, Severity
@@ -22,75 +23,15 @@ from reviewbot.review import Review
 from reviewbot.rules.cache_key import announces_key_change
 from reviewbot.service.review_call import _cache_label
 
-KEY_PY = '''
-"""Cache key of the toy compiler: the optimisation level and the bytes of the code generator."""
-
-import hashlib
-import json
-import pathlib
-import sys
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-HASHED = ["toyc/codegen.py"]
-
-
-def digest(data):
-    return hashlib.sha256(data).hexdigest()[:12]
-
-
-def source_hash():
-    return digest(b"".join((ROOT / path).read_bytes() for path in HASHED))
-
-
-def key_factors(level):
-    return {"level": digest(str(level).encode()), "codegen_source": source_hash()}
-
-
-if __name__ == "__main__":
-    cases = {}
-    for name, level in (("o1", 1), ("o2", 2)):
-        factors = key_factors(level)
-        cases[name] = {"factors": factors, "key": digest(json.dumps(factors).encode())}
-    out = {"cases": cases}
-    if "--no-sources" not in sys.argv:
-        out["sources"] = {"codegen_source": HASHED}
-    print(json.dumps(out))
-'''
-
-CODEGEN_PY = '''
-def emit(ops):
-    return "\\n".join(op.lower() for op in ops)
-'''
-LOGGED_CODEGEN_PY = sub(
-    CODEGEN_PY,
-    "def emit(ops):\n",
-    'import logging\n\nlogger = logging.getLogger(__name__)\n\n\ndef emit(ops):\n    logger.debug("emitting %d ops", len(ops))\n',
+ANNOUNCED = (
+    "Log how many ops the code generator emits.\n\nThis changes the cache key: compiled caches must be rebaked.\n"
 )
-
-YML = """
-cache_key:
-  roots: [toyc.key.key_factors]
-  probe:
-    command: python -m toyc.key{args}
-    timeout_s: 60
-"""
-
-ANNOUNCED = "Log how many ops the code generator emits.\n\nThis changes the cache key: compiled caches must be rebaked.\n"
 SILENT = "Log how many ops the code generator emits. It does not change the cache key.\n"
 
 
 def _toy(path: Path, probe_args: str = "") -> Repo:
     repo = Repo(path)
-    repo.commit(
-        {
-            "toyc/__init__.py": "",
-            "toyc/key.py": KEY_PY,
-            "toyc/codegen.py": CODEGEN_PY,
-            "toyc/util.py": "def describe():\n    return 'toy'\n",
-            ".reviewbot.yml": YML.format(args=probe_args),
-        },
-        "toy compiler",
-    )
+    repo.commit(toy_files(probe_args), "toy compiler")
     for branch, files in (
         ("log-codegen", {"toyc/codegen.py": LOGGED_CODEGEN_PY}),
         ("util", {"toyc/util.py": "def describe():\n    return 'a toy compiler'\n"}),
