@@ -43,7 +43,6 @@ class Listing:
     """`sources`: factor -> files it hashes at base (empty: the probe names none); `origin`:
     `FROM_PROBE` or `FROM_CACHE`."""
 
-    base: str
     sources: dict[str, tuple[str, ...]]
     origin: str
 
@@ -51,8 +50,8 @@ class Listing:
 def listable_paths(git: GitRepo, base: str, head: str) -> list[str]:
     """Files existing at `base` that differ at `head` (modified, type-changed, deleted; a rename
     counts as the deletion of its old path): the only ones the base's listing can name."""
-    out = git.git("diff", "--name-only", "--no-renames", "--diff-filter=DMT", base, head)
-    return [line for line in out.splitlines() if line]
+    out = git.git("diff", "--name-only", "-z", "--no-renames", "--diff-filter=DMT", base, head)
+    return [path for path in out.split("\0") if path]
 
 
 def cache_root(git: GitRepo) -> Path:
@@ -81,14 +80,14 @@ def base_listing(
     that nor a cached listing exists; `root`: the cache directory (default `cache_root(git)`);
     `progress`: told when the probe runs and how it went.
     None when the listing is not known (the probe failed, timed out or was not allowed to run)."""
-    assert len(base) == 40, f"base must be a full commit id, got {base!r}"
+    assert len(base) in (40, 64), f"base must be a full commit id, got {base!r}"
     path = _cache_file(root if root is not None else cache_root(git), base, probe)
     if known is not None and known.status == "ok":
         _store(path, known.sources)
-        return Listing(base, dict(known.sources), FROM_PROBE)
+        return Listing(dict(known.sources), FROM_PROBE)
     if path.is_file():
         try:
-            return Listing(base, parse_probe_sources(path.read_text(encoding="utf-8")), FROM_CACHE)
+            return Listing(parse_probe_sources(path.read_text(encoding="utf-8")), FROM_CACHE)
         except ValueError as exc:  # a damaged cache file (JSONDecodeError is a ValueError): probe again
             logger.warning("ignoring the cached hashed-file listing %s: %s", path, exc)
     if not run:
@@ -102,7 +101,7 @@ def base_listing(
         )
         return None
     _store(path, result.sources)
-    return Listing(base, dict(result.sources), FROM_PROBE)
+    return Listing(dict(result.sources), FROM_PROBE)
 
 
 def _store(path: Path, sources: dict[str, tuple[str, ...]]) -> None:

@@ -82,7 +82,7 @@ def changed_sources(
 ) -> dict[str, tuple[str, ...]]:
     """Per factor of `sources` (factor -> hashed files), the files of it that differ between
     `base` and `head` (added, modified or deleted); factors none of whose files changed are left out."""
-    changed = set(git.git("diff", "--name-only", "--no-renames", base, head).splitlines())
+    changed = {path for path in git.git("diff", "--name-only", "-z", "--no-renames", base, head).split("\0") if path}
     out = {factor: tuple(sorted(changed.intersection(paths))) for factor, paths in sources.items()}
     return {factor: paths for factor, paths in out.items() if paths}
 

@@ -107,14 +107,16 @@ def check(change: KeyChange, changes: Mapping[str, FileChange], pr_body: str | N
 
 def _hashed_source_finding(change: KeyChange, changes: Mapping[str, FileChange]) -> Finding:
     """`cache-key-change.hashed-source`: on the first changed line of the first hashed file the diff
-    shows at head (the summary when every hashed file was deleted)."""
+    shows at head, under its own or its new name (the summary when every hashed file was deleted
+    or only renamed)."""
     files = sorted({path for paths in change.hashed_sources.values() for path in paths})
+    by_old_path = {c.old_path: c for c in changes.values() if c.old_path}
     anchor = _Anchor("(cache key)", 0, 0, "", False)
     for path in files:
-        diff = changes.get(path)
+        diff = changes.get(path) or by_old_path.get(path)
         lines = sorted((*diff.added_lines, *diff.deletion_points)) if diff is not None else []
-        if lines:
-            anchor = _Anchor(path, lines[0], lines[0], "", True)
+        if diff is not None and lines:
+            anchor = _Anchor(diff.path, lines[0], lines[0], "", True)
             break
     params = {"files": ", ".join(f"`{p}`" for p in files), "factors": ", ".join(change.hashed_sources)}
     evidence = Evidence(

@@ -17,7 +17,8 @@ from hashed_toy import LOGGED_CODEGEN_PY, toy_files
 from reviewbot.engine import run_review
 from reviewbot.findings import EvidenceKind, Finding, Severity
 from reviewbot.gitrepo import GitRepo
-from reviewbot.keychange.hashed_sources import cache_root
+from reviewbot.keychange.hashed_sources import cache_root, listable_paths
+from reviewbot.keychange.probe import changed_sources
 from reviewbot.render import render_markdown
 from reviewbot.review import Review
 from reviewbot.rules.cache_key import announces_key_change
@@ -157,3 +158,15 @@ def test_a_probe_that_lists_no_files_behaves_as_before(tmp_path: Path) -> None:
 )
 def test_announcements(body: str, announced: bool) -> None:
     assert announces_key_change(body) is announced
+
+
+def test_hashed_paths_with_non_ascii_names_match(tmp_path: Path) -> None:
+    """git quotes such names in plain `--name-only` output; the comparison reads them unquoted."""
+    repo = Repo(tmp_path / "names")
+    repo.commit({"gen/生成.py": "A = 1\n", "gen/plain.py": "B = 1\n"}, "base")
+    base = repo.sha("HEAD")
+    repo.commit({"gen/生成.py": "A = 2\n", "gen/plain.py": None}, "edit one, delete one")
+    git = GitRepo(repo.path)
+    assert listable_paths(git, base, repo.sha("HEAD")) == ["gen/plain.py", "gen/生成.py"]
+    listing = {"src": ("gen/生成.py", "gen/plain.py", "gen/other.py")}
+    assert changed_sources(git, base, repo.sha("HEAD"), listing) == {"src": ("gen/plain.py", "gen/生成.py")}
