@@ -8,10 +8,10 @@ Public API (used by `reviewbot review`, the service and the release notes):
 - Reviews exactly what the branch proposes to merge: the diff `merge-base(base, head)..head`.
 - `suites`: `none` runs no code of the revision (static rules and the static cache-key closure diff
   only, and the files the key hashes by their bytes when a listing for the merge base is cached;
-  safe for untrusted forks); `static` (default) adds the cache-key probe (when the static
-  diff found a change; at the merge base alone for its listing of hashed files when the change
-  modifies files existing there and no listing is cached), test-plan verification (when `pr_body` has a test plan) and the configured
-  suites that need no GPU; `all` adds every configured suite (GPU suites report `not-run` where
+  safe for untrusted forks); `static` (default) adds the cache-key probe (when the static diff
+  found a change; at the merge base alone for its listing of hashed files when the change modifies
+  files existing there and no listing is cached), test-plan verification (when `pr_body` has a
+  test plan) and the configured suites that need no GPU; `all` adds every configured suite (GPU suites report `not-run` where
   the machine lacks GPUs). Any other value is a comma-separated list of configured suite names.
   Every mode but `none` also runs the exception-injection experiment on the catch-all and
   `RuntimeError` fallback findings (`reviewbot.experiments.exception_injection`).

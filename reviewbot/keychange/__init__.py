@@ -19,12 +19,13 @@ Public API (used by the review engine, the service and the release notes):
 `KeyChange.status` is `confirmed` (the probe saw a different key for at least one reference case),
 `hashed-source` (not confirmed by comparing keys, but the change edits files the key hashes by
 their bytes), `unconfirmed` (the static diff changed but the probe did not run, failed, or saw the
-same keys) or `unchanged`. `introduced` is True when the roots exist only at head (no probe then: there was no
-key to compare with). `KeyChange.invalidates` (confirmed, or a hashed file changed) is what the
-service labels `cache: invalidates`; `KeyChange.confirmed` is what the release notes' detection
-warns about (they check hashed files themselves, per commit). `new_fields` lists fields added to hashed config classes (the roots that
-are classes), with `ignored=True` when the key does not see them (`fields.py` reads the class's
-hash; the probe overrules it: a field whose addition alone changed the keys is never ignored).
+same keys) or `unchanged`. `introduced` is True when the roots exist only at head (no probe then:
+there was no key to compare with). `KeyChange.invalidates` (confirmed, or a hashed file changed)
+is what the service labels `cache: invalidates`; `KeyChange.confirmed` is what the release notes'
+detection warns about (they check hashed files themselves, per commit). `new_fields` lists fields
+added to hashed config classes (the roots that are classes), with `ignored=True` when the key does
+not see them (`fields.py` reads the class's hash; the probe overrules it: a field whose addition
+alone changed the keys is never ignored).
 
 Roots (`pkg.mod.func`, `pkg.mod.Class`, `pkg.mod.Class.method`, see `closure.py`) are checked at
 both revisions: `roots_added` exist at head only, `roots_removed` at base only (the review notes

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from engine_gitrepos import Repo
-from hashed_toy import LOGGED_CODEGEN_PY, toy_files
+from hashed_toy import KEY_PY, LOGGED_CODEGEN_PY, toy_files
 
 from reviewbot.engine import run_review
 from reviewbot.findings import EvidenceKind, Finding, Severity
@@ -24,6 +24,10 @@ from reviewbot.review import Review
 from reviewbot.rules.cache_key import announces_key_change
 from reviewbot.service.review_call import _cache_label
 
+NEW_FACTOR_KEY_PY = KEY_PY.replace(
+    '"codegen_source": source_hash()}', '"codegen_source": source_hash(), "mode": digest(b"fast")}'
+)
+assert NEW_FACTOR_KEY_PY != KEY_PY
 ANNOUNCED = (
     "Log how many ops the code generator emits.\n\nThis changes the cache key: compiled caches must be rebaked.\n"
 )
@@ -37,6 +41,7 @@ def _toy(path: Path, probe_args: str = "") -> Repo:
         ("log-codegen", {"toyc/codegen.py": LOGGED_CODEGEN_PY}),
         ("util", {"toyc/util.py": "def describe():\n    return 'a toy compiler'\n"}),
         ("new-file", {"toyc/extra.py": "VALUE = 1\n"}),
+        ("new-factor", {"toyc/key.py": NEW_FACTOR_KEY_PY, "toyc/codegen.py": LOGGED_CODEGEN_PY}),
     ):
         repo.branch(branch, "main")
         repo.commit(files, branch)
@@ -170,3 +175,16 @@ def test_hashed_paths_with_non_ascii_names_match(tmp_path: Path) -> None:
     assert listable_paths(git, base, repo.sha("HEAD")) == ["gen/plain.py", "gen/生成.py"]
     listing = {"src": ("gen/生成.py", "gen/plain.py", "gen/other.py")}
     assert changed_sources(git, base, repo.sha("HEAD"), listing) == {"src": ("gen/plain.py", "gen/生成.py")}
+
+
+def test_a_key_change_the_probe_confirms_follows_the_same_announcement_rule(toy: Repo) -> None:
+    """Key code and a hashed file both change: the probe compares keys, so the finding is the
+    confirmed one (with the keys), the hashed files are still listed; an announcing body drops it."""
+    review = _review(toy, "new-factor")
+    change = review.key_change
+    assert change is not None and change.status == "confirmed" and change.invalidates
+    assert change.hashed_sources == {"codegen_source": ("toyc/codegen.py",)} and change.sources_origin == "probe"
+    assert [f.message_id for f in _key_findings(review)] == ["cache-key-change.confirmed"]
+    assert "`codegen_source`: `toyc/codegen.py`" in render_markdown(review, "en")
+    announced = _review(toy, "new-factor", pr_body=ANNOUNCED)
+    assert announced.invalidates_cache and _key_findings(announced) == []
