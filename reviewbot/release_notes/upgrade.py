@@ -4,7 +4,7 @@ which changes made it differ.
 The check between `--from` and `--to` is the review engine's key-change detection (static
 closure diff confirmed by the probe). Attribution per change uses the `cache: invalidates`
 label when GitHub data is available (the service sets it on PRs whose review confirmed a key
-change); changes without GitHub data (commits without a PR number, numbers GitHub does not know
+change or saw a file the key hashes by its bytes edited); changes without GitHub data (commits without a PR number, numbers GitHub does not know
 as PRs, or no `--github`) are checked by running the detection on the commit against its first
 parent. When no change carries the label, every change is checked that way.
 
