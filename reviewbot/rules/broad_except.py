@@ -398,27 +398,6 @@ def _filters(handler: ast.ExceptHandler) -> bool:
     return False
 
 
-def _assigned_names(body: list[ast.stmt]) -> set[str]:
-    """Names (and `self.attr` attributes, as `attr`) bound by assignments directly in `body` or in
-    its `if`/`with` blocks."""
-    out: set[str] = set()
-    for stmt in body:
-        targets: list[ast.expr] = []
-        if isinstance(stmt, ast.Assign):
-            targets = list(stmt.targets)
-        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
-            targets = [stmt.target]
-        elif isinstance(stmt, (ast.If, ast.With, ast.AsyncWith)):
-            out |= _assigned_names(stmt.body) | _assigned_names(getattr(stmt, "orelse", []))
-        for target in targets:
-            for sub in ast.walk(target):
-                if isinstance(sub, ast.Name):
-                    out.add(sub.id)
-                elif isinstance(sub, ast.Attribute):
-                    out.add(sub.attr)
-    return out
-
-
 def _reports_caught(stmt: ast.stmt, name: str | None) -> bool:
     """A `print`, `warnings.warn` or a log call at warning level or above whose arguments name the
     caught exception: the failure and its cause are visible where it happens."""
@@ -434,29 +413,18 @@ def _reports_caught(stmt: ast.stmt, name: str | None) -> bool:
 
 
 def _reported_fallback(handler: ast.ExceptHandler, try_body: list[ast.stmt], after: ast.stmt | None) -> bool:
-    """The handler reports the caught exception (`_reports_caught`) and otherwise only falls back:
-    to a constant (`pass`, `return <constant>`, `<name> = <constant>`, falling through to the code
-    after the try) or to another route to the try's result (a call of its own that binds a name the
-    try body binds, or `return <call>` where the try body returns). The failure is visible with its
-    cause, and the fallback is a stated default or an alternative implementation (a scalar build of
-    an op, a slower conversion), not a hidden substitute. A handler that falls off the end of a
-    function whose try returns a result is not one (an implicit `None` replaces the result; `after`:
-    the statement after the try, see `_following`)."""
+    """The handler reports the caught exception (`_reports_caught`) and otherwise only falls back to
+    a constant (`pass`, `return <constant>`, `<name> = <constant>`) or falls through to the code
+    after the try (the function's own other route to its result, such as a slower conversion). The
+    failure is visible with its cause where it happens, and the fallback is a stated default or the
+    code path the function takes anyway, not a substitute computed in the handler. A handler that
+    falls off the end of a function whose try returns a result is not one (an implicit `None`
+    replaces the result; `after`: the statement after the try, see `_following`)."""
     if not any(_reports_caught(stmt, handler.name) for stmt in handler.body):
         return False
     if not isinstance(handler.body[-1], ast.Return) and isinstance(try_body[-1], ast.Return) and after is None:
         return False
-    bound = _assigned_names(try_body)
-    returns = any(isinstance(sub, ast.Return) and sub.value is not None for stmt in try_body for sub in ast.walk(stmt))
-    for stmt in handler.body:
-        if _reports_caught(stmt, handler.name) or _logs_or_leaves(stmt) or _constant_default(stmt):
-            continue
-        if isinstance(stmt, ast.Return) and returns and isinstance(stmt.value, ast.Call):
-            continue
-        if any(isinstance(sub, ast.Call) for sub in ast.walk(stmt)) and _assigned_names([stmt]) & bound:
-            continue
-        return False
-    return True
+    return all(_reports_caught(stmt, handler.name) or _constant_default(stmt) for stmt in handler.body)
 
 
 def _constant_default(stmt: ast.stmt) -> bool:

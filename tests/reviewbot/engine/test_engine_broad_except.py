@@ -231,7 +231,7 @@ def test_runtime_error_fallback_needs_oom_reraise(repo: Repo) -> None:
     assert "RuntimeError` subclasses" in by_name[("no_oom", "runtime-error-fallback")].why
     assert ("with_oom", "runtime-error-fallback") not in by_name
     assert by_name[("with_oom_wide", "runtime-error-fallback")].severity is Severity.P2
-    assert by_name[("wide", "wide-try")].severity is Severity.P2
-    assert ("with_oom_wide", "wide-try") not in by_name
+    # a narrow handler around two calls: the width alone posts nothing (it annotates a handler's finding)
+    assert not any(q == "wide" for q, _ in by_name)
+    assert not any(rule == "wide-try" for _, rule in by_name)
     assert not any(q == "cleanup" for q, _ in by_name)  # always re-raises: not a fallback
-    assert ("no_oom", "wide-try") not in by_name
