@@ -169,14 +169,49 @@ _EXPECTED_FAILURE = re.compile(
 # objects, callbacks, copies of arbitrary objects, workers whose errors they re-raise)
 _RUNS_CALLER_CODE = frozenset(
     [
-        "importlib", "runpy", "pickle", "copy", "copyreg", "functools", "itertools", "operator",
-        "concurrent", "asyncio", "multiprocessing", "contextlib", "code", "codeop", "pdb", "unittest",
-        "shelve", "marshal", "atexit", "weakref", "sched", "builtins",
+        "importlib",
+        "runpy",
+        "pickle",
+        "copy",
+        "copyreg",
+        "functools",
+        "itertools",
+        "operator",
+        "concurrent",
+        "asyncio",
+        "multiprocessing",
+        "contextlib",
+        "code",
+        "codeop",
+        "pdb",
+        "unittest",
+        "shelve",
+        "marshal",
+        "atexit",
+        "weakref",
+        "sched",
+        "builtins",
     ]
 )
 # builtin functions that run no code of the caller's choosing beyond dunder conversions
 _NEUTRAL_BUILTINS = frozenset(
-    ["int", "float", "str", "bool", "bytes", "len", "isinstance", "issubclass", "repr", "hex", "abs", "min", "max", "round", "open"]
+    [
+        "int",
+        "float",
+        "str",
+        "bool",
+        "bytes",
+        "len",
+        "isinstance",
+        "issubclass",
+        "repr",
+        "hex",
+        "abs",
+        "min",
+        "max",
+        "round",
+        "open",
+    ]
 )
 # methods a call of the class itself runs (`Cls()`, `with Cls():`)
 _CONSTRUCTION = frozenset(["__init__", "__new__", "__post_init__", "__enter__", "__aenter__"])
@@ -405,7 +440,13 @@ def _reports_caught(stmt: ast.stmt, name: str | None) -> bool:
         return False
     call = stmt.value
     assert isinstance(call, ast.Call)
-    method = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id if isinstance(call.func, ast.Name) else ""
+    method = (
+        call.func.attr
+        if isinstance(call.func, ast.Attribute)
+        else call.func.id
+        if isinstance(call.func, ast.Name)
+        else ""
+    )
     if method not in _LOUD_LEVELS and method not in ("print", "warn"):
         return False
     args = [*call.args, *(k.value for k in call.keywords)]
@@ -687,7 +728,12 @@ def _handler_finding(
     )
 
 
-def _teardown(ctx: FileContext, handler: ast.ExceptHandler, teardown_tries: frozenset[int] = frozenset(), node: ast.AST | None = None) -> bool:
+def _teardown(
+    ctx: FileContext,
+    handler: ast.ExceptHandler,
+    teardown_tries: frozenset[int] = frozenset(),
+    node: ast.AST | None = None,
+) -> bool:
     """Teardown or diagnostics code: the try stands in a `finally:` clause, in `__del__`/`__exit__`, or
     in a function the file registers to run at exit or on a signal (`teardown_tries`, see
     `_teardown_tries`), or a word of the file path or the enclosing name is in `_DIAGNOSTIC_WORDS`."""
@@ -807,13 +853,26 @@ def _broad(
     if _logs_and_continues(handler) and teardown:
         params["where"] = ctx.qualname(handler.lineno) or ctx.path
         return _handler_finding(
-            ctx, handler, "broad-except", Severity.P3, "broad-except.diagnostics", params, ruff_note,
+            ctx,
+            handler,
+            "broad-except",
+            Severity.P3,
+            "broad-except.diagnostics",
+            params,
+            ruff_note,
             wide_calls=wide_calls,
         )
     comment = _handler_comment(ctx, handler)
     if comment:
         return _handler_finding(
-            ctx, handler, "broad-except", Severity.P2, "broad-except.documented", params, ruff_note, {"reason": comment},
+            ctx,
+            handler,
+            "broad-except",
+            Severity.P2,
+            "broad-except.documented",
+            params,
+            ruff_note,
+            {"reason": comment},
             wide_calls=wide_calls,
         )
     return _handler_finding(
@@ -835,7 +894,9 @@ def check(ctx: FileContext) -> list[Finding]:
         wide_calls = len(calls) if len(calls) > 1 else 0
         teardown = {id(h): _teardown(ctx, h, exit_tries, node) for h in node.handlers}
         boundaries = {
-            id(handler) for handler in node.handlers if _unit_boundary(handler, id(node) in loop_tries, teardown[id(handler)])
+            id(handler)
+            for handler in node.handlers
+            if _unit_boundary(handler, id(node) in loop_tries, teardown[id(handler)])
         }
         filters = {id(handler) for handler in node.handlers if _filters(handler)}
         # a noqa comment with a reason stays the respected note the injection experiment may still check

@@ -60,7 +60,7 @@ def standalone(x):
         raise FastPathError("standalone failed") from error
 '''
 
-WIDE = '''
+WIDE = """
 def load(path, parse):
     try:
         text = open(path).read()
@@ -82,7 +82,7 @@ def load_narrow(path, parse):
         return parse(text)
     except KeyError:
         return None
-'''
+"""
 
 STACKS = """
 import importlib
