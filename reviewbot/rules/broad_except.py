@@ -1,5 +1,4 @@
-"""Over-broad exception handling: `broad-except`, `runtime-error-fallback`, `caught-own-subclass`,
-`wide-try`.
+"""Over-broad exception handling: `broad-except`, `runtime-error-fallback`, `caught-own-subclass`.
 
 ruff (pinned, run once per review as a subprocess with JSON output, see `reviewbot.ruff`) reports
 bare `except:` (E722) and blind `except Exception` (BLE001); this module classifies those handlers
@@ -23,8 +22,10 @@ may confirm or refute them.
     injection experiment may still show a programmer error swallowed silently); a noqa without a
     reason changes nothing;
   - converts: P0 `broad-except.converts` when some `except` clause of the revision catches the
-    target type (or a repository base of it) without re-raising: every `AssertionError` becomes the
-    target type and that caller takes it into its fallback; nothing when no clause catches it (the
+    target type (or a repository base of it) without re-raising, on a call path from the converting
+    function (its try body encloses the handler or calls that function, directly or through other
+    functions of the revision: `ExceptionIndex.reaching`): every `AssertionError` becomes the target
+    type and that caller takes it into its fallback; nothing when no such clause catches it (the
     converted error reaches the user, chained to the original);
   - a *unit boundary* that reports the error: nothing. The handler logs the traceback
     (`logger.exception`, `exc_info=`) or, at warning level or above, the caught exception itself;
@@ -48,6 +49,16 @@ may confirm or refute them.
     (`warnings.warn`, logging at warning level or above): nothing. The try guards one operation and
     the fallback is a stated or announced default, not a hidden one (`import torch_npu` returning
     "not available"; a memory query that falls through to "the figure is incorrect" warning);
+  - cleanup on the way out: a handler that only passes, returns or logs, in a try standing in a
+    `finally:` clause, in `__del__`/`__exit__`/`__aexit__`, or in a function the file hands to
+    `atexit.register`, `signal.signal` or `weakref.finalize` (`_teardown_tries`): nothing; raising
+    there would mask the error being handled or stop the rest of the teardown;
+  - a *reported fallback*: the handler prints, warns or logs at warning level or above a message
+    naming the caught exception, and otherwise only falls back to a constant or falls through to
+    the code after the try (not an implicit `None` replacing the try's returned result): nothing;
+    the failure is visible with its cause, the fallback is a stated default or the function's own
+    other route (a scalar build of an op, a slower conversion), not a substitute computed in the
+    handler;
   - swallows, logging, in diagnostics or teardown code (a word of the file path or the enclosing
     name is in `_DIAGNOSTIC_WORDS`: dump, report, metrics, trace, close, shutdown, ...) with a body
     of only logging, `pass`, `continue`, `break` and bare `return`/`return None`: P3
@@ -60,6 +71,9 @@ may confirm or refute them.
   holding more than one call: P2. Filters and guarded probes (above) are not reported: a filter
   re-raises what its test does not recognise, and a guarded probe's comment names the
   `RuntimeError` it expects from its one call (`xm.xla_device()` without an XLA configuration).
+  A try whose calls all go to the standard library (`_stdlib_only`: `threading.stack_size`,
+  `os.remove`; not `importlib`, `pickle`, `copy`, ... which run the caller's code) is not reported
+  either: it cannot raise an OOM, a compiler error or the repository's own subclasses.
 - `except RuntimeError` (or a builtin below it, `RUNTIME_FAMILY`) around a call that does not
   re-raise, while the repository defines subclasses of a caught type that are raised in a module
   the try body calls into (one level: a called name's import target, or this file's module for
@@ -67,12 +81,11 @@ may confirm or refute them.
   tuple, or a mention in the handler body; handling a class handles its subclasses): P2
   `caught-own-subclass`, naming them. Classes defined in test files count only for handlers in test
   files.
-- a try whose body holds more than one statement with a call and that has a handler which does not
-  raise (a fallback): P2 `wide-try`. Cleanup handlers that always raise are left alone, and so are
-  handlers that only catch control flow (`KeyboardInterrupt`, `SystemExit`, `GeneratorExit`,
-  `CancelledError`: no call in the body is more likely than another to raise them), filters (they
-  re-raise what they do not recognise) and unit boundaries (above), whose try is as wide as the
-  unit on purpose.
+- the width of a try (more than one statement with a call) is no finding of its own: it is an
+  annotation (`wide_calls` in the finding's `extra`) of the `broad-except` swallows/documented/
+  diagnostics or `runtime-error-fallback.no-oom-reraise` finding on its handler. As a rule of its
+  own (`wide-try`, until round 3 of the precision benchmark) it was right on 1 of 6 unseen tries:
+  the width matters only where the handler itself is a problem.
 """
 
 from __future__ import annotations
@@ -156,8 +169,6 @@ _DIAGNOSTIC_WORDS = frozenset(
 # what a handler records when it marks its unit of work failed (`status = RolloutStatus.ERROR`,
 # `return "failed"`)
 _FAILURE_WORDS = frozenset(["error", "errored", "failed", "failure", "fail", "aborted", "crashed"])
-# exceptions that stop the program's control flow rather than report a failure of one call
-CONTROL_FLOW = frozenset(["KeyboardInterrupt", "SystemExit", "GeneratorExit", "CancelledError"])
 _LOUD_LEVELS = frozenset(["warning", "warn", "error", "critical", "exception"])
 # a comment next to a one-statement try that says which failure is expected there
 _EXPECTED_FAILURE = re.compile(
@@ -557,11 +568,6 @@ def _following(tree: ast.AST) -> dict[int, ast.stmt | None]:
     assert isinstance(tree, ast.Module)
     walk(tree.body, None)
     return out
-
-
-def _control_flow_only(handler: ast.ExceptHandler) -> bool:
-    names = caught_names(handler)
-    return bool(names) and all(name.rsplit(".", 1)[-1] in CONTROL_FLOW for name in names)
 
 
 def _loop_tries(tree: ast.AST) -> set[int]:
