@@ -1,4 +1,4 @@
-"""broad-except, runtime-error-fallback and wide-try on real git repos with crafted branches."""
+"""broad-except and runtime-error-fallback (and the width of a try, an annotation of their findings) on real git repos with crafted branches."""
 
 from __future__ import annotations
 
@@ -211,7 +211,7 @@ def test_narrow_and_reraising_handlers_do_not_fire(repo: Repo) -> None:
 def test_finding_on_untouched_line_is_not_reported(repo: Repo) -> None:
     review = _review(repo, "untouched-line")
     assert review.summary.files[0].path == "pkg/legacy.py"
-    assert review.findings == []  # broad-except, runtime-error-fallback and wide-try all stand untouched
+    assert review.findings == []  # broad-except and runtime-error-fallback stand untouched
 
 
 def test_rename_keeps_old_findings_out_and_reports_new_ones_at_new_path(repo: Repo) -> None:

@@ -145,8 +145,8 @@ def test_config_validation_names_the_key() -> None:
         parse_config("severity_overrides:\n  broad-except: P9\n")
     with pytest.raises(ConfigError, match=r"^colour: unknown key"):
         parse_config("colour: red\n")
-    config = parse_config("language: zh\nseverity_overrides:\n  wide-try: P3\n")
-    assert config.language == "zh" and config.severity_overrides == {"wide-try": Severity.P3}
+    config = parse_config("language: zh\nseverity_overrides:\n  broad-except: P3\n")
+    assert config.language == "zh" and config.severity_overrides == {"broad-except": Severity.P3}
 
 
 def test_this_repositorys_own_config_is_valid() -> None:
