@@ -956,8 +956,9 @@ def check(ctx: FileContext) -> list[Finding]:
                 findings.append(
                     _handler_finding(ctx, handler, "caught-own-subclass", Severity.P2, message_id, params, extra=extra)
                 )
-            quiet = id(handler) in filters or id(handler) in probes or _stdlib_only(node.body, imports)
-            if "RuntimeError" in names and not _raises(handler.body) and not quiet:
+            quiet = id(handler) in filters or id(handler) in probes
+            fallback = "RuntimeError" in names and not _raises(handler.body) and not quiet
+            if fallback and not _stdlib_only(node.body, imports):
                 oom = _oom_reraised(node, i)
                 if not oom:
                     findings.append(
