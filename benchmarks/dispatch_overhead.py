@@ -22,8 +22,15 @@ every contender, starting one contender further each round; Python's garbage col
 while timing. Printed: per-call median and min over the rounds, the ratio of medians to eager's,
 and for the split model the cost per extra piece. Figures only: nothing here asserts a speed.
 
+``--layers`` adds a per-layer table: each layer of the Magi call path called on its own, from the
+entry down to Inductor's generated ``call()`` (the Magi entry of the tiny model, and one compiled
+and one splitting-op piece of the split model), the minimum over the rounds of the per-call time.
+A layer's own cost is its figure less the next one's. It reaches into private torch objects (the
+artifact's ``_compiled_fn``, AOTAutograd's and Inductor's wrappers); a layer it cannot find in
+this torch version is printed as ``n/a``.
+
 Usage: ``python benchmarks/dispatch_overhead.py [--device cpu|cuda] [--rounds 30] [--calls 200]
-[--pieces 8] [--threads 1] [--cache-dir DIR]`` (without ``--cache-dir`` the Magi cache is a fresh
+[--pieces 8] [--threads 1] [--cache-dir DIR] [--layers]`` (without ``--cache-dir`` the Magi cache is a fresh
 temporary directory: every piece is compiled in this process; run twice with one directory to
 time cache-loaded pieces).
 """
@@ -152,6 +159,131 @@ def report(title: str, samples: dict[str, list[float]], pieces: int | None) -> N
         )
 
 
+def _closure_value(fn: object, name: str) -> object:
+    code = getattr(fn, "__code__", None)
+    closure = getattr(fn, "__closure__", None)
+    if code is None or closure is None or name not in code.co_freevars:
+        return None
+    return closure[code.co_freevars.index(name)].cell_contents
+
+
+def _boxed_layers(artifact: object) -> list[tuple[str, Callable[[list], object]]]:
+    """The layers below an Inductor artifact that take a list of arguments: AOTAutograd's runtime
+    wrapper, Inductor's compiled graph and its generated ``call()`` (those found)."""
+    from torch._inductor.output_code import CompiledFxGraph
+
+    layers: list[tuple[str, Callable[[list], object]]] = []
+    fn = getattr(artifact, "_compiled_fn", None)
+    for _ in range(10):
+        if fn is None:
+            break
+        if isinstance(fn, CompiledFxGraph):
+            layers += [("Inductor CompiledFxGraph.__call__", fn), ("Inductor generated call()", fn.current_callable)]
+            break
+        if getattr(fn, "_torchdynamo_disable", False) and getattr(fn, "_torchdynamo_wrapper_id", None) == id(fn):
+            fn = fn._torchdynamo_orig_callable
+        elif getattr(fn, "__name__", "") == "runtime_wrapper":
+            layers.append(("AOTAutograd runtime wrapper", fn))
+            fn = _closure_value(fn, "_inner_compiled_fn")
+        else:
+            inner = _closure_value(fn, "compiled_fn")
+            fn = inner if inner is not None else getattr(fn, "compiled_fn", None)
+    return layers
+
+
+def _recorded_args(owner: dict, name: str, target: Callable[..., object], run: Callable[[], object]) -> tuple:
+    """The arguments ``target``, reached as ``owner[name]``, is called with while ``run()`` runs
+    (``owner`` is restored afterwards)."""
+    had, original = name in owner, owner.get(name)
+    seen: list[tuple] = []
+
+    def recorder(*args: object) -> object:
+        seen.append(args)
+        return target(*args)
+
+    owner[name] = recorder
+    try:
+        run()
+    finally:
+        if had:
+            owner[name] = original
+        else:
+            del owner[name]
+    assert seen, f"{name} was not called"
+    return seen[0]
+
+
+def layer_table(model_name: str, pieces: int, x: torch.Tensor, rounds: int, calls: int) -> None:
+    """Each layer of one Magi entry's call path timed on its own (see the module doc)."""
+    from magi_compiler import get_entry_state, swapped_code
+    from magi_compiler.swapped_code import call_without_dynamo
+
+    entry = magi(Tiny()) if model_name == "tiny" else magi(SplitChain(pieces), splitting_ops=[SPLIT_OP])
+    entry(x)
+    entry(x)
+    state = get_entry_state(entry)
+    (swapped,) = state._swapped.values()
+    (direct_name,) = [n for n in swapped.__code__.co_names if n.startswith(swapped_code.DIRECT_PREFIX)]
+    fn_globals = swapped.__globals__
+    backend_output = swapped_code._disabled_callable(fn_globals[direct_name[len(swapped_code.DIRECT_PREFIX) :]])
+    full_args = (state.bound_self, x)
+    graph_args = _recorded_args(
+        fn_globals, direct_name, fn_globals[direct_name], lambda: call_without_dynamo(swapped, *full_args)
+    )
+    lean = getattr(swapped_code, "lean_callable", None)
+    rows: list[tuple[str, Callable[[], object] | None]] = [
+        ("eager: the model called", (lambda model=(Tiny() if model_name == "tiny" else SplitChain(pieces)): model(x))),
+        ("entry: Module.__call__ + decorator + EntryState + swapped code + graph", lambda: entry(x)),
+        ("EntryState.__call__", lambda: state(x)),
+        ("EntryState._dispatch_signature", lambda: state._dispatch_signature((x,), {})),
+        ("call_without_dynamo(swapped code)", lambda: call_without_dynamo(swapped, *full_args)),
+        ("graph as Dynamo's guarded code calls it (backend output)", lambda: backend_output(*graph_args)),
+        ("graph as the swapped code calls it (relinked global)", lambda: fn_globals[direct_name](*graph_args)),
+    ]
+    if model_name == "tiny":
+        artifact = backend_output
+        piece_args = graph_args
+    else:
+        split_gm = backend_output
+        compiled = split_gm.__dict__["submod_0"]
+        piece_args = _recorded_args(split_gm.__dict__, "submod_0", compiled, lambda: split_gm(*graph_args))
+        eager_piece = split_gm._modules["submod_1"]
+        eager_args = _recorded_args(split_gm.__dict__, "submod_1", eager_piece, lambda: split_gm(*graph_args))
+        (op_node,) = [node for node in eager_piece.graph.nodes if node.op == "call_function"]
+        rows += [
+            ("compiled piece 0 as stored in the split module", lambda: compiled(*piece_args)),
+            ("compiled piece 0 made lean", (lambda f=lean(compiled): f(*piece_args)) if lean else None),
+            ("splitting-op piece 1: module call", lambda: eager_piece(*eager_args)),
+            ("splitting-op piece 1: forward", lambda: eager_piece.forward(*eager_args)),
+            ("splitting-op piece 1: the op itself", lambda: op_node.target(*eager_args[:1])),
+        ]
+        # a cache-loaded piece with one output is compiler_interface's single_output closure
+        loaded = _closure_value(compiled, "loaded")
+        artifact = compiled if loaded is None else loaded
+    found = dict(_boxed_layers(artifact))
+    for name in ("AOTAutograd runtime wrapper", "Inductor CompiledFxGraph.__call__", "Inductor generated call()"):
+        layer = found.get(name)
+        rows.append((name, (lambda f=layer: f(list(piece_args))) if layer is not None else None))
+    print(f"\nlayers of the {model_name} entry: minimum over {rounds} rounds x {calls} calls (us per call)")
+    gc.disable()
+    try:
+        for name, fn in rows:
+            if fn is None:
+                print(f"{name:75} {'n/a':>8}")
+                continue
+            best = min(_per_call_us(fn, calls) for _ in range(rounds))
+            print(f"{name:75} {best:8.2f}")
+    finally:
+        gc.enable()
+
+
+def _per_call_us(fn: Callable[[], object], calls: int) -> float:
+    begin = time.perf_counter_ns()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter_ns() - begin) / calls / 1000
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -161,6 +293,7 @@ def main() -> int:
     parser.add_argument("--pieces", type=int, default=8, help="compiled pieces of the split model (>= 2)")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     parser.add_argument("--cache-dir", default=None, help="Magi cache root (default: a fresh temporary directory)")
+    parser.add_argument("--layers", action="store_true", help="also time each layer of the Magi call path (CPU)")
     args = parser.parse_args()
     if args.pieces < 2 or args.rounds < 1 or args.calls < 1:
         parser.error("--pieces must be >= 2, --rounds and --calls >= 1")
@@ -197,6 +330,8 @@ def main() -> int:
                 + (f", {args.pieces} compiled pieces, {args.pieces - 1} splitting ops" if model_name == "split" else "")
             )
             report(title, samples, args.pieces if model_name == "split" else None)
+            if args.layers:
+                layer_table(model_name, args.pieces, x, args.rounds, args.calls)
     scratch.cleanup()
     return status
 
