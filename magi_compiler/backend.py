@@ -34,10 +34,11 @@ from magi_compiler.config import CompileConfig, CudaGraphMode
 from magi_compiler.counters import compilation_counter
 from magi_compiler.cudagraph import cudagraph_skip_reason, plan_graph, wrap_compiled_graph
 from magi_compiler.dynamic_dims import symbolic_local_dims
+from magi_compiler.log import EntryLevelLogger
 from magi_compiler.passes import build_full_graph_passes, inductor_config_patch
 from magi_compiler.splitting import Piece, split_graph
 
-logger = logging.getLogger(__name__)
+logger = EntryLevelLogger(logging.getLogger(__name__))
 
 GENERAL_SHAPE = "general"
 ARTIFACT_SUBDIR = "artifacts"

@@ -16,8 +16,9 @@ import torch
 from torch import fx
 
 from magi_compiler.counters import compilation_counter
+from magi_compiler.log import EntryLevelLogger
 
-logger = logging.getLogger(__name__)
+logger = EntryLevelLogger(logging.getLogger(__name__))
 
 INDUCTOR = "inductor"
 EAGER = "eager"

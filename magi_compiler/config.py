@@ -94,6 +94,10 @@ class CompileConfig:
     overload) at which the graph is split into separately compiled pieces.
     ``bytecode_swap`` lets later calls run Dynamo's captured bytecode directly, skipping
     guard evaluation (see ``entry_state.EntryState`` for the contract).
+    ``log_level`` (a level name such as ``"DEBUG"``, or empty) is the entry's own level: the
+    package's records made during its calls are judged against it, and nothing else's level
+    changes (:mod:`magi_compiler.log`); a name that is not a level raises ``ValueError`` at the
+    entry's first call.
 
     ``cudagraph_mode`` and ``cudagraph_capture_sizes`` (see :mod:`magi_compiler.cudagraph` and
     docs/cudagraphs.md) apply only on CUDA; elsewhere a mode other than ``NONE`` is logged once

@@ -56,8 +56,9 @@ from torch._dynamo.source import LocalSource
 
 from magi_compiler.config import CudaGraphMode
 from magi_compiler.counters import compilation_counter
+from magi_compiler.log import EntryLevelLogger
 
-logger = logging.getLogger(__name__)
+logger = EntryLevelLogger(logging.getLogger(__name__))
 
 STATIC_SIZE = 0
 """The size key of a graph without a dynamic size."""

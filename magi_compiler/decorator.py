@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import logging
 import types
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -23,17 +22,13 @@ import torch
 
 from magi_compiler.config import CompileConfig, ConfigPatch, apply_config_patch
 from magi_compiler.entry_state import DynamicArgDims, EntryState
-from magi_compiler.log import PACKAGE_LOGGER
 
 _STATE_ATTR = "_magi_entry_states"
 _NO_STATES: Mapping[str, EntryState] = types.MappingProxyType({})
 
 
 def _build_config(config_patch: ConfigPatch) -> CompileConfig:
-    config = apply_config_patch(CompileConfig.from_env(), config_patch)
-    if config.log_level:  # the package's level, for the whole process (README: log_level)
-        logging.getLogger(PACKAGE_LOGGER).setLevel(config.log_level.upper())
-    return config
+    return apply_config_patch(CompileConfig.from_env(), config_patch)
 
 
 def get_entry_state(obj: Any, method_name: str = "forward") -> EntryState | None:

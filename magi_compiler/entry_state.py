@@ -54,9 +54,10 @@ from magi_compiler.aot.mode import AOTEntryInfo, AOTFallback, AOTStrategy
 from magi_compiler.backend import CacheMissError, MagiBackend, model_name
 from magi_compiler.config import CompileConfig, CompileMode
 from magi_compiler.counters import compilation_counter
+from magi_compiler.log import EntryLevelLogger, entry_log_level, parse_level
 from magi_compiler.swapped_code import call_without_dynamo, relink
 
-logger = logging.getLogger(__name__)
+logger = EntryLevelLogger(logging.getLogger(__name__))
 
 DynamicArgDims = Mapping[str, int | Sequence[int]] | None
 
@@ -104,7 +105,8 @@ def _ambient_modes() -> tuple:
 
 
 class EntryState:
-    """The compile state of one entry: ``fn`` called with ``bound_self`` first when given."""
+    """The compile state of one entry: ``fn`` called with ``bound_self`` first when given. With
+    ``config.log_level`` set, each call runs under that level (:func:`magi_compiler.log.entry_log_level`)."""
 
     def __init__(
         self,
@@ -134,6 +136,8 @@ class EntryState:
         self._dims_cache: dict[tuple[str | None, int], tuple[int, ...]] = {}
         self._signature_dims_memo: dict[tuple[int, int], tuple[int, ...]] = {}
         self._self_offset = 0 if bound_self is None else 1
+        # this entry's own log level, in effect during its calls only (magi_compiler.log)
+        self._log_level = parse_level(config.log_level, "log_level") if config.log_level.strip() else None
 
     @staticmethod
     def _normalize_dims(dims: DynamicArgDims, names: set[str]) -> dict[str, tuple[int, ...]] | None:
@@ -228,6 +232,12 @@ class EntryState:
                 dynamic_dims.mark(name, value, dims, strict=self.dims_are_strict)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._log_level is None:
+            return self._call(*args, **kwargs)
+        with entry_log_level(self._log_level):
+            return self._call(*args, **kwargs)
+
+    def _call(self, *args: Any, **kwargs: Any) -> Any:
         if self._swapped and not torch.compiler.is_compiling():
             # only a JIT Magi entry with the swap on fills _swapped (an AOT entry after its fallback)
             swapped = self._swapped.get(self._dispatch_signature(args, kwargs))

@@ -1,5 +1,1 @@
 """The review bot that guards pull requests to the magi_compiler backend."""
-
-import logging
-
-logger = logging.getLogger("reviewbot")

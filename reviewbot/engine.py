@@ -28,13 +28,14 @@ the test-plan table and the generated-code signals. `review.to_json()` is the da
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import functools
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from reviewbot import logger
 from reviewbot.diff import FileChange, diff_files
 from reviewbot.exception_index import ExceptionIndex, index_revision
 from reviewbot.experiments.exception_injection import candidates as injection_candidates
@@ -53,12 +54,44 @@ from reviewbot.rules.common import QualnameIndex
 from reviewbot.suites import SuiteResult, run_suites
 from reviewbot.testplan import FAILS_AT_HEAD, TestPlanRow, verify_test_plan
 
+logger = logging.getLogger(__name__)
+
 SUITE_MODES = ("none", "static", "all")
 ProgressFn = Callable[[str], None]
 
 
 def _no_progress(_: str) -> None:
     """Progress sink that drops messages."""
+
+
+class StageClock:
+    """Wall time of each stage of one review (`Review.timings`: seconds, in the order the stages
+    end, then `total` since the clock was made). A stage timed inside another is left out of the
+    outer one's time (`key_reproducibility` runs inside `cache_key`). Each name is timed once."""
+
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+        self._started = time.monotonic()
+        self._inner: list[float] = []  # per open stage: seconds spent in stages nested in it
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        assert name not in self.timings and name != "total", f"stage {name!r} timed twice"
+        start = time.monotonic()
+        self._inner.append(0.0)
+        try:
+            yield
+        finally:
+            elapsed = time.monotonic() - start
+            inner = self._inner.pop()
+            if self._inner:
+                self._inner[-1] += elapsed
+        self.timings[name] = elapsed - inner
+
+    def finish(self) -> dict[str, float]:
+        """The timings with `total` added."""
+        self.timings["total"] = time.monotonic() - self._started
+        return self.timings
 
 
 def _areas(changes: list[FileChange]) -> list[str]:
@@ -158,102 +191,95 @@ def run_review(
 ) -> Review:
     """Review `merge-base(base, head)..head` of the git repository at `repo` (see module docstring)."""
     say = progress or _no_progress
-    timings: dict[str, float] = {}
-    t0 = time.monotonic()
+    clock = StageClock()
     with GitRepo(repo) as git:
-        head_sha = git.rev_parse(head)
-        merge_base = git.merge_base(base, head_sha)
-        if config is None:
-            config = load_config(git.path, head_sha)
-        suite_names = _suites_to_run(suites, config)
-        changes = diff_files(git, merge_base, head_sha)
-        commits = [
-            tuple(line.split("\x1f", 1))
-            for line in git.git("log", "--format=%h\x1f%s", f"{merge_base}..{head_sha}").splitlines()
-            if line
-        ]
-        branch = git.git("name-rev", "--name-only", "--refs=refs/heads/*", head_sha, check=False).strip() or head
-        summary = ChangeSummary(
-            title=pr_title or (commits[0][1] if len(commits) == 1 else branch.split("~")[0]),
-            body=pr_body or "",
-            branch=branch,
-            base=base,
-            head=head_sha,
-            merge_base=merge_base,
-            commits=[(c[0], c[1] if len(c) > 1 else "") for c in commits],
-            areas=_areas(changes),
-            files=[FileStat(c.path, c.old_path, c.status, c.lines_added, c.lines_removed) for c in changes],
-        )
-        say(
-            f"diff {merge_base[:12]}..{head_sha[:12]}: {len(changes)} file(s), +{summary.lines_added} -{summary.lines_removed}"
-        )
-        timings["diff"] = time.monotonic() - t0
-
-        t = time.monotonic()
-        key_change: KeyChange | None = None
-        if config.key_roots:
-            base_config = _base_config(git, merge_base, config)
-            key_change = detect_key_change(
-                git,
-                merge_base,
-                head_sha,
-                config,
-                probe=False if suites == "none" else None,
-                base_config=base_config,
-                progress=say,
-                require_roots=True,
+        with clock.stage("diff"):
+            head_sha = git.rev_parse(head)
+            merge_base = git.merge_base(base, head_sha)
+            if config is None:
+                config = load_config(git.path, head_sha)
+            suite_names = _suites_to_run(suites, config)
+            changes = diff_files(git, merge_base, head_sha)
+            commits = [
+                tuple(line.split("\x1f", 1))
+                for line in git.git("log", "--format=%h\x1f%s", f"{merge_base}..{head_sha}").splitlines()
+                if line
+            ]
+            branch = git.git("name-rev", "--name-only", "--refs=refs/heads/*", head_sha, check=False).strip() or head
+            summary = ChangeSummary(
+                title=pr_title or (commits[0][1] if len(commits) == 1 else branch.split("~")[0]),
+                body=pr_body or "",
+                branch=branch,
+                base=base,
+                head=head_sha,
+                merge_base=merge_base,
+                commits=[(c[0], c[1] if len(c) > 1 else "") for c in commits],
+                areas=_areas(changes),
+                files=[FileStat(c.path, c.old_path, c.status, c.lines_added, c.lines_removed) for c in changes],
             )
-            if key_change.probe_status == "ok":  # the experiment runs the probe again at both revisions
-                t_experiment = time.monotonic()
-                key_change = check_reproducibility(git, key_change, config, base_config, progress=say)
-                timings["key_reproducibility"] = time.monotonic() - t_experiment
-            say(f"cache key: {key_change.status}")
-        timings["cache_key"] = time.monotonic() - t - timings.get("key_reproducibility", 0.0)
+            say(
+                f"diff {merge_base[:12]}..{head_sha[:12]}: {len(changes)} file(s), +{summary.lines_added} -{summary.lines_removed}"
+            )
 
-        t = time.monotonic()
-        findings, guards = _file_findings(git, merge_base, head_sha, changes, config, key_change, say)
-        if key_change is not None:
-            findings += cache_key_rule.check(key_change, {c.path: c for c in changes})
-            if pr_body:
-                findings += key_docs.check_pr_body(
-                    pr_body,
-                    config.vocabulary,
-                    key_change.factors_head,
-                    key_change.factors_added,
-                    key_change.factors_base,
+        key_change: KeyChange | None = None
+        with clock.stage("cache_key"):
+            if config.key_roots:
+                base_config = _base_config(git, merge_base, config)
+                key_change = detect_key_change(
+                    git,
+                    merge_base,
+                    head_sha,
+                    config,
+                    probe=False if suites == "none" else None,
+                    base_config=base_config,
+                    progress=say,
+                    require_roots=True,
                 )
-        timings["static_rules"] = time.monotonic() - t
+                if key_change.probe_status == "ok":  # the experiment runs the probe again at both revisions
+                    with clock.stage("key_reproducibility"):
+                        key_change = check_reproducibility(git, key_change, config, base_config, progress=say)
+                say(f"cache key: {key_change.status}")
+
+        with clock.stage("static_rules"):
+            findings, guards = _file_findings(git, merge_base, head_sha, changes, config, key_change, say)
+            if key_change is not None:
+                findings += cache_key_rule.check(key_change, {c.path: c for c in changes})
+                if pr_body:
+                    findings += key_docs.check_pr_body(
+                        pr_body,
+                        config.vocabulary,
+                        key_change.factors_head,
+                        key_change.factors_added,
+                        key_change.factors_base,
+                    )
 
         test_plan: list[TestPlanRow] = []
         if pr_body and suites != "none":
-            t = time.monotonic()
-            test_plan = verify_test_plan(git, merge_base, head_sha, pr_body, changes, log_dir=log_dir, progress=say)
-            timings["test_plan"] = time.monotonic() - t
+            with clock.stage("test_plan"):
+                test_plan = verify_test_plan(git, merge_base, head_sha, pr_body, changes, log_dir=log_dir, progress=say)
         elif pr_body:
             logger.info("test plan not verified: --suites none runs no code of the revision")
 
         results: list[SuiteResult] = []
         if suite_names:
-            t = time.monotonic()
-            results = run_suites(git.path, head_sha, suite_names, config=config, log_dir=log_dir, progress=say)
-            timings["suites"] = time.monotonic() - t
+            with clock.stage("suites"):
+                results = run_suites(git.path, head_sha, suite_names, config=config, log_dir=log_dir, progress=say)
         anchor = suite_results.TestAnchor(git, head_sha, changes)
         planned = {row.test_id for row in test_plan if row.status == FAILS_AT_HEAD}
         failing = suite_results.from_suites(results, config, anchor, planned)
         findings += suite_results.from_test_plan(test_plan, anchor, {f.qualname for f in failing}) + failing
         if suites != "none" and injection_candidates(findings):  # the experiment runs the revision's code
-            t = time.monotonic()
-            findings = run_injection(
-                git,
-                head_sha,
-                findings,
-                config.injection,
-                [config.suite(name) for name in suite_names if config.suite(name).gpus == 0],
-                results,
-                log_dir=log_dir / "injection" if log_dir is not None else None,
-                progress=say,
-            )
-            timings["exception_injection"] = time.monotonic() - t
+            with clock.stage("exception_injection"):
+                findings = run_injection(
+                    git,
+                    head_sha,
+                    findings,
+                    config.injection,
+                    [config.suite(name) for name in suite_names if config.suite(name).gpus == 0],
+                    results,
+                    log_dir=log_dir / "injection" if log_dir is not None else None,
+                    progress=say,
+                )
 
     findings = [
         apply_evidence_policy(
@@ -262,7 +288,7 @@ def run_review(
         for f in findings
     ]
     findings.sort(key=lambda f: (f.severity.rank, f.path, f.line_start, f.rule))
-    timings["total"] = time.monotonic() - t0
+    timings = clock.finish()
     say(f"review done in {timings['total']:.2f}s: {len(findings)} finding(s)")
     return Review(
         summary=summary,

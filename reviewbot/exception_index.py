@@ -30,11 +30,13 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
+import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from reviewbot import logger
 from reviewbot.gitrepo import GitRepo
+
+logger = logging.getLogger(__name__)
 
 SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".tox"})
 

@@ -8,13 +8,14 @@ a revision gets a detached worktree in a temp dir (`worktree()`), removed afterw
 from __future__ import annotations
 
 import contextlib
+import logging
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
 
-from reviewbot import logger
+logger = logging.getLogger(__name__)
 
 
 class GitError(RuntimeError):

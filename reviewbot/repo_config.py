@@ -1,6 +1,7 @@
 """`.reviewbot.yml`: the reviewed repository's own configuration, loaded and validated.
 
-Keys (all optional; unknown keys and wrong types raise `ConfigError` naming the key):
+Keys (all optional; unknown keys and wrong types raise `ConfigError` naming the key). The file's
+schema is the pydantic model `ConfigFile`; `parse_config` is its loader:
 
 - `language`: `en` or `zh`, the language of the review text.
 - `cache_key.roots`: dotted names of the functions and config classes whose values make the key
@@ -35,17 +36,34 @@ unless `--config FILE` names another file (to try a configuration before committ
 from __future__ import annotations
 
 import dataclasses
+import typing
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+from pydantic_core import PydanticCustomError
 
+from reviewbot import validation
 from reviewbot.gitrepo import GitRepo
 from reviewbot.release_notes.settings import ReleaseNotesSettings, parse_release_notes_settings
 from reviewbot.severity import Severity
 
 CONFIG_FILE = ".reviewbot.yml"
-LANGUAGES = ("en", "zh")
+Language = Literal["en", "zh"]
+LANGUAGES: tuple[str, ...] = typing.get_args(Language)
 
 DEFAULT_VOCABULARY: dict[str, str] = {
     "compile config": "compile_config",
@@ -72,8 +90,40 @@ class ConfigError(ValueError):
     """`.reviewbot.yml` is malformed; the message names the offending key."""
 
 
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text
+
+
+def _program(text: str) -> str:
+    if "/" in text and not text.startswith("/"):
+        raise ValueError(f"expected an absolute path or a program name on PATH, got {text!r}")
+    return text
+
+
+def _severity(label: Any) -> Severity:
+    if isinstance(label, Severity):
+        return label
+    if not isinstance(label, str):
+        raise PydanticCustomError("string_type", "expected str")
+    return Severity.parse(label)
+
+
+Text = Annotated[StrictStr, AfterValidator(_not_blank)]
+Seconds = Annotated[StrictFloat, Field(gt=0)]
+Count = Annotated[StrictInt, Field(ge=0)]
+SeverityLabel = Annotated[Severity, BeforeValidator(_severity)]
+Name = Annotated[str, BeforeValidator(str)]  # a suite's or rule's name: a YAML number is its text
+_SECTION = ConfigDict(extra="forbid", frozen=True)
+_RECORD = ConfigDict(extra="forbid")  # pydantic dataclasses: frozen by the decorator
+
+
 @dataclasses.dataclass(frozen=True)
 class SuiteConfig:
+    """A suite to run: an entry of `suites` (`SuiteEntry`, named by its key), or one the engine makes
+    (the test-plan check, the injection experiment)."""
+
     name: str
     command: str
     gpus: int = 0
@@ -81,27 +131,72 @@ class SuiteConfig:
     failure_means: str = ""
 
 
-@dataclasses.dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_RECORD)
 class ProbeConfig:
-    """`python`: absolute path or program name (None: the reviewing interpreter); `setup`: command
-    preparing a cached virtual environment for the probe (None: no environment of its own)."""
+    """`cache_key.probe`. `python`: absolute path or program name (None: the reviewing interpreter);
+    `setup`: command preparing a cached virtual environment for the probe (None: no environment of
+    its own)."""
 
-    command: str
-    timeout_s: float = 120.0
-    python: str | None = None
-    setup: str | None = None
-    setup_timeout_s: float = 1800.0
+    command: Text
+    timeout_s: Seconds = 120.0
+    python: Annotated[Text, AfterValidator(_program)] | None = None
+    setup: Text | None = None
+    setup_timeout_s: Seconds = 1800.0
 
 
-@dataclasses.dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_RECORD)
 class InjectionConfig:
-    """The exception-injection experiment. `command`: None runs the review's suites that need no
-    GPU; `timeout_s`: limit of one run (capped by a suite's own); `max_handlers`: handlers tried per
-    review (the rest stay unconfirmed, saying so)."""
+    """`experiments.injection`, the exception-injection experiment. `command`: None runs the
+    review's suites that need no GPU; `timeout_s`: limit of one run (capped by a suite's own);
+    `max_handlers`: handlers tried per review (the rest stay unconfirmed, saying so)."""
 
-    command: str | None = None
-    timeout_s: float = 300.0
-    max_handlers: int = 5
+    command: StrictStr | None = None
+    timeout_s: Seconds = 300.0
+    max_handlers: Count = 5
+
+
+class SuiteEntry(BaseModel):
+    """One entry of `suites` (its name is the key)."""
+
+    model_config = _SECTION
+    command: StrictStr
+    gpus: Count = 0
+    timeout_s: Seconds = 600.0
+    failure_means: StrictStr = ""
+
+
+class CacheKeySection(BaseModel):
+    model_config = _SECTION
+    roots: list[StrictStr] = []
+    probe: ProbeConfig | None = None
+    vocabulary: dict[StrictStr, StrictStr] | None = None
+
+    @field_validator("probe", "vocabulary", mode="before")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        """Absent means the default; written but empty (`probe:`) is a mistake."""
+        if value is None:
+            raise PydanticCustomError("dict_type", "expected a mapping")
+        return value
+
+
+class ExperimentsSection(BaseModel):
+    model_config = _SECTION
+    injection: InjectionConfig = InjectionConfig()
+
+
+class ConfigFile(BaseModel):
+    """The schema of `.reviewbot.yml` as written (`RepoConfig` is what the review uses).
+    `release_notes` has a loader of its own (`parse_release_notes_settings`)."""
+
+    model_config = _SECTION
+    language: Language = "en"
+    cache_key: CacheKeySection = CacheKeySection()
+    suites: dict[Name, SuiteEntry] = {}
+    severity_overrides: dict[Name, SeverityLabel] = {}
+    config_attribute_names: list[StrictStr] = list(DEFAULT_CONFIG_NAMES)
+    release_notes: Any = None
+    experiments: ExperimentsSection = ExperimentsSection()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,54 +217,14 @@ class RepoConfig:
         return self.suites[name]
 
 
-def _expect(value: Any, kind: type | tuple[type, ...], key: str) -> Any:
-    if isinstance(value, bool) and kind in (int, float, (int, float)):
-        raise ConfigError(f"{key}: expected a number, got a boolean")
-    if not isinstance(value, kind):
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise ConfigError(f"{key}: expected {names}, got {type(value).__name__}")
-    return value
-
-
-def _check_keys(data: dict[str, Any], allowed: set[str], where: str) -> None:
-    for key in data:
-        if key not in allowed:
-            prefix = f"{where}." if where else ""
-            raise ConfigError(f"{prefix}{key}: unknown key (allowed: {', '.join(sorted(allowed))})")
-
-
-def _text(value: Any, key: str) -> str:
-    text = _expect(value, str, key)
-    if not text.strip():
-        raise ConfigError(f"{key}: must not be empty")
-    return text
-
-
-def _seconds(value: Any, key: str) -> float:
-    seconds = float(_expect(value, (int, float), key))
-    if seconds <= 0:
-        raise ConfigError(f"{key}: must be > 0")
-    return seconds
-
-
-def _parse_probe(pr: dict[str, Any]) -> ProbeConfig:
-    _check_keys(pr, {"command", "timeout_s", "python", "setup", "setup_timeout_s"}, "cache_key.probe")
-    if "command" not in pr:
-        raise ConfigError("cache_key.probe.command: required")
-    python = None
-    if "python" in pr:
-        python = _text(pr["python"], "cache_key.probe.python")
-        if "/" in python and not python.startswith("/"):
-            raise ConfigError(
-                f"cache_key.probe.python: expected an absolute path or a program name on PATH, got {python!r}"
-            )
-    return ProbeConfig(
-        command=_text(pr["command"], "cache_key.probe.command"),
-        timeout_s=_seconds(pr.get("timeout_s", 120), "cache_key.probe.timeout_s"),
-        python=python,
-        setup=_text(pr["setup"], "cache_key.probe.setup") if "setup" in pr else None,
-        setup_timeout_s=_seconds(pr.get("setup_timeout_s", 1800), "cache_key.probe.setup_timeout_s"),
-    )
+def _config_error(exc: ValidationError) -> ConfigError:
+    """The first problem of `exc` as one line naming the key."""
+    error = exc.errors()[0]
+    key = validation.key_path(error["loc"]) or "<top level>"
+    text = validation.problem(error)
+    if error["type"] in validation.UNKNOWN_KEY_ERRORS:
+        text += f" (allowed: {', '.join(validation.allowed_keys(ConfigFile, error['loc'][:-1]))})"
+    return ConfigError(f"{key}: {text}")
 
 
 def parse_config(text: str) -> RepoConfig:
@@ -180,91 +235,27 @@ def parse_config(text: str) -> RepoConfig:
         raise ConfigError(f"{CONFIG_FILE}: not valid YAML: {exc}") from exc
     if data is None:
         return RepoConfig()
-    _expect(data, dict, "<top level>")
-    _check_keys(
-        data,
-        {
-            "language",
-            "cache_key",
-            "suites",
-            "severity_overrides",
-            "config_attribute_names",
-            "release_notes",
-            "experiments",
-        },
-        "",
-    )
-    language = _expect(data.get("language", "en"), str, "language")
-    if language not in LANGUAGES:
-        raise ConfigError(f"language: expected one of {LANGUAGES}, got {language!r}")
-
-    roots: tuple[str, ...] = ()
-    probe = None
-    vocabulary = dict(DEFAULT_VOCABULARY)
-    if "cache_key" in data:
-        ck = _expect(data["cache_key"], dict, "cache_key")
-        _check_keys(ck, {"roots", "probe", "vocabulary"}, "cache_key")
-        roots = tuple(
-            _expect(r, str, "cache_key.roots[]") for r in _expect(ck.get("roots", []), list, "cache_key.roots")
-        )
-        if "probe" in ck:
-            pr = _expect(ck["probe"], dict, "cache_key.probe")
-            probe = _parse_probe(pr)
-        if "vocabulary" in ck:
-            voc = _expect(ck["vocabulary"], dict, "cache_key.vocabulary")
-            vocabulary = {}
-            for phrase, factor in voc.items():
-                _expect(phrase, str, "cache_key.vocabulary key")
-                vocabulary[phrase.lower()] = _expect(factor, str, f"cache_key.vocabulary.{phrase}")
-
-    suites: dict[str, SuiteConfig] = {}
-    for name, spec in _expect(data.get("suites", {}), dict, "suites").items():
-        where = f"suites.{name}"
-        _expect(spec, dict, where)
-        _check_keys(spec, {"command", "gpus", "timeout_s", "failure_means"}, where)
-        if "command" not in spec:
-            raise ConfigError(f"{where}.command: required")
-        gpus = _expect(spec.get("gpus", 0), int, f"{where}.gpus")
-        if gpus < 0:
-            raise ConfigError(f"{where}.gpus: must be >= 0")
-        timeout = float(_expect(spec.get("timeout_s", 600), (int, float), f"{where}.timeout_s"))
-        if timeout <= 0:
-            raise ConfigError(f"{where}.timeout_s: must be > 0")
-        suites[str(name)] = SuiteConfig(
-            name=str(name),
-            command=_expect(spec["command"], str, f"{where}.command"),
-            gpus=gpus,
-            timeout_s=timeout,
-            failure_means=_expect(spec.get("failure_means", ""), str, f"{where}.failure_means"),
-        )
-
-    overrides: dict[str, Severity] = {}
-    for rule, label in _expect(data.get("severity_overrides", {}), dict, "severity_overrides").items():
-        try:
-            overrides[str(rule)] = Severity.parse(_expect(label, str, f"severity_overrides.{rule}"))
-        except ValueError as exc:
-            raise ConfigError(f"severity_overrides.{rule}: {exc}") from exc
-
-    names = DEFAULT_CONFIG_NAMES
-    if "config_attribute_names" in data:
-        raw = _expect(data["config_attribute_names"], list, "config_attribute_names")
-        names = tuple(_expect(n, str, "config_attribute_names[]") for n in raw)
-
     try:
-        release_notes = parse_release_notes_settings(data.get("release_notes"))
+        file = ConfigFile.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(exc) from None
+    try:
+        release_notes = parse_release_notes_settings(file.release_notes)
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc)) from exc
-
+    vocabulary = file.cache_key.vocabulary
     return RepoConfig(
-        language=language,
-        injection=_injection(data.get("experiments", {})),
-        key_roots=roots,
-        probe=probe,
-        vocabulary=vocabulary,
-        suites=suites,
-        severity_overrides=overrides,
-        config_attribute_names=names,
+        language=file.language,
+        key_roots=tuple(file.cache_key.roots),
+        probe=file.cache_key.probe,
+        vocabulary=dict(DEFAULT_VOCABULARY)
+        if vocabulary is None
+        else {phrase.lower(): factor for phrase, factor in vocabulary.items()},
+        suites={name: SuiteConfig(name=name, **entry.model_dump()) for name, entry in file.suites.items()},
+        severity_overrides=dict(file.severity_overrides),
+        config_attribute_names=tuple(file.config_attribute_names),
         release_notes=release_notes,
+        injection=file.experiments.injection,
     )
 
 
@@ -290,21 +281,6 @@ def differing_keys(committed: str | None, working: str | None) -> list[str] | No
     if not isinstance(old, dict) or not isinstance(new, dict):
         return None
     return sorted(str(k) for k in {*old, *new} if old.get(k) != new.get(k))
-
-
-def _injection(raw: Any) -> InjectionConfig:
-    experiments = _expect(raw, dict, "experiments")
-    _check_keys(experiments, {"injection"}, "experiments")
-    spec = _expect(experiments.get("injection", {}), dict, "experiments.injection")
-    _check_keys(spec, {"command", "timeout_s", "max_handlers"}, "experiments.injection")
-    command = _expect(spec["command"], str, "experiments.injection.command") if "command" in spec else None
-    timeout = float(_expect(spec.get("timeout_s", 300), (int, float), "experiments.injection.timeout_s"))
-    if timeout <= 0:
-        raise ConfigError("experiments.injection.timeout_s: must be > 0")
-    cap = _expect(spec.get("max_handlers", 5), int, "experiments.injection.max_handlers")
-    if cap < 0:
-        raise ConfigError("experiments.injection.max_handlers: must be >= 0")
-    return InjectionConfig(command, timeout, cap)
 
 
 def load_config(repo: Path | str, revision: str | None = None) -> RepoConfig:

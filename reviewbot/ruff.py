@@ -7,13 +7,15 @@ Only the codes the rules classify are selected (`E722` bare except, `BLE001` bli
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from reviewbot import logger
 from reviewbot.rules.common import RuffHit
+
+logger = logging.getLogger(__name__)
 
 SELECT = ("E722", "BLE001")
 

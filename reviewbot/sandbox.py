@@ -29,6 +29,7 @@ import dataclasses
 import errno
 import functools
 import json
+import logging
 import os
 import random
 import shlex
@@ -43,7 +44,8 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from reviewbot import logger
+logger = logging.getLogger(__name__)
+
 
 UID_RANGE = range(200_000, 265_536)  # one uid per box; /etc/subuid ranges conventionally start at 100000
 ENV_ALLOWED = {"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH", "TORCH_CUDA_ARCH_LIST"}

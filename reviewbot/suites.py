@@ -13,6 +13,7 @@ Used by `reviewbot review`, the service's `/rerun-gpu`, and the GPU workflow.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import shutil
 import subprocess
@@ -25,11 +26,12 @@ from xml.etree.ElementTree import ParseError
 
 from junitparser import Error, Failure, JUnitXml, JUnitXmlError, Skipped
 
-from reviewbot import logger
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import RepoConfig, SuiteConfig
 from reviewbot.results.junit import failing_line, failure_excerpt, node_id
 from reviewbot.sandbox import Box, SandboxError, box, build_argv, child_env
+
+logger = logging.getLogger(__name__)
 
 LOG_TAIL_LINES = 40
 

@@ -27,7 +27,9 @@ from typing import Any
 
 import torch
 
-logger = logging.getLogger(__name__)
+from magi_compiler.log import EntryLevelLogger
+
+logger = EntryLevelLogger(logging.getLogger(__name__))
 
 MAGIC = b"MAGI-AOT\n"
 FORMAT_VERSION = 1

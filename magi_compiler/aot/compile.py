@@ -8,8 +8,9 @@ from typing import Any
 import torch
 
 from magi_compiler.aot.fallback import CAUGHT_AOT_ERRORS, AOTFailureKind, AOTUnsupportedError, classify_aot_failure
+from magi_compiler.log import EntryLevelLogger
 
-logger = logging.getLogger(__name__)
+logger = EntryLevelLogger(logging.getLogger(__name__))
 
 MAX_RESTARTS = 8
 

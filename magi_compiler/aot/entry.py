@@ -19,8 +19,9 @@ from magi_compiler.aot.artifact import load_artifact, save_artifact
 from magi_compiler.aot.compile import aot_compile_once
 from magi_compiler.aot.fallback import ASSERT_CACHE_HIT_PREFIX
 from magi_compiler.backend import CacheMissError
+from magi_compiler.log import EntryLevelLogger
 
-logger = logging.getLogger(__name__)
+logger = EntryLevelLogger(logging.getLogger(__name__))
 
 
 class AOTEntry:

@@ -32,8 +32,9 @@ from magi_compiler.backend import MagiBackend
 from magi_compiler.cache import model_cache_dir
 from magi_compiler.cache_key import compiler_source_hash, compiler_version_hash, inductor_config_hash
 from magi_compiler.config import CompileConfig
+from magi_compiler.log import EntryLevelLogger
 
-logger = logging.getLogger(__name__)
+logger = EntryLevelLogger(logging.getLogger(__name__))
 
 AOT_SUBDIR = "aot"
 ARTIFACT_SUFFIX = ".magi-aot"

@@ -24,7 +24,9 @@ import os
 import tempfile
 from collections.abc import Iterator
 
-logger = logging.getLogger(__name__)
+from magi_compiler.log import EntryLevelLogger
+
+logger = EntryLevelLogger(logging.getLogger(__name__))
 
 
 INDEX_FILE = "index.json"

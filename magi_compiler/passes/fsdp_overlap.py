@@ -42,8 +42,9 @@ from torch import fx
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 
 from magi_compiler.config import CompileConfig, FSDPConfig
+from magi_compiler.log import EntryLevelLogger
 
-logger = logging.getLogger(__name__)
+logger = EntryLevelLogger(logging.getLogger(__name__))
 
 BucketMode = Literal["none", "coalesced"]
 _BYTES_PER_MIB = 1 << 20
@@ -136,6 +137,11 @@ def _is_method(node: fx.Node, name: str) -> bool:
     if node.op == "call_method" and node.target == name:
         return True
     return node.op == "call_function" and getattr(node.target, "__name__", "") == f"prim_{name}"
+
+
+def is_redistribute(node: fx.Node) -> bool:
+    """Whether `node` is a DTensor `redistribute` as Dynamo records it (a parameter gather before the pass)."""
+    return _is_method(node, "redistribute")
 
 
 def _prim_kwargs(node: fx.Node) -> dict:
@@ -371,7 +377,7 @@ def _describe(
     graph: fx.Graph, buckets: list[list[_ParamGather]], collectives: list[fx.Node], waits: list[fx.Node]
 ) -> list[BucketReport]:
     index_of = {node: i for i, node in enumerate(graph.nodes)}
-    compute_index = [index_of[n] for n in graph.nodes if _is_compute(n)]
+    compute_index = [index_of[n] for n in graph.nodes if is_compute_node(n)]
     reports = []
     for bucket, collective, wait in zip(buckets, collectives, waits, strict=True):
         issue, waited = index_of[collective], index_of[wait]
@@ -391,8 +397,9 @@ def _describe(
 _COMM_TARGETS = {_AG, _WAIT, torch.ops.magi.grad_scale.default, torch.cat, operator.getitem}
 
 
-def _is_compute(node: fx.Node) -> bool:
-    """Nodes that do model math (not the pass's own plumbing, not placeholders/outputs)."""
+def is_compute_node(node: fx.Node) -> bool:
+    """Whether `node` does model math (not DTensor or collective plumbing, not a placeholder or output);
+    what `BucketReport.compute_nodes_overlapped` counts."""
     if node.op == "call_function":
         return node.target not in _COMM_TARGETS
     if node.op == "call_method":

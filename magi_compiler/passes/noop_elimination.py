@@ -13,7 +13,9 @@ import logging
 import torch
 from torch import fx
 
-logger = logging.getLogger(__name__)
+from magi_compiler.log import EntryLevelLogger
+
+logger = EntryLevelLogger(logging.getLogger(__name__))
 
 
 _NOOP_METHODS = {"contiguous", "to", "type_as"}

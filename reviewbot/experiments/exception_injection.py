@@ -50,13 +50,13 @@ import ast
 import dataclasses
 import functools
 import importlib.util
+import logging
 import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from reviewbot import logger
 from reviewbot.exception_index import ExceptionClass, ExceptionIndex, index_revision
 from reviewbot.findings import Evidence, EvidenceKind, Finding
 from reviewbot.gitrepo import GitRepo
@@ -66,6 +66,8 @@ from reviewbot.rules.common import contains_logging
 from reviewbot.sandbox import Box, SandboxError, box, build_argv, child_env
 from reviewbot.severity import Severity
 from reviewbot.suites import SuiteResult
+
+logger = logging.getLogger(__name__)
 
 MARKER = "reviewbot injected"
 RULES = frozenset({"broad-except", "runtime-error-fallback"})

@@ -28,6 +28,7 @@ deadline post nothing.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import time
 import uuid
@@ -38,7 +39,6 @@ from github import Auth
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from reviewbot import logger
 from reviewbot.gpu_dispatch import store
 from reviewbot.gpu_dispatch.artifacts import ArtifactError, fetch_results
 from reviewbot.gpu_dispatch.outcome import error_outcome, outcome_from_results
@@ -50,6 +50,8 @@ from reviewbot.service.job_context import JobContext, Stopped
 from reviewbot.service.job_handlers import publish_gpu_outcome
 from reviewbot.service.registry import register_event, register_job
 from reviewbot.service.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 WORKFLOW_FILE = "gpu-regression.yml"
 RESULT_JOB = "gpu-actions-result"

@@ -8,6 +8,7 @@ Every failure raises `ArtifactError` with a message fit for the PR summary.
 from __future__ import annotations
 
 import io
+import logging
 import time
 import zipfile
 import zlib
@@ -15,9 +16,10 @@ from typing import Any
 
 import requests
 
-from reviewbot import logger
 from reviewbot.results import RegressionResults
 from reviewbot.service.github_api import GitHub, GitHubFailed
+
+logger = logging.getLogger(__name__)
 
 ARTIFACT_NAME = "gpu-regression-results"
 RESULTS_FILE = "results.json"

@@ -5,15 +5,16 @@ messages, GPU-only skips, bench figures, the GPU and driver it ran on).
 
 It runs ``python -m reviewbot.results.run`` (the bot's installed copy, never the PR's
 `ci/run_regression.py`) in a child process whose environment carries none of the bot's settings
-or credentials (`REVIEWBOT_*` except `REVIEWBOT_GPUS`, `GITHUB_*`, `GH_*`, and any variable whose
-name says token, secret, password, private/API/access key or credentials): the suites execute PR code. The child process also
-keeps torch and CUDA out of the worker.
+or credentials (`REVIEWBOT_*`, `GITHUB_*`, `GH_*`, and any variable whose name says token, secret,
+password, private/API/access key or credentials): the suites execute PR code. The `gpus` setting,
+when set, is its `--gpus`. The child process also keeps torch and CUDA out of the worker.
 
 Importing this module registers it as `local`.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import subprocess
@@ -21,16 +22,16 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from reviewbot import logger
 from reviewbot.gpu_dispatch.outcome import error_outcome, outcome_from_results
 from reviewbot.results import RegressionResults, ResultsFormatError
 from reviewbot.service.gpu_dispatch import GpuOutcome, GpuRequest, register_dispatcher
 from reviewbot.service.settings import Settings
 
+logger = logging.getLogger(__name__)
+
 _SECRET_NAME = re.compile(
     r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|PRIVATE_KEY|API_KEY|ACCESS_KEY|CREDENTIALS?)(_|$)", re.IGNORECASE
 )
-_KEPT = ("REVIEWBOT_GPUS",)
 STDERR_TAIL_LINES = 30
 
 
@@ -39,7 +40,7 @@ def scrubbed_environment(environ: Mapping[str, str]) -> dict[str, str]:
     out = {}
     for name, value in environ.items():
         dropped = name.startswith(("REVIEWBOT_", "GITHUB_", "GH_")) or _SECRET_NAME.search(name)
-        if name in _KEPT or not dropped:
+        if not dropped:
             out[name] = value
     return out
 
@@ -64,6 +65,8 @@ class RegressionLocalDispatcher:
             "--request-id", request.request_id,
             "--timeout-cap", str(self.settings.gpu_timeout_seconds),
         ]  # fmt: skip
+        if self.settings.gpus is not None:
+            command += ["--gpus", str(self.settings.gpus)]
         logger.info("GPU request %s: running the suites here (%s)", request.request_id, out_dir)
         proc = subprocess.run(
             command,

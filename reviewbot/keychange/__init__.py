@@ -34,11 +34,11 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reviewbot import logger
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange.closure import (
     ClosureItem,
@@ -52,6 +52,8 @@ from reviewbot.keychange.closure import (
 from reviewbot.keychange.fields import field_coverage
 from reviewbot.keychange.probe import ProbeRun, run_probe
 from reviewbot.repo_config import ConfigError, RepoConfig
+
+logger = logging.getLogger(__name__)
 
 CONFIRMED = "confirmed"
 UNCONFIRMED = "unconfirmed"

@@ -35,8 +35,6 @@ from reviewbot.repo_config import ProbeConfig
 from reviewbot.sandbox import Box, Captured, SandboxError, box, build_argv, child_env
 from reviewbot.suites import reviewbot_dir
 
-ENV_ROOT_VARIABLE = "REVIEWBOT_PROBE_ENVS"
-
 DEPENDENCY_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
 REQUIREMENTS_PATTERN = "requirements*.txt"
 READY_MARK = ".reviewbot-ready"
@@ -99,11 +97,8 @@ def dependency_digest(git: GitRepo, revision: str, base_python: str, setup: str)
 
 
 def probe_env_root(git: GitRepo) -> Path:
-    """Where setup environments are cached: `$REVIEWBOT_PROBE_ENVS`, else `.reviewbot/probe-envs`
-    of the repository (in the service: of its checkout in the work directory)."""
-    configured = os.environ.get(ENV_ROOT_VARIABLE)
-    if configured:
-        return Path(configured)
+    """Where setup environments are cached: `.reviewbot/probe-envs` of the repository (in the
+    service: of its checkout in the work directory)."""
     return reviewbot_dir(git.toplevel()) / "probe-envs"
 
 

@@ -9,8 +9,11 @@ malformed `--github`, invalid `.reviewbot.yml`, a published release with the dra
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+
+from github.Repository import Repository
 
 from reviewbot.gitrepo import GitRepo
 from reviewbot.release_notes import github_lookup
@@ -23,6 +26,12 @@ from reviewbot.release_notes.upgrade import upgrade_notes
 
 def _progress(message: str) -> None:
     print(f"release-notes: {message}", file=sys.stderr)
+
+
+def _connect(full_name: str) -> Repository:
+    """`full_name` on GitHub, with the API URL and token of this command's environment."""
+    api_url = os.environ.get("GITHUB_API_URL", github_lookup.DEFAULT_API_URL)
+    return github_lookup.connect(full_name, os.environ.get("GITHUB_TOKEN"), api_url)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -56,7 +65,7 @@ def build_notes(args: argparse.Namespace) -> ReleaseNotes:
     if args.github:
         numbered = sum(c.number is not None for c in changes)
         _progress(f"reading {numbered} pull request(s) from GitHub {args.github}")
-        changes = github_lookup.enrich(changes, github_lookup.connect(args.github))
+        changes = github_lookup.enrich(changes, _connect(args.github))
     upgrade = None
     if config.detect is not None:
         upgrade = upgrade_notes(
@@ -90,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     if args.draft_release:
-        repo = github_lookup.connect(args.github)
+        repo = _connect(args.github)
         try:
             release, created = github_lookup.upsert_draft_release(
                 repo, args.draft_release, args.draft_release, to_markdown(notes), notes.to_sha

@@ -14,7 +14,7 @@ from reviewbot.release_notes.settings import ReleaseNotesSettings
 from reviewbot.release_notes.upgrade import CaseKeys, Detector, KeyDiff
 from reviewbot.repo_config import ConfigError, RepoConfig, load_config
 
-logger = logging.getLogger("reviewbot")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,13 @@
 """GitHub through PyGithub: PR titles, labels and authors, and the draft release.
 
-The API base URL comes from `GITHUB_API_URL` (GitHub Actions and Enterprise set it; tests point
-it at a local server), the token from `GITHUB_TOKEN`.
+`connect` takes the API base URL and the token from its caller: `reviewbot release-notes` reads
+them from `GITHUB_API_URL` (GitHub Actions and Enterprise set it; tests point it at a local
+server) and `GITHUB_TOKEN`.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 
 from github import Auth, Github, UnknownObjectException
 from github.GitRelease import GitRelease
@@ -15,20 +15,17 @@ from github.Repository import Repository
 
 from reviewbot.release_notes.history import Change
 
-logger = logging.getLogger("reviewbot")
+logger = logging.getLogger(__name__)
 
 DEFAULT_API_URL = "https://api.github.com"
 
 
-def connect(full_name: str) -> Repository:
-    """The repository `OWNER/REPO` (one GET, which also checks the token can see it)."""
+def connect(full_name: str, token: str | None, api_url: str = DEFAULT_API_URL) -> Repository:
+    """The repository `OWNER/REPO` (one GET, which also checks the token can see it); no token:
+    anonymous access."""
     if full_name.count("/") != 1 or not all(full_name.split("/")):
         raise ValueError(f"--github: expected OWNER/REPO, got {full_name!r}")
-    token = os.environ.get("GITHUB_TOKEN")
-    client = Github(
-        base_url=os.environ.get("GITHUB_API_URL", DEFAULT_API_URL).rstrip("/"),
-        auth=Auth.Token(token) if token else None,
-    )
+    client = Github(base_url=api_url.rstrip("/"), auth=Auth.Token(token) if token else None)
     return client.get_repo(full_name)
 
 

@@ -13,8 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import field
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, ValidationError, model_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+
+from reviewbot import validation
 
 DEFAULT_CATEGORIES: tuple[str, ...] = (
     "Breaking changes",
@@ -77,19 +82,39 @@ DEFAULT_PREFIX_PATTERNS: tuple[str, ...] = (
 
 INVALIDATES_LABEL = "cache: invalidates"
 
-_KEYS = {
-    "categories",
-    "labels",
-    "prefixes",
-    "prefix_patterns",
-    "breaking_category",
-    "other_category",
-    "invalidates_label",
-}
+
+def _compile(text: str) -> re.Pattern[str]:
+    try:
+        pattern = re.compile(text)
+    except re.error as err:
+        raise ValueError(f"invalid regular expression {text!r}: {err}") from err
+    if "prefix" not in pattern.groupindex:
+        raise ValueError(f"pattern {text!r} lacks the named group 'prefix'")
+    return pattern
 
 
-@dataclass(frozen=True)
+Name = Annotated[StrictStr, Field(min_length=1)]
+PrefixPattern = Annotated[Name, AfterValidator(_compile)]
+
+
+class ReleaseNotesSection(BaseModel):
+    """The `release_notes` section as written (all keys optional)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    categories: list[Name] | None = None
+    labels: dict[StrictStr, StrictStr] = {}
+    prefixes: dict[StrictStr, StrictStr] = {}
+    prefix_patterns: list[PrefixPattern] | None = None
+    breaking_category: Name | None = None
+    other_category: Name | None = None
+    invalidates_label: Name | None = None
+
+
+@pydantic_dataclass(frozen=True)
 class ReleaseNotesSettings:
+    """The grouping in effect: every label, prefix, `breaking_category` and `other_category`
+    names one of `categories`."""
+
     categories: tuple[str, ...] = DEFAULT_CATEGORIES
     labels: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_LABELS))
     prefixes: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_PREFIXES))
@@ -98,7 +123,8 @@ class ReleaseNotesSettings:
     other_category: str = "Other changes"
     invalidates_label: str = INVALIDATES_LABEL
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _targets_are_categories(self) -> ReleaseNotesSettings:
         known = set(self.categories)
         for where, target in (
             *((f"release_notes.labels.{k}", v) for k, v in self.labels.items()),
@@ -108,77 +134,50 @@ class ReleaseNotesSettings:
         ):
             if target not in known:
                 raise ValueError(f"{where}: category {target!r} is not listed in release_notes.categories")
+        return self
 
 
-def _str_list(value: Any, key: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise TypeError(f"{key}: expected a list of non-empty strings, got {value!r}")
-    return tuple(value)
-
-
-def _str_map(value: Any, key: str) -> dict[str, str]:
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise TypeError(f"{key}: expected a mapping of strings to strings, got {value!r}")
-    return dict(value)
-
-
-def _str(value: Any, key: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise TypeError(f"{key}: expected a non-empty string, got {value!r}")
-    return value
-
-
-def _compile_patterns(patterns: tuple[str, ...], key: str) -> tuple[re.Pattern[str], ...]:
-    compiled = []
-    for i, text in enumerate(patterns):
-        try:
-            pattern = re.compile(text)
-        except re.error as err:
-            raise ValueError(f"{key}[{i}]: invalid regular expression {text!r}: {err}") from err
-        if "prefix" not in pattern.groupindex:
-            raise ValueError(f"{key}[{i}]: pattern {text!r} lacks the named group 'prefix'")
-        compiled.append(pattern)
-    return tuple(compiled)
+def _section_error(exc: ValidationError) -> TypeError | ValueError:
+    """One line for the section's first problem: TypeError for a wrong type, ValueError otherwise;
+    unknown keys are named together."""
+    unknown = sorted(
+        str(e["loc"][-1]) for e in exc.errors() if len(e["loc"]) == 1 and e["type"] in validation.UNKNOWN_KEY_ERRORS
+    )
+    if unknown:
+        return ValueError(f"release_notes: unknown key(s) {', '.join(unknown)}")
+    error = exc.errors()[0]
+    line = f"{validation.key_path(error['loc'], 'release_notes')}: {validation.problem(error)}"
+    return TypeError(line) if validation.is_type_error(error) else ValueError(line)
 
 
 def parse_release_notes_settings(section: Any) -> ReleaseNotesSettings:
-    """Validate the `release_notes` section (None means all defaults).
+    """The loader of the `release_notes` section (None means all defaults).
 
     `labels` and `prefixes` extend the defaults (map a key to a category to override one);
-    `categories` and `prefix_patterns` replace them. Unknown keys and wrong types raise,
-    naming the key.
+    `categories` and `prefix_patterns` replace them. Unknown keys and wrong types raise
+    (ValueError, TypeError), naming the key.
     """
     if section is None:
         return ReleaseNotesSettings()
-    if not isinstance(section, dict):
-        raise TypeError(f"release_notes: expected a mapping, got {section!r}")
-    unknown = sorted(set(section) - _KEYS)
-    if unknown:
-        raise ValueError(f"release_notes: unknown key(s) {', '.join(map(str, unknown))}")
-    kwargs: dict[str, Any] = {}
-    if "categories" in section:
-        kwargs["categories"] = _str_list(section["categories"], "release_notes.categories")
-    labels = dict(DEFAULT_LABELS)
-    labels.update(_str_map(section.get("labels", {}), "release_notes.labels"))
-    prefixes = dict(DEFAULT_PREFIXES)
-    prefixes.update({k.lower(): v for k, v in _str_map(section.get("prefixes", {}), "release_notes.prefixes").items()})
-    if "categories" in section:
+    try:
+        given = ReleaseNotesSection.model_validate(section)
+    except ValidationError as exc:
+        raise _section_error(exc) from None
+    categories = tuple(given.categories) if given.categories is not None else DEFAULT_CATEGORIES
+    labels = {**DEFAULT_LABELS, **given.labels}
+    prefixes = {**DEFAULT_PREFIXES, **{k.lower(): v for k, v in given.prefixes.items()}}
+    if given.categories is not None:
         # Defaults pointing at categories the user removed are dropped; the user's own entries must resolve.
-        keep = set(kwargs["categories"])
-        user_labels = section.get("labels", {})
-        user_prefixes = {k.lower() for k in section.get("prefixes", {})}
-        labels = {k: v for k, v in labels.items() if v in keep or k in user_labels}
+        keep = set(categories)
+        user_prefixes = {k.lower() for k in given.prefixes}
+        labels = {k: v for k, v in labels.items() if v in keep or k in given.labels}
         prefixes = {k: v for k, v in prefixes.items() if v in keep or k in user_prefixes}
-    kwargs["labels"] = labels
-    kwargs["prefixes"] = prefixes
-    if "prefix_patterns" in section:
-        patterns = _str_list(section["prefix_patterns"], "release_notes.prefix_patterns")
-        kwargs["prefix_patterns"] = _compile_patterns(patterns, "release_notes.prefix_patterns")
-    for key in ("breaking_category", "other_category", "invalidates_label"):
-        if key in section:
-            kwargs[key] = _str(section[key], f"release_notes.{key}")
-    categories = kwargs.get("categories", DEFAULT_CATEGORIES)
+    chosen = given.model_dump(include={"breaking_category", "other_category", "invalidates_label"}, exclude_none=True)
     for key, default in (("breaking_category", "Breaking changes"), ("other_category", "Other changes")):
-        if key not in kwargs and default not in categories:
+        if key not in chosen and default not in categories:
             raise ValueError(f"release_notes.{key}: must be set when release_notes.categories omits {default!r}")
-    return ReleaseNotesSettings(**kwargs)
+    patterns = {"prefix_patterns": tuple(given.prefix_patterns)} if given.prefix_patterns is not None else {}
+    try:
+        return ReleaseNotesSettings(categories=categories, labels=labels, prefixes=prefixes, **patterns, **chosen)
+    except ValidationError as exc:
+        raise ValueError(validation.problem(exc.errors()[0])) from None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from reviewbot.release_notes.history import Change
 
-logger = logging.getLogger("reviewbot")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import sys
 
 from reviewbot.results.schema import Environment
 
-logger = logging.getLogger("reviewbot")
+logger = logging.getLogger(__name__)
 
 
 def nvidia_smi_gpus(timeout_s: float = 20.0) -> list[tuple[str, str]]:

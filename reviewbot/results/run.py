@@ -32,7 +32,7 @@ from reviewbot.results.schema import RegressionResults, SuiteResult
 from reviewbot.suites import SuiteResult as RunnerSuiteResult
 from reviewbot.suites import run_suites
 
-logger = logging.getLogger("reviewbot")
+logger = logging.getLogger(__name__)
 
 RESULTS_FILE = "results.json"
 SUITES_DIR = "suites"

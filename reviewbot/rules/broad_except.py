@@ -34,6 +34,20 @@ may confirm or refute them.
     loop's body, or the handler ends with `continue`), teardown or diagnostics code (below), or a
     unit whose failure it records. The project's own rule: a boundary of one unit of work may catch
     everything to mark that unit failed and keep going, and says so in the log;
+  - a *filter*: the handler inspects the caught exception and re-raises what it does not recognise
+    (`if should_retry(e): <retry> else: raise`, or `if not is_oom(e): raise` before the recovery;
+    the test names the caught exception): nothing, it is as narrow as the predicate (the OOM-retry
+    decorator that halves the batch size);
+  - a *guarded probe*: a try body of one operation (other statements only return or assign a
+    constant) whose handler only passes, returns a constant or assigns one (logging allowed; not
+    an implicit `None` in place of the try's returned result), and either a comment next to it
+    (the lines directly above the `try`, inside the try body or in the handler) says which failure
+    is expected ("will raise a RuntimeError if no XLA device is configured", "may fail in CPU-only
+    containers", "not available"; "# flag the error" is not one) or the statement right after the
+    try warns
+    (`warnings.warn`, logging at warning level or above): nothing. The try guards one operation and
+    the fallback is a stated or announced default, not a hidden one (`import torch_npu` returning
+    "not available"; a memory query that falls through to "the figure is incorrect" warning);
   - swallows, logging, in diagnostics or teardown code (a word of the file path or the enclosing
     name is in `_DIAGNOSTIC_WORDS`: dump, report, metrics, trace, close, shutdown, ...) with a body
     of only logging, `pass`, `continue`, `break` and bare `return`/`return None`: P3
@@ -43,7 +57,9 @@ may confirm or refute them.
   - swallows otherwise: P0 `broad-except.swallows`.
 - `except RuntimeError` that swallows, with no `torch.OutOfMemoryError` re-raise before it (an
   earlier handler or an `isinstance` check that raises): P0; with the OOM re-raise but a try body
-  holding more than one call: P2.
+  holding more than one call: P2. Filters and guarded probes (above) are not reported: a filter
+  re-raises what its test does not recognise, and a guarded probe's comment names the
+  `RuntimeError` it expects from its one call (`xm.xla_device()` without an XLA configuration).
 - `except RuntimeError` (or a builtin below it, `RUNTIME_FAMILY`) around a call that does not
   re-raise, while the repository defines subclasses of a caught type that are raised in a module
   the try body calls into (one level: a called name's import target, or this file's module for
@@ -54,8 +70,9 @@ may confirm or refute them.
 - a try whose body holds more than one statement with a call and that has a handler which does not
   raise (a fallback): P2 `wide-try`. Cleanup handlers that always raise are left alone, and so are
   handlers that only catch control flow (`KeyboardInterrupt`, `SystemExit`, `GeneratorExit`,
-  `CancelledError`: no call in the body is more likely than another to raise them) and unit
-  boundaries (above), whose try is as wide as the unit on purpose.
+  `CancelledError`: no call in the body is more likely than another to raise them), filters (they
+  re-raise what they do not recognise) and unit boundaries (above), whose try is as wide as the
+  unit on purpose.
 """
 
 from __future__ import annotations
@@ -141,6 +158,12 @@ _FAILURE_WORDS = frozenset(["error", "errored", "failed", "failure", "fail", "ab
 # exceptions that stop the program's control flow rather than report a failure of one call
 CONTROL_FLOW = frozenset(["KeyboardInterrupt", "SystemExit", "GeneratorExit", "CancelledError"])
 _LOUD_LEVELS = frozenset(["warning", "warn", "error", "critical", "exception"])
+# a comment next to a one-statement try that says which failure is expected there
+_EXPECTED_FAILURE = re.compile(
+    r"\b(rais(e|es|ed|ing)|throws?|fail(s|ed|ing)?|unavailable|unsupported|missing"
+    r"|not (be )?(available|supported|installed|found|present|configured))\b",
+    re.IGNORECASE,
+)
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -217,6 +240,12 @@ def _noqa(ctx: FileContext, handler: ast.ExceptHandler) -> tuple[str, str] | Non
             index -= 1
         reason = _clean_reason(" ".join(above))
     return (", ".join(codes) or "all", reason if _WORDY.search(reason) else "")
+
+
+def _noqa_reason(ctx: FileContext, handler: ast.ExceptHandler) -> str:
+    """The reason of the handler's catch-all `# noqa` ("" without one or without a reason)."""
+    noqa = _noqa(ctx, handler)
+    return noqa[1] if noqa is not None else ""
 
 
 def _handler_comment(ctx: FileContext, handler: ast.ExceptHandler) -> str:
@@ -297,6 +326,119 @@ def _unit_boundary(handler: ast.ExceptHandler, in_loop: bool, teardown: bool) ->
         return False
     ends_turn = in_loop or (bool(handler.body) and isinstance(handler.body[-1], ast.Continue))
     return ends_turn or teardown or records_failure
+
+
+def _filters(handler: ast.ExceptHandler) -> bool:
+    """The handler re-raises the caught exception unless a test that inspects it holds: an `if`
+    directly in its body whose test names the caught exception and that re-raises it unchanged
+    when the test fails (`if should_retry(e): ... else: raise`, `if not is_oom(e): raise`). The
+    reverse, re-raising what the test recognises (`if isinstance(e, OutOfMemoryError): raise`),
+    keeps everything else and is no filter."""
+    if handler.name is None:
+        return False
+    for stmt in handler.body:
+        if not isinstance(stmt, ast.If):
+            continue
+        inspects = any(isinstance(sub, ast.Name) and sub.id == handler.name for sub in ast.walk(stmt.test))
+        if not inspects:
+            continue
+        negated = isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not)
+        # re-raising when the test fails: only what the test recognises is kept
+        branch = stmt.body if negated else stmt.orelse
+        if branch and reraises_same(ast.ExceptHandler(type=handler.type, name=handler.name, body=branch)):
+            return True
+    return False
+
+
+def _constant_default(stmt: ast.stmt) -> bool:
+    """`pass`, a logging call, `return`/`return <constant>` or `<name> = <constant>`."""
+    if isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)):
+        return True
+    if isinstance(stmt, ast.Return):
+        return stmt.value is None or isinstance(stmt.value, ast.Constant)
+    if isinstance(stmt, ast.Assign):
+        return all(isinstance(t, ast.Name) for t in stmt.targets) and isinstance(stmt.value, ast.Constant)
+    return False
+
+
+def _warns(stmt: ast.stmt | None) -> bool:
+    """`warnings.warn(...)`/`warn(...)` or a logging call at warning level or above."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    func = stmt.value.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if name == "warn":
+        return True
+    return is_logging_call(stmt.value) and name in _LOUD_LEVELS
+
+
+def _comment_lines(ctx: FileContext, start: int, end: int) -> list[str]:
+    out = []
+    for number in range(start, end + 1):
+        text = _comment(ctx.lines[number - 1]) if 0 < number <= len(ctx.lines) else None
+        if text and not _NOQA.search("#" + text):
+            out.append(text)
+    return out
+
+
+def _guarded_probe(
+    ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler, after: ast.stmt | None
+) -> bool:
+    """A try around one operation (its other statements only return or assign constants) whose
+    handler falls back to a constant, with the expected failure documented next to it or the
+    fallback announced by a warning right after the try (see the module docstring). A handler that
+    falls off the end of a function whose try returns a result (an implicit `None` result) is not
+    one. `after`: the statement following the try in its block, if any."""
+    operations = [stmt for stmt in node.body if not _constant_default(stmt)]
+    if len(operations) != 1 or not handler.body or not all(_constant_default(stmt) for stmt in handler.body):
+        return False
+    falls_through = not isinstance(handler.body[-1], ast.Return)
+    if falls_through and isinstance(node.body[-1], ast.Return) and after is None:
+        return False  # the try returns a result, the handler an implicit None
+    if falls_through and _warns(after):
+        return True
+    above: list[str] = []
+    index = node.lineno - 2
+    while index >= 0 and ctx.lines[index].strip().startswith("#"):
+        above.insert(0, ctx.lines[index].strip().lstrip("#").strip())
+        index -= 1
+    inside = _comment_lines(ctx, node.lineno, handler.end_lineno or handler.lineno)
+    text = " ".join([*above, *inside])
+    return bool(_EXPECTED_FAILURE.search(text) or _JUSTIFIED.search(text))
+
+
+def _following(tree: ast.AST) -> dict[int, ast.stmt | None]:
+    """id of each try statement -> the statement that runs after it when its handler falls through:
+    the next one in its block, or for the last statement of an `if`/`else`/`with` block the one after
+    that compound statement (None at the end of a function, module or loop body)."""
+    out: dict[int, ast.stmt | None] = {}
+
+    def walk(block: list[ast.stmt], after: ast.stmt | None) -> None:
+        for i, stmt in enumerate(block):
+            nxt = block[i + 1] if i + 1 < len(block) else after
+            if isinstance(stmt, (ast.Try, ast.TryStar)):
+                out[id(stmt)] = nxt
+            if isinstance(stmt, (ast.If, ast.With, ast.AsyncWith)):
+                for field in ("body", "orelse"):
+                    walk(getattr(stmt, field, []), nxt)
+            elif isinstance(stmt, (ast.Try, ast.TryStar)):
+                walk(stmt.body, None)
+                walk(stmt.orelse, nxt)
+                walk(stmt.finalbody, nxt)
+                for handler in stmt.handlers:
+                    walk(handler.body, nxt)
+            elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+                walk(stmt.body, None)
+                walk(stmt.orelse, nxt)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                walk(stmt.body, None)
+            elif isinstance(stmt, ast.Match):
+                for case in stmt.cases:
+                    walk(case.body, nxt)
+
+    assert isinstance(tree, ast.Module)
+    walk(tree.body, None)
+    return out
 
 
 def _control_flow_only(handler: ast.ExceptHandler) -> bool:
@@ -506,6 +648,7 @@ def check(ctx: FileContext) -> list[Finding]:
     ruff_lines = {(hit.code, hit.line) for hit in ctx.ruff}
     findings: list[Finding] = []
     loop_tries = _loop_tries(ctx.tree)
+    following = _following(ctx.tree)
     for node in ast.walk(ctx.tree):
         if not isinstance(node, (ast.Try, ast.TryStar)) or not node.handlers:
             continue
@@ -516,6 +659,13 @@ def check(ctx: FileContext) -> list[Finding]:
             for handler in node.handlers
             if _unit_boundary(handler, id(node) in loop_tries, _teardown(ctx, handler))
         }
+        filters = {id(handler) for handler in node.handlers if _filters(handler)}
+        # a noqa comment with a reason stays the respected note the injection experiment may still check
+        probes = {
+            id(handler)
+            for handler in node.handlers
+            if _guarded_probe(ctx, node, handler, following.get(id(node))) and not _noqa_reason(ctx, handler)
+        }
         for i, handler in enumerate(node.handlers):
             names = caught_names(handler)
             label = "except:" if names is None else f"except {ast.unparse(handler.type) if handler.type else ''}"
@@ -525,6 +675,8 @@ def check(ctx: FileContext) -> list[Finding]:
             elif handler.type is not None and ("BLE001", handler.type.lineno) in ruff_lines:
                 ruff_note = "ruff BLE001"
             if names is None or BROAD & set(names):
+                if id(handler) in filters or id(handler) in probes:
+                    continue
                 finding = _broad(ctx, handler, label, ruff_note, boundary=id(handler) in boundaries)
                 if finding is not None:
                     findings.append(finding)
@@ -548,7 +700,8 @@ def check(ctx: FileContext) -> list[Finding]:
                 findings.append(
                     _handler_finding(ctx, handler, "caught-own-subclass", Severity.P2, message_id, params, extra=extra)
                 )
-            if "RuntimeError" in names and not _raises(handler.body):
+            quiet = id(handler) in filters or id(handler) in probes
+            if "RuntimeError" in names and not _raises(handler.body) and not quiet:
                 runtime_reported = True
                 oom = _oom_reraised(node, i)
                 if not oom:
@@ -574,7 +727,8 @@ def check(ctx: FileContext) -> list[Finding]:
                         )
                     )
         swallows = any(
-            not _raises(h.body) and not _control_flow_only(h) and id(h) not in boundaries for h in node.handlers
+            not _raises(h.body) and not _control_flow_only(h) and id(h) not in boundaries and id(h) not in filters
+            for h in node.handlers
         )
         if len(calls) > 1 and swallows and not runtime_reported:
             first, last = node.body[0], node.body[-1]

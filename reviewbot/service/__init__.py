@@ -7,5 +7,5 @@ order (`ingest.py` calling the handlers in `events.py`, queue operations in `job
 (`review_call.py`) or the GPU suites (`gpu_dispatch.py`), and posts through `github_api.py`
 (retries, metrics) and `posting.py` (summary upsert by marker, inline comments, statuses).
 Slash commands: `commands.py`; settings: `settings.py`; metrics: `metrics.py`; load test:
-`python -m reviewbot.service.loadtest`. Deployment and settings: docs/service.md.
+`python benchmarks/reviewbot_loadtest.py`. Deployment and settings: docs/service.md.
 """

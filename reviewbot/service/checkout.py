@@ -11,11 +11,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
+import logging
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from reviewbot import logger
+logger = logging.getLogger(__name__)
 
 
 class CheckoutError(RuntimeError):

@@ -15,6 +15,7 @@ and workers leave the lock free for a moment between their transactions (`worker
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import queue
 import threading
 import time
@@ -24,9 +25,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from reviewbot import logger
 from reviewbot.service import health
 from reviewbot.service.db import Delivery
+
+logger = logging.getLogger(__name__)
 
 BATCH = 200
 

@@ -8,15 +8,17 @@ Importing this module registers the `pull_request` and `issue_comment` handlers 
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from reviewbot import logger
 from reviewbot.service import commands, jobs
 from reviewbot.service.registry import EVENTS, EventHandler, register_event
 from reviewbot.service.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 
 class BadPayload(ValueError):

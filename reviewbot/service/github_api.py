@@ -11,6 +11,7 @@ A POST is never repeated blindly: when its outcome is unknown (5xx, rate limit, 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,9 +21,10 @@ import github
 import requests
 from github import Auth
 
-from reviewbot import logger
 from reviewbot.service import metrics
 from reviewbot.service.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 

@@ -14,6 +14,7 @@ Deliveries found to be ignored keep only their headers (the body is dropped).
 from __future__ import annotations
 
 import json
+import logging
 import time
 import zlib
 from typing import Any
@@ -22,10 +23,11 @@ from sqlalchemy import Row, select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import sessionmaker
 
-from reviewbot import logger
 from reviewbot.service import events, metrics
 from reviewbot.service.db import Delivery
 from reviewbot.service.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 _PLAIN = {"synchronize_session": False}  # a plain UPDATE: no Delivery object is loaded in the session
 

@@ -9,11 +9,10 @@ import logging
 import threading
 from typing import Self
 
-from sqlalchemy import select
 from sqlalchemy.orm import sessionmaker
 
-from reviewbot.service import jobs
-from reviewbot.service.db import Delivery, Job
+from reviewbot.service import jobs, store
+from reviewbot.service.db import Job
 from reviewbot.service.github_api import GitHub
 from reviewbot.service.settings import Settings
 
@@ -77,7 +76,4 @@ class JobContext:
     def installation_id(self) -> int | None:
         if not self.job.delivery_id:
             return self.job.args.get("installation_id")
-        with self.sessions() as session:
-            delivery = session.scalar(select(Delivery).where(Delivery.guid == self.job.delivery_id))
-            installation = (delivery.payload.get("installation") or {}) if delivery else {}
-        return installation.get("id") or self.job.args.get("installation_id")
+        return store.delivery_installation(self.sessions, self.job.delivery_id) or self.job.args.get("installation_id")

@@ -6,7 +6,9 @@ and returns the job's final state. A job that finds the PR's head moved on makes
 head has a review queued before it stops, so whatever order GitHub delivers pushes in, the current
 head ends reviewed.
 
-Importing this module registers the kinds (`registry.register_job`; the worker imports it).
+Importing this module registers the kinds (`registry.register_job`; the worker imports it);
+`review` and `gpu` write the PR's summary, so they are registered `pr_exclusive`. What the
+handlers keep in the database goes through `store.py` and the queue (`jobs.py`): no SQL here.
 `publish_gpu_outcome` is also what the `actions` dispatch mode calls when its run completes, and
 `give_up` what the worker's error boundary calls when a job fails for good.
 """
@@ -16,17 +18,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
 from reviewbot import sandbox
 from reviewbot.repo_config import ConfigError
-from reviewbot.service import commands, jobs, posting
+from reviewbot.service import commands, jobs, posting, store
 from reviewbot.service.checkout import checkout
-from reviewbot.service.db import Authorisation, Job, ReviewRecord, SuiteRun
+from reviewbot.service.db import ReviewRecord
 from reviewbot.service.events import is_fork
 from reviewbot.service.github_api import GitHub, GitHubFailed
 from reviewbot.service.gpu_dispatch import GpuOutcome, GpuRequest, make_dispatcher
@@ -73,14 +72,7 @@ def _queue_current_head(ctx: JobContext, pull: Any) -> None:
     with ctx.sessions.begin() as session:
         jobs.stop_pr_jobs(session, job.repo, job.pr, "superseded", keep_head=head)
         for kind in kinds:
-            covered = select(Job.id).where(
-                Job.repo == job.repo,
-                Job.pr == job.pr,
-                Job.kind == kind,
-                Job.head_sha == head,
-                Job.state.in_(("pending", "running", "done", "failed")),
-            )
-            if session.scalar(covered.limit(1)) is None:
+            if not jobs.has_job_for_head(session, job.repo, job.pr, kind, head):
                 extra = {"suites": list(ctx.settings.gpu_suites)} if kind == "gpu" else {}
                 jobs.enqueue(session, kind, job.repo, job.pr, head, args={**args, **extra})
                 logger.info("job %d: queued a %s of the current head %s", job.id, kind, head[:12])
@@ -150,15 +142,7 @@ def _report_failure(ctx: JobContext, reason: str) -> None:
 
 
 def _authorised(ctx: JobContext, sha: str) -> bool:
-    with ctx.sessions() as session:
-        return (
-            session.scalar(
-                select(Authorisation).where(
-                    Authorisation.repo == ctx.job.repo, Authorisation.pr == ctx.job.pr, Authorisation.head_sha == sha
-                )
-            )
-            is not None
-        )
+    return store.is_authorised(ctx.sessions, ctx.job.repo, ctx.job.pr, sha)
 
 
 def _checkout(ctx: JobContext, gh: GitHub, pull: Any, purpose: str = "review") -> Any:
@@ -178,27 +162,11 @@ def _checkout(ctx: JobContext, gh: GitHub, pull: Any, purpose: str = "review") -
 
 
 def _record(ctx: JobContext) -> ReviewRecord:
-    with ctx.sessions.begin() as session:
-        record = session.scalar(
-            select(ReviewRecord).where(ReviewRecord.repo == ctx.job.repo, ReviewRecord.pr == ctx.job.pr)
-        )
-        if record is None:
-            record = ReviewRecord(repo=ctx.job.repo, pr=ctx.job.pr, fingerprints=[])
-            session.add(record)
-            session.flush()
-        session.expunge(record)
-        return record
+    return store.review_record(ctx.sessions, ctx.job.repo, ctx.job.pr)
 
 
 def _save_record(ctx: JobContext, **fields: Any) -> None:
-    with ctx.sessions.begin() as session:
-        record = session.scalar(
-            select(ReviewRecord).where(ReviewRecord.repo == ctx.job.repo, ReviewRecord.pr == ctx.job.pr)
-        )
-        assert record is not None
-        for key, value in fields.items():
-            setattr(record, key, value)
-        record.updated_at = time.time()
+    store.save_review_record(ctx.sessions, ctx.job.repo, ctx.job.pr, **fields)
 
 
 def summary_body(head_sha: str, static_section: str, gpu_section: str) -> str:
@@ -224,7 +192,7 @@ def _publish_summary(ctx: JobContext, gh: GitHub, issue: Any, static_section: st
 # --- handlers -------------------------------------------------------------------------------------
 
 
-@register_job("review")
+@register_job("review", pr_exclusive=True)
 def run_review_job(ctx: JobContext) -> str:
     job = ctx.job
     gh = ctx.github()
@@ -287,7 +255,7 @@ def run_review_job(ctx: JobContext) -> str:
     return "done"
 
 
-@register_job("gpu")
+@register_job("gpu", pr_exclusive=True)
 def run_gpu_job(ctx: JobContext) -> str:
     job = ctx.job
     gh = ctx.github()
@@ -329,19 +297,7 @@ def publish_gpu_outcome(ctx: JobContext, gh: GitHub, repo: Any, pull: Any, outco
     """Store the suite runs, put them in the summary, set `reviewbot/gpu-regression`."""
     job = ctx.job
     ctx.checkpoint()
-    with ctx.sessions.begin() as session:
-        for suite in outcome.suites:
-            session.add(
-                SuiteRun(
-                    job_id=job.id,
-                    repo=job.repo,
-                    pr=job.pr,
-                    head_sha=job.head_sha,
-                    suite=suite["name"],
-                    status=suite["status"],
-                    result=suite,
-                )
-            )
+    store.add_suite_runs(ctx.sessions, job, outcome.suites)
     record = _record(ctx)
     static = record.static_section if record.head_sha == job.head_sha else "_Static review pending._"
     _save_record(ctx, gpu_section=outcome.markdown)
@@ -456,13 +412,7 @@ def _enqueue_from_command(
     fork = bool(base_args["fork"])
     with ctx.sessions.begin() as session:
         if kind == "gpu" and fork:
-            exists = session.scalar(
-                select(Authorisation).where(
-                    Authorisation.repo == ctx.job.repo, Authorisation.pr == ctx.job.pr, Authorisation.head_sha == head
-                )
-            )
-            if exists is None:
-                session.add(Authorisation(repo=ctx.job.repo, pr=ctx.job.pr, head_sha=head, granted_by=granted_by))
+            if store.authorise(session, ctx.job.repo, ctx.job.pr, head, granted_by):
                 logger.info("%s#%d: %s authorised fork head %s", ctx.job.repo, ctx.job.pr, granted_by, head[:12])
             jobs.enqueue(session, "review", ctx.job.repo, ctx.job.pr, head, args=base_args)
         if kind == "gpu":

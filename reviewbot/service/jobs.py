@@ -12,6 +12,7 @@ on PostgreSQL) share it through the conditional UPDATE in `claim`.
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import or_, select, text, update
@@ -21,9 +22,6 @@ from reviewbot.service.db import Job
 
 ACTIVE = ("pending", "running")
 PR_WORK_KINDS = ("review", "gpu")  # stopped by a newer head or a closed PR
-# Kinds that write the PR's summary: one of them runs at a time per PR (`claim`). Job kinds that
-# post results join with `registry.register_job(kind, pr_exclusive=True)`.
-PR_EXCLUSIVE_KINDS: set[str] = {"review", "gpu"}
 
 
 class LeaseLost(RuntimeError):
@@ -52,6 +50,19 @@ def enqueue(
     job = Job(kind=kind, repo=repo, pr=pr, head_sha=head_sha, args=args, delivery_id=delivery_id, state="pending")
     session.add(job)
     return job
+
+
+def has_job_for_head(session: Session, repo: str, pr: int, kind: str, head_sha: str) -> bool:
+    """Whether a job of `kind` for the PR's `head_sha` is pending, running or finished (done or
+    failed; a superseded or cancelled one does not count)."""
+    covered = select(Job.id).where(
+        Job.repo == repo,
+        Job.pr == pr,
+        Job.kind == kind,
+        Job.head_sha == head_sha,
+        Job.state.in_(("pending", "running", "done", "failed")),
+    )
+    return session.scalar(covered.limit(1)) is not None
 
 
 def latest_head(session: Session, repo: str, pr: int) -> str:
@@ -88,13 +99,14 @@ def stop_pr_jobs(session: Session, repo: str, pr: int, reason: str, *, keep_head
     return pending.rowcount + running.rowcount
 
 
-def claim(sessions: sessionmaker, worker_id: str, lease_s: float) -> Job | None:
+def claim(sessions: sessionmaker, worker_id: str, lease_s: float, exclusive_kinds: Collection[str]) -> Job | None:
     """Take the oldest pending job whose retry time has come (`lease_until` of a pending job), or
     a running one whose lease expired (its worker died). The worker decides from `attempts` when
     to give up (and tells the PR).
 
-    A review or GPU job waits while another one of the same PR runs (and has not been told to
-    stop): both would write the PR's summary comment, and two writers could each create one.
+    A job of `exclusive_kinds` (the kinds that write the PR's summary comment: the worker passes
+    `registry.pr_exclusive_kinds()`) waits while a review or GPU job of the same PR runs (and has
+    not been told to stop): two writers could each create a summary comment.
 
     Atomic across workers: the final UPDATE is conditional on the job still being claimable. On
     SQLite the whole transaction holds the write lock (`BEGIN IMMEDIATE`). On PostgreSQL the
@@ -107,7 +119,7 @@ def claim(sessions: sessionmaker, worker_id: str, lease_s: float) -> Job | None:
     with sessions.begin() as session:
         candidates = select(Job).where(claimable).order_by(Job.id).limit(50).with_for_update(skip_locked=True)
         for job in list(session.scalars(candidates)):
-            if job.kind in PR_EXCLUSIVE_KINDS and (not _lock_pr(session, job) or _pr_busy(session, job, now)):
+            if job.kind in exclusive_kinds and (not _lock_pr(session, job) or _pr_busy(session, job, now)):
                 continue
             claimed = session.execute(
                 update(Job)

@@ -9,6 +9,7 @@ earlier attempt already wrote instead of writing it twice:
 
 from __future__ import annotations
 
+import logging
 import re
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -17,8 +18,9 @@ from typing import Any, Protocol
 
 from unidiff import PatchSet
 
-from reviewbot import logger
 from reviewbot.service.github_api import GitHub
+
+logger = logging.getLogger(__name__)
 
 SUMMARY_MARKER = "<!-- reviewbot:summary -->"
 _FP_MARKER = "<!-- reviewbot:fp:{} -->"

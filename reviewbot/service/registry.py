@@ -14,7 +14,6 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy.orm import Session
 
-from reviewbot.service import jobs
 from reviewbot.service.job_context import JobContext
 from reviewbot.service.settings import Settings
 
@@ -45,6 +44,9 @@ class Registry(Generic[T]):
     def __iter__(self) -> Iterator[str]:
         return iter(sorted(self._entries))
 
+    def items(self) -> Iterator[tuple[str, T]]:
+        return iter(sorted(self._entries.items()))
+
 
 EventHandler = Callable[[Session, str, dict[str, Any], Settings], str]
 EVENTS: Registry[EventHandler] = Registry("webhook event")
@@ -66,20 +68,26 @@ JobHandler = Callable[[JobContext], str]
 @dataclasses.dataclass(frozen=True)
 class JobKind:
     handler: JobHandler
-    pr_exclusive: bool
+    pr_exclusive: bool  # see `register_job`
 
 
 JOBS: Registry[JobKind] = Registry("job kind")
 
 
 def register_job(kind: str, *, pr_exclusive: bool = False) -> Callable[[JobHandler], JobHandler]:
-    """`pr_exclusive`: the kind writes the PR's summary, so it waits while another such job of the
-    PR runs (a job parked as running, such as a deadline, must not be exclusive)."""
+    """Run jobs of `kind` with the decorated handler (looked up by `worker.py`).
+
+    `pr_exclusive`: the kind writes the PR's summary, so it waits while another such job of the
+    PR runs (a job parked as running, such as a deadline, must not be exclusive). The queue learns
+    the exclusive kinds from here only (`pr_exclusive_kinds`)."""
 
     def add(handler: JobHandler) -> JobHandler:
         JOBS.add(kind, JobKind(handler, pr_exclusive))
-        if pr_exclusive:
-            jobs.PR_EXCLUSIVE_KINDS.add(kind)
         return handler
 
     return add
+
+
+def pr_exclusive_kinds() -> frozenset[str]:
+    """The registered job kinds declared `pr_exclusive` (what `jobs.claim` takes one per PR at a time)."""
+    return frozenset(name for name, kind in JOBS.items() if kind.pr_exclusive)

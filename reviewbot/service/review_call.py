@@ -8,14 +8,16 @@ test-plan verification and the CPU suites execute the PR's code and wait for `/r
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from reviewbot import logger
 from reviewbot.engine import run_review
 from reviewbot.findings import Finding
 from reviewbot.keychange import KeyChange
 from reviewbot.render import render_markdown
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass

@@ -1,213 +1,201 @@
 """Service settings: defaults < YAML file < environment (`REVIEWBOT_<NAME>`) < command-line flags.
 
-Every setting is declared once in `SETTINGS` with its help text; `add_arguments` turns the table
-into `--flags` (so `reviewbot serve --help` documents each) and `load` resolves the layers.
-Secrets (webhook secret, token, private key) may come from `*_FILE` paths rather than values.
+Every setting is a field of the pydantic model `Settings` with its help text; `add_arguments`
+turns the fields into `--flags` (so `reviewbot serve --help` documents each) and `load`, the
+loader, resolves the layers and validates them at once: a bad value is one `ValueError` line naming
+the setting and where its value came from. Secrets (webhook secret, token, private key) may come
+from `*_FILE` paths rather than values.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
-from collections.abc import Callable, Mapping
+import typing
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, NamedTuple
 
 import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from reviewbot import validation
 
 ENV_PREFIX = "REVIEWBOT_"
-GPU_DISPATCH_MODES = ("local", "actions")
+GpuDispatchMode = Literal["local", "actions"]
+GPU_DISPATCH_MODES: tuple[str, ...] = typing.get_args(GpuDispatchMode)
+CONFIG_VARIABLE = f"{ENV_PREFIX}CONFIG"
 
 
-@dataclasses.dataclass(frozen=True)
-class Setting:
-    name: str
-    default: Any
-    parse: Callable[[str], Any]
-    help: str
-
-
-def _bool(text: str) -> bool:
-    lowered = text.strip().lower()
+def _bool(value: Any) -> Any:
+    """Text (environment, flags, a quoted YAML value) -> bool; anything else is left to pydantic."""
+    if not isinstance(value, str):
+        return value
+    lowered = value.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
         return True
     if lowered in ("0", "false", "no", "off"):
         return False
-    raise ValueError(f"not a boolean: {text!r}")
+    raise ValueError(f"not a boolean: {value!r}")
 
 
-def _list(text: str) -> tuple[str, ...]:
-    return tuple(part for part in text.replace(",", " ").split() if part)
+def _names(value: Any) -> Any:
+    """Text `a,b c` -> ("a", "b", "c"); a YAML list is left to pydantic."""
+    if not isinstance(value, str):
+        return value
+    return tuple(part for part in value.replace(",", " ").split() if part)
 
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting("host", "127.0.0.1", str, "address to listen on"),
-    Setting("port", 8080, int, "port to listen on"),
-    Setting(
-        "webhook_secret",
+Flag = Annotated[bool, BeforeValidator(_bool)]
+Names = Annotated[tuple[str, ...], BeforeValidator(_names)]
+
+
+class Settings(BaseModel):
+    """The resolved settings of `serve` and `worker` (immutable)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
+
+    host: str = Field("127.0.0.1", description="address to listen on")
+    port: int = Field(8080, description="port to listen on")
+    webhook_secret: str = Field(
         "",
-        str,
-        "GitHub App webhook secret (required; deliveries are verified with "
-        "X-Hub-Signature-256). Or webhook_secret_file",
-    ),
-    Setting("webhook_secret_file", "", str, "file holding the webhook secret"),
-    Setting(
-        "github_api_url",
-        "https://api.github.com",
-        str,
-        "GitHub REST API base URL (GitHub Enterprise: https://HOST/api/v3)",
-    ),
-    Setting(
-        "github_token",
+        description=(
+            "GitHub App webhook secret (required; deliveries are verified with X-Hub-Signature-256). Or "
+            "webhook_secret_file"
+        ),
+    )
+    webhook_secret_file: str = Field("", description="file holding the webhook secret")
+    github_api_url: str = Field(
+        "https://api.github.com", description="GitHub REST API base URL (GitHub Enterprise: https://HOST/api/v3)"
+    )
+    github_token: str = Field(
         "",
-        str,
-        "plain token (PAT or installation token) when not running as an App; "
-        "statuses are commit statuses. Or github_token_file",
-    ),
-    Setting("github_token_file", "", str, "file holding the token"),
-    Setting(
-        "app_id",
+        description=(
+            "plain token (PAT or installation token) when not running as an App; statuses are commit "
+            "statuses. Or github_token_file"
+        ),
+    )
+    github_token_file: str = Field("", description="file holding the token")
+    app_id: str = Field(
         "",
-        str,
-        "GitHub App id; with app_private_key_file the bot authenticates as the App "
-        "(installation tokens refreshed automatically) and reports check runs",
-    ),
-    Setting("app_private_key_file", "", str, "PEM private key of the GitHub App"),
-    Setting(
-        "bot_login",
+        description=(
+            "GitHub App id; with app_private_key_file the bot authenticates as the App (installation tokens "
+            "refreshed automatically) and reports check runs"
+        ),
+    )
+    app_private_key_file: str = Field("", description="PEM private key of the GitHub App")
+    bot_login: str = Field(
         "",
-        str,
-        "the bot's own login (comments by it are ignored); default: asked from GitHub "
-        "(GET /user, or GET /app -> '<slug>[bot]')",
-    ),
-    Setting(
-        "database_url",
+        description=(
+            "the bot's own login (comments by it are ignored); default: asked from GitHub (GET /user, or GET "
+            "/app -> '<slug>[bot]')"
+        ),
+    )
+    database_url: str = Field(
         "sqlite:///reviewbot-service.sqlite3",
-        str,
-        "SQLAlchemy URL of the state database "
-        "(deliveries, jobs, reviews, suite runs); PostgreSQL: postgresql+psycopg://USER@HOST/DB",
-    ),
-    Setting("work_dir", "reviewbot-work", str, "directory for repository checkouts and suite logs"),
-    Setting(
-        "embedded_worker",
+        description=(
+            "SQLAlchemy URL of the state database (deliveries, jobs, reviews, suite runs); PostgreSQL: "
+            "postgresql+psycopg://USER@HOST/DB"
+        ),
+    )
+    work_dir: str = Field("reviewbot-work", description="directory for repository checkouts and suite logs")
+    embedded_worker: Flag = Field(
         True,
-        _bool,
-        "`serve` starts one `reviewbot worker` process beside it (its child: restarted when it exits, stopped "
-        "with serve; reviews never hold up webhook answers); false when separately run "
-        "`reviewbot worker` processes share the database",
-    ),
-    Setting(
-        "worker_threads",
+        description=(
+            "`serve` starts one `reviewbot worker` process beside it (its child: restarted when it exits, "
+            "stopped with serve; reviews never hold up webhook answers); false when separately run "
+            "`reviewbot worker` processes share the database"
+        ),
+    )
+    worker_threads: int = Field(
         1,
-        int,
-        "jobs one worker runs at once; 2 or more keep a long GPU run from holding up reviews (jobs that write "
-        "one PR's summary still run one at a time; local GPU runs take turns on the machine)",
-    ),
-    Setting("worker_poll_interval", 0.5, float, "seconds between queue polls when idle"),
-    Setting(
-        "job_lease_seconds",
+        description=(
+            "jobs one worker runs at once; 2 or more keep a long GPU run from holding up reviews (jobs that "
+            "write one PR's summary still run one at a time; local GPU runs take turns on the machine)"
+        ),
+    )
+    worker_poll_interval: float = Field(0.5, description="seconds between queue polls when idle")
+    job_lease_seconds: float = Field(
         60.0,
-        float,
-        "a running job's lease; the worker renews it every third of it. "
-        "A job whose lease expired (worker killed) is claimed again",
-    ),
-    Setting(
-        "job_max_attempts",
-        5,
-        int,
-        "runs of one job (an error, or its worker killed) before it is marked failed and its PR told why",
-    ),
-    Setting(
-        "job_retry_backoff_seconds",
-        10.0,
-        float,
-        "wait before a job that hit an unexpected error runs again (doubles per attempt)",
-    ),
-    Setting(
-        "unsandboxed",
+        description=(
+            "a running job's lease; the worker renews it every third of it. A job whose lease expired "
+            "(worker killed) is claimed again"
+        ),
+    )
+    job_max_attempts: int = Field(
+        5, description="runs of one job (an error, or its worker killed) before it is marked failed and its PR told why"
+    )
+    job_retry_backoff_seconds: float = Field(
+        10.0, description="wait before a job that hit an unexpected error runs again (doubles per attempt)"
+    )
+    unsandboxed: Flag = Field(
         False,
-        _bool,
-        "run the code of same-repository PRs even where no sandbox can be built (never a fork's); by default "
-        "the review then says why the suites, the key probe and the test plan did not run",
-    ),
-    Setting(
-        "worker_heartbeat_seconds",
+        description=(
+            "run the code of same-repository PRs even where no sandbox can be built (never a fork's); by "
+            "default the review then says why the suites, the key probe and the test plan did not run"
+        ),
+    )
+    worker_heartbeat_seconds: float = Field(
         5.0,
-        float,
-        "a worker records a heartbeat this often (table `workers`, shown by /healthz); serve's own worker "
-        "is unhealthy after three missed beats",
-    ),
-    Setting(
-        "delivery_retention_days",
-        14.0,
-        float,
-        "processed deliveries (their bodies) and finished jobs are deleted this long after they ended",
-    ),
-    Setting(
-        "database_max_mb",
+        description=(
+            "a worker records a heartbeat this often (table `workers`, shown by /healthz); serve's own "
+            "worker is unhealthy after three missed beats"
+        ),
+    )
+    delivery_retention_days: float = Field(
+        14.0, description="processed deliveries (their bodies) and finished jobs are deleted this long after they ended"
+    )
+    database_max_mb: int = Field(
         0,
-        int,
-        "SQLite only: cap on the database's size in MiB (0: none); writes past it fail and deliveries "
-        "are answered 503 until pruning or the operator frees room",
-    ),
-    Setting(
-        "max_body_bytes",
-        25 * 1024 * 1024,
-        int,
-        "largest accepted delivery body (413 above, refused while it streams in)",
-    ),
-    Setting(
-        "gpu_dispatch",
+        description=(
+            "SQLite only: cap on the database's size in MiB (0: none); writes past it fail and deliveries "
+            "are answered 503 until pruning or the operator frees room"
+        ),
+    )
+    max_body_bytes: int = Field(
+        25 * 1024 * 1024, description="largest accepted delivery body (413 above, refused while it streams in)"
+    )
+    gpu_dispatch: GpuDispatchMode = Field(
         "local",
-        str,
-        "how GPU suites run: 'local' (this worker runs them through the suite "
-        "runner) or 'actions' (dispatch the gpu-regression workflow)",
-    ),
-    Setting(
-        "gpu_suites",
+        description=(
+            "how GPU suites run: 'local' (this worker runs them through the suite runner) or 'actions' "
+            "(dispatch the gpu-regression workflow)"
+        ),
+    )
+    gpu_suites: Names = Field(
         (),
-        _list,
-        "suites `/rerun-gpu` runs when none are named (default: every suite in .reviewbot.yml that needs a GPU)",
-    ),
-    Setting(
-        "auto_gpu",
+        description=(
+            "suites `/rerun-gpu` runs when none are named (default: every suite in .reviewbot.yml that needs a GPU)"
+        ),
+    )
+    auto_gpu: Flag = Field(
         False,
-        _bool,
-        "also queue the GPU suites on every push of a same-repository PR "
-        "(never on forks: those need a maintainer's /rerun-gpu for that exact head SHA)",
-    ),
-    Setting("gpu_timeout_seconds", 3600.0, float, "time limit of one GPU suite run"),
-    Setting("max_inline_comments", 30, int, "inline review comments per review at most"),
-    Setting("retry_backoff_seconds", 2.0, float, "first backoff after a GitHub 5xx (doubles per attempt)"),
-    Setting("retry_max_attempts", 6, int, "attempts of one GitHub API operation"),
-    Setting("retry_max_wait_seconds", 900.0, float, "longest wait for a rate-limit reset before retrying"),
-    Setting("github_timeout_seconds", 30.0, float, "timeout of one GitHub API request"),
-    Setting("log_level", "INFO", str, "level of the 'reviewbot' logger"),
-)
-_BY_NAME = {s.name: s for s in SETTINGS}
+        description=(
+            "also queue the GPU suites on every push of a same-repository PR (never on forks: those need a "
+            "maintainer's /rerun-gpu for that exact head SHA)"
+        ),
+    )
+    gpu_timeout_seconds: float = Field(3600.0, description="time limit of one GPU suite run")
+    gpus: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="GPUs the local GPU dispatch mode gives the suites (unset: as many as `nvidia-smi -L` lists)"
+    )
+    max_inline_comments: int = Field(30, description="inline review comments per review at most")
+    retry_backoff_seconds: float = Field(2.0, description="first backoff after a GitHub 5xx (doubles per attempt)")
+    retry_max_attempts: int = Field(6, description="attempts of one GitHub API operation")
+    retry_max_wait_seconds: float = Field(900.0, description="longest wait for a rate-limit reset before retrying")
+    github_timeout_seconds: float = Field(30.0, description="timeout of one GitHub API request")
+    log_level: str = Field("INFO", description="level of the 'reviewbot' logger")
 
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    values: Mapping[str, Any]
-
-    def __getattr__(self, name: str) -> Any:
-        if name in _BY_NAME:
-            return self.values[name]
-        raise AttributeError(name)
-
-    def replace(self, **changes: Any) -> Settings:
-        unknown = set(changes) - set(_BY_NAME)
-        if unknown:
-            raise ValueError(f"unknown settings: {sorted(unknown)}")
-        return Settings({**self.values, **changes})
+    @property
+    def values(self) -> dict[str, Any]:
+        """Every setting by name."""
+        return self.model_dump()
 
     def secret(self, name: str) -> str:
         """`name`'s value, or the stripped content of `<name>_file` when the value is empty."""
-        value = self.values[name]
-        path = self.values.get(f"{name}_file")
+        value = getattr(self, name)
+        path = getattr(self, f"{name}_file")
         if not value and path:
             if not Path(path).is_file():
                 raise ValueError(f"{name}_file {path}: no such file")
@@ -241,15 +229,36 @@ class Settings:
     def to_json(self) -> str:
         """The resolved settings (secrets included) for `from_json` in a child process: `serve` hands
         them to its worker through a pipe, so no secret has to travel in an environment."""
-        return json.dumps({name: list(v) if isinstance(v, tuple) else v for name, v in self.values.items()})
+        return self.model_dump_json()
 
     @classmethod
     def from_json(cls, text: str) -> Settings:
         """Settings written by `to_json`; ValueError when the text is not that."""
         data = json.loads(text)
-        if not isinstance(data, dict) or set(data) != set(_BY_NAME):
+        if not isinstance(data, dict) or set(data) != set(cls.model_fields):
             raise ValueError("settings JSON must name exactly the known settings")
-        return cls({name: tuple(v) if isinstance(v, list) else v for name, v in data.items()})
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            raise ValueError(
+                f"settings JSON: {validation.key_path(error['loc'])}: {validation.problem(error)}"
+            ) from None
+
+
+class Setting(NamedTuple):
+    """One field of `Settings`, as `--help` shows it."""
+
+    name: str
+    default: Any
+    help: str
+    is_bool: bool
+
+
+SETTINGS: tuple[Setting, ...] = tuple(
+    Setting(name, field.default, field.description or "", field.annotation is bool)
+    for name, field in Settings.model_fields.items()
+)
 
 
 def shown_database(url: str) -> str:
@@ -274,43 +283,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config",
         metavar="FILE",
-        default=os.environ.get(f"{ENV_PREFIX}CONFIG"),
-        help=f"YAML file of settings (keys as below, e.g. `port: 8080`); env {ENV_PREFIX}CONFIG",
+        default=None,
+        help=f"YAML file of settings (keys as below, e.g. `port: 8080`); env {CONFIG_VARIABLE}",
     )
     for s in SETTINGS:
         flag = "--" + s.name.replace("_", "-")
-        shown = ",".join(s.default) if isinstance(s.default, tuple) else s.default
+        shown = ",".join(s.default) if isinstance(s.default, tuple) else "unset" if s.default is None else s.default
         parser.add_argument(
             flag,
             dest=s.name,
             default=None,
-            metavar="BOOL" if s.parse is _bool else s.name.split("_")[-1].upper(),
+            metavar="BOOL" if s.is_bool else s.name.split("_")[-1].upper(),
             help=f"{s.help} [env {ENV_PREFIX}{s.name.upper()}; default: {shown!s}]",
         )
 
 
+def _file_values(config_path: str) -> dict[str, Any]:
+    if not Path(config_path).is_file():
+        raise ValueError(f"--config {config_path}: no such file")
+    data = yaml.safe_load(Path(config_path).read_text()) or {}
+    if not isinstance(data, dict):
+        # ValueError, as for every bad setting: the commands report it as one line
+        raise ValueError(f"{config_path}: expected a mapping of settings")  # noqa: TRY004
+    for key in data:
+        if key not in Settings.model_fields:
+            raise ValueError(f"{config_path}: unknown setting {key!r}")
+    return data
+
+
 def load(args: argparse.Namespace | None = None, env: Mapping[str, str] | None = None) -> Settings:
-    """The settings from flags, environment and ``--config`` file; ``ValueError`` names a bad one."""
+    """The loader: settings from flags, environment (default `os.environ`) and ``--config`` file
+    (or ``REVIEWBOT_CONFIG``); ``ValueError`` names a bad one and where its value came from."""
     env = os.environ if env is None else env
-    values: dict[str, Any] = {s.name: s.default for s in SETTINGS}
-    config_path = getattr(args, "config", None) if args is not None else env.get(f"{ENV_PREFIX}CONFIG")
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    config_path = (getattr(args, "config", None) if args is not None else None) or env.get(CONFIG_VARIABLE)
     if config_path:
-        if not Path(config_path).is_file():
-            raise ValueError(f"--config {config_path}: no such file")
-        data = yaml.safe_load(Path(config_path).read_text()) or {}
-        if not isinstance(data, dict):
-            raise ValueError(f"{config_path}: expected a mapping of settings")
-        for key, value in data.items():
-            if key not in _BY_NAME:
-                raise ValueError(f"{config_path}: unknown setting {key!r}")
-            values[key] = _BY_NAME[key].parse(str(value)) if not isinstance(value, (list, tuple)) else tuple(value)
-    for s in SETTINGS:
-        raw = env.get(f"{ENV_PREFIX}{s.name.upper()}")
-        if raw is not None:
-            values[s.name] = s.parse(raw)
-        cli = getattr(args, s.name, None) if args is not None else None
-        if cli is not None:
-            values[s.name] = s.parse(cli)
-    if values["gpu_dispatch"] not in GPU_DISPATCH_MODES:
-        raise ValueError(f"gpu_dispatch must be one of {GPU_DISPATCH_MODES}, got {values['gpu_dispatch']!r}")
-    return Settings(values)
+        for key, value in _file_values(config_path).items():
+            values[key], sources[key] = value, config_path
+    for name in Settings.model_fields:
+        variable = f"{ENV_PREFIX}{name.upper()}"
+        if variable in env:
+            values[name], sources[name] = env[variable], f"env {variable}"
+        flag = getattr(args, name, None) if args is not None else None
+        if flag is not None:
+            values[name], sources[name] = flag, "--" + name.replace("_", "-")
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = str(error["loc"][0])
+        raise ValueError(f"{name} ({sources[name]}): {validation.problem(error)}") from None

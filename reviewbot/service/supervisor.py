@@ -9,15 +9,17 @@ restart after a backoff (1 s, doubling up to 60 s; back to 1 s after a minute of
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
 import threading
 import time
 
-from reviewbot import logger
 from reviewbot.service.health import OwnWorker
 from reviewbot.service.settings import ENV_PREFIX, Settings
+
+logger = logging.getLogger(__name__)
 
 MAX_BACKOFF_SECONDS = 60.0
 STABLE_SECONDS = 60.0

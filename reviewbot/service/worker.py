@@ -15,11 +15,12 @@ the PR's head moved on makes sure the current head has a review queued before it
 whatever order GitHub delivers pushes in, the current head ends reviewed.
 
 Job kinds are looked up in `registry.JOBS`: the built-in ones of `job_handlers.py` and those a
-plug-in adds (the GPU `actions` mode).
+plug-in adds (the GPU `actions` mode). The heartbeat row is written through `store.py`.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -31,15 +32,16 @@ from pathlib import Path
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import sessionmaker
 
-from reviewbot import logger, sandbox
+from reviewbot import sandbox
 from reviewbot.repo_config import ConfigError
-from reviewbot.service import health, ingest, job_handlers, jobs, metrics, plugins, registry, retention
+from reviewbot.service import health, ingest, job_handlers, jobs, metrics, plugins, registry, retention, store
 from reviewbot.service.checkout import CheckoutError
-from reviewbot.service.db import WorkerBeat
 from reviewbot.service.github_api import GitHubFailed
 from reviewbot.service.job_context import JobContext, JobEnd, Stopped
 from reviewbot.service.registry import JobHandler
 from reviewbot.service.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 
 def service_state_paths(settings: Settings) -> list[Path]:
@@ -116,7 +118,7 @@ class Worker:
             self.wake.clear()
 
     def run_once(self) -> bool:
-        job = jobs.claim(self.sessions, self.id, self.settings.job_lease_seconds)
+        job = jobs.claim(self.sessions, self.id, self.settings.job_lease_seconds, registry.pr_exclusive_kinds())
         if job is None:
             return False
         started = time.monotonic()
@@ -207,13 +209,7 @@ class Worker:
         """Record this worker's heartbeat; a database error is logged (the heartbeat then goes stale)."""
         detail = "; ".join(sorted(self._problems.values()))
         try:
-            with self.sessions.begin() as session:
-                row = session.get(WorkerBeat, self.id)
-                if row is None:
-                    row = WorkerBeat(id=self.id, host=socket.gethostname(), pid=os.getpid(), started_at=time.time())
-                    session.add(row)
-                row.heartbeat_at, row.state, row.detail = time.time(), state, detail
-                row.metrics = metrics.snapshot()
+            store.record_heartbeat(self.sessions, self.id, state, detail, metrics.snapshot())
         except OperationalError as exc:
             logger.error("worker %s: heartbeat not recorded: %s", self.id, health.first_line(exc))
 

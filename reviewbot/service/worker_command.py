@@ -10,6 +10,8 @@ import sys
 
 from reviewbot.service import settings as settings_mod
 
+logger = logging.getLogger(__name__)
+
 # serve's worker process yields the CPU to serve: webhook answers first, reviews (its children too) after
 SUPERVISED_NICENESS = 10
 
@@ -64,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     worker = Worker(settings, sessions, parent_pid=args.supervised_by)
 
     def _graceful(signum: int, _frame: object) -> None:
-        logging.getLogger("reviewbot").info("signal %d: stopping after the current job", signum)
+        logger.info("signal %d: stopping after the current job", signum)
         worker.stop_soon()
 
     signal.signal(signal.SIGTERM, _graceful)

@@ -24,9 +24,9 @@ from torch import nn
 from torch.distributed.device_mesh import init_device_mesh
 
 import magi_compiler.cache_key as cache_key_module
+from magi_bench.process_group import init_from_env
 from magi_compiler import compilation_counter, get_entry_state, magi_compile
 from magi_compiler.distributed import data_parallel
-from magi_compiler.distributed.process_group import init_from_env
 
 
 class MLP(nn.Module):

@@ -1,4 +1,4 @@
-"""The timing bench as a regression suite: ``python -m magi_compiler.bench`` on SimpleModel
+"""The timing bench as a regression suite: ``python -m magi_bench`` on SimpleModel
 through eager, torch.compile (default and reduce-overhead) and the ``@magi_compile`` entry
 points and CUDA-graph modes.
 
@@ -8,7 +8,7 @@ point compiled exactly one graph and none while timed, and all outputs match eag
 ``[stability]`` (CPU and GPU): the timed calls are cut into 4 blocks of consecutive calls (50
 each); on GPU, for every contender, the largest block median over the smallest stays below 1.2;
 on CPU, for every compiled contender, the same spread of its block lower quartiles divided by
-eager's in the same rounds stays below 1.5 (``magi_compiler.bench.check``): a statistic of the
+eager's in the same rounds stays below 1.5 (``magi_bench.check``): a statistic of the
 program (drift, recompiles, re-recorded graphs), not of single preempted calls or of a shared
 runner's load. On CPU the reduced ``cpu`` profile runs; on GPU the default model
 (``gpu`` profile). Speed ratios are bench figures (docs/benchmarks.md), not asserted.
@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from magi_compiler.bench.check import contract_problems, stability_problems
-from magi_compiler.bench.contenders import CONTENDER_NAMES
-from magi_compiler.bench.models import PROFILES
+from magi_bench.check import contract_problems, stability_problems
+from magi_bench.contenders import CONTENDER_NAMES
+from magi_bench.models import PROFILES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CUDA = torch.cuda.is_available()
@@ -41,7 +41,7 @@ def bench_run(tmp_path_factory):
     command = [
         sys.executable,
         "-m",
-        "magi_compiler.bench",
+        "magi_bench",
         "--sections",
         "latency",
         "--profile",

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from magi_compiler.bench import report
-from magi_compiler.bench.harness import ContenderRun
-from magi_compiler.bench.models import ModelDims
+from magi_bench import report
+from magi_bench.harness import ContenderRun
+from magi_bench.models import ModelDims
 
 DIMS = ModelDims(hidden=8, seq=4, layers=1, batch=2)
 SAMPLES = {"eager": [2.0, 2.2, 2.1], "torch_compile": [1.0, 1.1, 1.05], "magi_class": [1.0, 1.02, 0.98]}

@@ -1,13 +1,13 @@
-"""``magi_compiler.bench.check``: the contract and stability checks of a bench document."""
+"""``magi_bench.check``: the contract and stability checks of a bench document."""
 
 import json
 
 import torch
 
-from magi_compiler.bench import check, report
-from magi_compiler.bench.contenders import CONTENDER_NAMES, MAGI_CONTENDERS
-from magi_compiler.bench.harness import ContenderRun, DynamicRun, compare_outputs
-from magi_compiler.bench.models import ModelDims
+from magi_bench import check, report
+from magi_bench.contenders import CONTENDER_NAMES, MAGI_CONTENDERS
+from magi_bench.harness import ContenderRun, DynamicRun, compare_outputs
+from magi_bench.models import ModelDims
 
 CUDA_ONLY = {"torch_compile_reduce_overhead", "magi_piecewise_cudagraph", "magi_full_cudagraph"}
 

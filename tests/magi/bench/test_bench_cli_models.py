@@ -5,9 +5,9 @@ import io
 import pytest
 import torch
 
-from magi_compiler.bench import models
-from magi_compiler.bench.__main__ import main
-from magi_compiler.bench.progress import Progress
+from magi_bench import models
+from magi_bench.__main__ import main
+from magi_bench.progress import Progress
 
 
 def test_isolated_copies_have_their_own_code_and_same_results():

@@ -2,11 +2,11 @@
 
 import torch
 
-from magi_compiler.bench import contenders as bench_contenders
-from magi_compiler.bench.harness import run_dynamic_batches, run_interleaved
-from magi_compiler.bench.models import ModelDims, attention_spec, isolated_subclass
-from magi_compiler.bench.progress import Progress
-from magi_compiler.bench.timers import Timer
+from magi_bench import contenders as bench_contenders
+from magi_bench.harness import run_dynamic_batches, run_interleaved
+from magi_bench.models import ModelDims, attention_spec, isolated_subclass
+from magi_bench.progress import Progress
+from magi_bench.timers import Timer
 
 DIMS = ModelDims(hidden=16, seq=4, layers=1, batch=2, heads=2)
 CPU = torch.device("cpu")

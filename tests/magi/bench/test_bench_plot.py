@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from magi_compiler.bench import plot
-from magi_compiler.bench.__main__ import main
+from magi_bench import plot
+from magi_bench.__main__ import main
 
 
 def test_box_plot_writes_a_png(tmp_path, document_factory):

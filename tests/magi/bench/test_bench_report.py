@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from magi_compiler.bench import report
-from magi_compiler.bench.models import ModelDims
+from magi_bench import report
+from magi_bench.models import ModelDims
 
 DIMS = ModelDims(hidden=8, seq=4, layers=1, batch=2)
 SAMPLES = ["eager", "torch_compile", "magi_class"]  # the contenders of the conftest runs
@@ -107,7 +107,7 @@ def test_skipped_contenders_are_reported_not_dropped(runs_factory, document_fact
 
 
 def test_dynamic_section_figures_and_table(document_factory):
-    from magi_compiler.bench.harness import DynamicRun
+    from magi_bench.harness import DynamicRun
 
     runs = [
         DynamicRun("eager", "e", [1.0, 1.0, 1.2], 0, 0, 0.0, True),

@@ -4,9 +4,9 @@ the warm one must load from the Magi cache instead of compiling."""
 import pytest
 import torch
 
-from magi_compiler.bench.models import ModelDims
-from magi_compiler.bench.progress import Progress
-from magi_compiler.bench.startup import run_startup
+from magi_bench.models import ModelDims
+from magi_bench.progress import Progress
+from magi_bench.startup import run_startup
 
 
 def test_warm_process_hits_the_cache_cold_one_compiles(tmp_path):

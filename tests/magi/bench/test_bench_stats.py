@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from magi_compiler.bench import stats
+from magi_bench import stats
 
 
 def test_summarize_known_samples():

@@ -22,9 +22,9 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor
 
+from magi_bench.toy_model import TinyTransformer
 from magi_compiler import magi_compile
 from magi_compiler.distributed import data_parallel
-from magi_compiler.distributed.toy_model import TinyTransformer
 from magi_compiler.passes.fsdp_overlap import apply_fsdp_overlap
 
 STEPS = 3

@@ -14,8 +14,8 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor, Replicate, Shard
 
+from magi_bench.toy_model import TinyTransformer
 from magi_compiler.distributed import data_parallel
-from magi_compiler.distributed.toy_model import TinyTransformer
 
 REPO = Path(__file__).resolve().parents[3]
 WORKER = Path(__file__).with_name("dp_worker.py")

@@ -13,9 +13,9 @@ import torch.distributed as dist
 from torch import fx
 from torch.distributed.device_mesh import init_device_mesh
 
+from magi_bench.overlap_report import capture_graph
+from magi_bench.toy_model import TinyTransformer
 from magi_compiler.distributed import data_parallel
-from magi_compiler.distributed.overlap_report import capture_graph
-from magi_compiler.distributed.toy_model import TinyTransformer
 from magi_compiler.passes.fsdp_overlap import _is_method, apply_fsdp_overlap, find_param_gathers, plan_buckets
 
 WAIT = torch.ops._c10d_functional.wait_tensor.default

@@ -7,8 +7,8 @@ import json
 import pytest
 import torch.distributed as dist
 
-from magi_compiler.distributed import overlap_report
-from magi_compiler.distributed.bench_overlap import overlap_us
+from magi_bench import overlap_report
+from magi_bench.overlap import overlap_us
 
 
 def test_overlap_us_counts_only_covered_time():

@@ -55,12 +55,16 @@ def double(x):
         return slow(x)
 
 
+def _unless_fast_path(error):
+    if not isinstance(error, FastPathError):
+        raise error
+
+
 def triple(x):
     try:
         return fast(x) + x
     except Exception as error:
-        if not isinstance(error, FastPathError):
-            raise
+        _unless_fast_path(error)
         return slow(x) + x
 
 
@@ -259,7 +263,8 @@ def test_swallowed_confirmed_reraised_refuted_unreached_unconfirmed(repo: Repo) 
     assert "异常注入实验" in swallowed.evidence.text("zh")
     assert review.blocking
 
-    # the handler re-raises everything but its own failure type: the AssertionError reaches the test
+    # the handler re-raises everything but its own failure type through a helper the static rule does not
+    # follow (written in the handler itself it is a filter, not reported): the AssertionError reaches the test
     reraised, _ = _at(review, repo, "mixed", "def triple")
     assert reraised.severity is Severity.P3 and reraised.evidence.kind is EvidenceKind.EXPERIMENT
     assert reraised.message_id == "broad-except.refuted"

@@ -18,8 +18,7 @@ def test_loadtest_with_a_busy_worker_reports_every_figure(tmp_path: Path) -> Non
     proc = subprocess.run(
         [
             sys.executable,
-            "-m",
-            "reviewbot.service.loadtest",
+            str(REPO_ROOT / "benchmarks" / "reviewbot_loadtest.py"),
             "--rate",
             "40",
             "--seconds",

@@ -10,7 +10,7 @@ import time
 import pytest
 from sqlalchemy import func, select
 
-from reviewbot.service import jobs
+from reviewbot.service import job_handlers, jobs, registry
 from reviewbot.service.db import Job, make_sessionmaker
 from tests.reviewbot.service.postgres import BACKENDS
 
@@ -24,6 +24,7 @@ def backend(request) -> str:
 
 
 def test_concurrent_claims_take_each_job_once_and_one_job_per_pr_at_a_time(tmp_path, database_url):
+    assert registry.JOBS.get("review") == registry.JobKind(job_handlers.run_review_job, pr_exclusive=True)
     url = database_url or f"sqlite:///{tmp_path / 'queue.sqlite3'}"
     setup = make_sessionmaker(url)
     with setup.begin() as session:
@@ -42,7 +43,7 @@ def test_concurrent_claims_take_each_job_once_and_one_job_per_pr_at_a_time(tmp_p
         try:
             idle_since = None
             while True:
-                job = jobs.claim(sessions, name, lease_s=60)
+                job = jobs.claim(sessions, name, lease_s=60, exclusive_kinds=registry.pr_exclusive_kinds())
                 if job is None:
                     idle_since = idle_since or time.monotonic()
                     if time.monotonic() - idle_since > 2:
