@@ -20,14 +20,14 @@ further ``disable`` wrapper (about 2 us a call on CPU); a split graph is a ``Gra
 every call, and every call of its eagerly run splitting-op pieces, goes through
 ``nn.Module.__call__`` (about 2-3 us each). :func:`lean_callable` replaces a compiled artifact by
 its ``_compiled_fn`` (``disable`` wrappers removed) and a split graph by the ``forward`` of a twin
-``GraphModule`` (same graph) whose pieces are lean too: compiled pieces as above, eager pieces as
-their bound ``forward``. (A freshly compiled piece with a single output keeps one ``disable``
-wrapper: Inductor's output-unflattening function calls it; a piece loaded from the cache has
-none.) The AOTAutograd runtime wrapper and Inductor's compiled graph keep their
-full call path (they restore grad mode, replay input mutations, regenerate aliased outputs and
-check input sizes and strides). Module hooks are not called for these internal modules on the
-swapped path (global ``nn.Module`` hooks would see the split graph and its pieces on the guarded
-path only); the user's modules are not affected.
+``GraphModule`` (same graph) whose pieces are lean too: compiled pieces as above, the eagerly run
+splitting-op pieces inlined (the twin's own code calls their op). A freshly compiled piece with a
+single output keeps one ``disable`` wrapper (Inductor's output-unflattening function calls it); a
+piece loaded from the cache has none. The AOTAutograd runtime wrapper and Inductor's compiled
+graph keep their full call path (they restore grad mode, replay input mutations, regenerate
+aliased outputs and check input sizes and strides). Module hooks are not called for these
+internal modules on the swapped path (global ``nn.Module`` hooks would see the split graph and its
+pieces on the guarded path only); the user's modules are not affected.
 """
 
 from __future__ import annotations
@@ -140,22 +140,53 @@ def lean_callable(compiled: Any) -> Any:
 
 
 def _lean_graph_module(gm: fx.GraphModule) -> Callable[..., Any]:
-    """``gm.forward`` of a twin of ``gm`` whose ``call_module`` targets are lean: compiled pieces
-    (callables in ``gm.__dict__``) through :func:`lean_callable`, submodules as their bound
-    ``forward`` (their own submodules made lean the same way)."""
+    """``gm.forward`` of a twin of ``gm`` (same graph) whose pieces are lean: compiled pieces
+    (callables in ``gm.__dict__``) through :func:`lean_callable`, a submodule whose graph only
+    calls functions (a splitting-op piece) inlined, any other submodule made lean the same way."""
     graph = fx.Graph()
-    graph.output(graph.graph_copy(gm.graph, {}))
+    env: dict[fx.Node, Any] = {}
     root: dict[str, Any] = {}
     for node in gm.graph.nodes:
         target = node.target
-        if node.op == "get_attr":
-            root[target] = _attr(gm, target)
+        if node.op == "output":
+            graph.output(fx.map_arg(node.args[0], env.__getitem__))
+            continue
+        if node.op == "call_module" and target not in gm.__dict__:
+            submodule = gm.get_submodule(target)
+            if _inlinable(submodule, node):
+                env[node] = _inline(graph, submodule, fx.map_arg(node.args, env.__getitem__))
+                continue
+            root[target] = lean_callable(submodule)
         elif node.op == "call_module":
-            value = gm.__dict__.get(target)
-            if value is None:
-                value = gm.get_submodule(target)
-            root[target] = lean_callable(value)
+            root[target] = lean_callable(gm.__dict__[target])
+        elif node.op == "get_attr":
+            root[target] = _attr(gm, target)
+        env[node] = graph.node_copy(node, env.__getitem__)
     return fx.GraphModule(root, graph, class_name=type(gm).__name__).forward
+
+
+def _inlinable(submodule: torch.nn.Module, call: fx.Node) -> bool:
+    """Whether ``submodule``, called by ``call``, is a GraphModule of placeholders (one per
+    positional argument of the call) and function calls only."""
+    if not isinstance(submodule, fx.GraphModule) or call.kwargs:
+        return False
+    ops = [node.op for node in submodule.graph.nodes]
+    return ops.count("placeholder") == len(call.args) and set(ops) <= {"placeholder", "call_function", "output"}
+
+
+def _inline(graph: fx.Graph, submodule: fx.GraphModule, args: tuple) -> Any:
+    """Copy ``submodule``'s graph into ``graph`` with its placeholders bound to ``args``; returns
+    what its output node returns (a node, or a structure of nodes)."""
+    env: dict[fx.Node, Any] = {}
+    placeholders = iter(args)
+    for node in submodule.graph.nodes:
+        if node.op == "placeholder":
+            env[node] = next(placeholders)
+        elif node.op == "output":
+            return fx.map_arg(node.args[0], env.__getitem__)
+        else:
+            env[node] = graph.node_copy(node, env.__getitem__)
+    raise AssertionError(f"the graph of {type(submodule).__name__} has no output node")
 
 
 def _attr(module: torch.nn.Module, target: str) -> Any:
