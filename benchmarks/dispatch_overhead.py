@@ -231,8 +231,9 @@ def layer_table(model_name: str, pieces: int, x: torch.Tensor, rounds: int, call
         fn_globals, direct_name, fn_globals[direct_name], lambda: call_without_dynamo(swapped, *full_args)
     )
     lean = getattr(swapped_code, "lean_callable", None)
+    eager = Tiny() if model_name == "tiny" else SplitChain(pieces)
     rows: list[tuple[str, Callable[[], object] | None]] = [
-        ("eager: the model called", (lambda model=(Tiny() if model_name == "tiny" else SplitChain(pieces)): model(x))),
+        ("eager: the model called", lambda: eager(x)),
         ("entry: Module.__call__ + decorator + EntryState + swapped code + graph", lambda: entry(x)),
         ("EntryState.__call__", lambda: state(x)),
         ("EntryState._dispatch_signature", lambda: state._dispatch_signature((x,), {})),
@@ -250,9 +251,10 @@ def layer_table(model_name: str, pieces: int, x: torch.Tensor, rounds: int, call
         eager_piece = split_gm._modules["submod_1"]
         eager_args = _recorded_args(split_gm.__dict__, "submod_1", eager_piece, lambda: split_gm(*graph_args))
         (op_node,) = [node for node in eager_piece.graph.nodes if node.op == "call_function"]
+        lean_piece = lean(compiled) if lean is not None else None
         rows += [
             ("compiled piece 0 as stored in the split module", lambda: compiled(*piece_args)),
-            ("compiled piece 0 made lean", (lambda f=lean(compiled): f(*piece_args)) if lean else None),
+            ("compiled piece 0 made lean", (lambda: lean_piece(*piece_args)) if lean_piece else None),
             ("splitting-op piece 1: module call", lambda: eager_piece(*eager_args)),
             ("splitting-op piece 1: forward", lambda: eager_piece.forward(*eager_args)),
             ("splitting-op piece 1: the op itself", lambda: op_node.target(*eager_args[:1])),
@@ -293,7 +295,11 @@ def main() -> int:
     parser.add_argument("--pieces", type=int, default=8, help="compiled pieces of the split model (>= 2)")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     parser.add_argument("--cache-dir", default=None, help="Magi cache root (default: a fresh temporary directory)")
-    parser.add_argument("--layers", action="store_true", help="also time each layer of the Magi call path (CPU)")
+    parser.add_argument(
+        "--layers",
+        action="store_true",
+        help="also time each layer of the Magi call path on its own (CPU-side time per call; no CUDA synchronisation)",
+    )
     args = parser.parse_args()
     if args.pieces < 2 or args.rounds < 1 or args.calls < 1:
         parser.error("--pieces must be >= 2, --rounds and --calls >= 1")
@@ -325,9 +331,8 @@ def main() -> int:
                 for _ in range(args.warmup):
                     fn(x)
             samples = time_rounds(runs, x, args.rounds, args.calls, cuda)
-            title = (
-                f"{model_name}: {args.rounds} interleaved rounds x {args.calls} calls"
-                + (f", {args.pieces} compiled pieces, {args.pieces - 1} splitting ops" if model_name == "split" else "")
+            title = f"{model_name}: {args.rounds} interleaved rounds x {args.calls} calls" + (
+                f", {args.pieces} compiled pieces, {args.pieces - 1} splitting ops" if model_name == "split" else ""
             )
             report(title, samples, args.pieces if model_name == "split" else None)
             if args.layers:

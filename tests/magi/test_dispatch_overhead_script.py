@@ -18,8 +18,8 @@ def test_dispatch_overhead_script_prints_every_row_and_layer(tmp_path):
     number = r"\s+\d+\.\d+"
     for contender in ("eager", "torch_compile", "magi", "magi_split", "magi_unsplit"):
         assert re.search(rf"^{contender}{number}{number}{number}x$", out, re.MULTILINE), contender
-    assert re.search(rf"per extra piece .*: -?\d+\.\d+ us", out)
-    layer_rows = re.findall(rf"^(\S.*?)\s+(\d+\.\d+|n/a)$", out, re.MULTILINE)
+    assert re.search(r"per extra piece .*: -?\d+\.\d+ us", out)
+    layer_rows = re.findall(r"^(\S.*?)\s+(\d+\.\d+|n/a)$", out, re.MULTILINE)
     layers = {name.strip(): value for name, value in layer_rows}
     for layer in (
         "EntryState._dispatch_signature",
