@@ -13,6 +13,7 @@ from torch._inductor import CompiledArtifact
 from magi_compiler import compilation_counter, entry_state, get_entry_state, magi_compile, swapped_code
 
 SPLIT_OP = "magi_lean_test::ident"
+PAIR_OP = "magi_lean_test::pair"  # a splitting op with two outputs
 
 
 @torch.library.custom_op(SPLIT_OP, mutates_args=())
@@ -25,12 +26,27 @@ def _(x):
     return torch.empty_like(x)
 
 
+@torch.library.custom_op(PAIR_OP, mutates_args=())
+def pair(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return x * 2, x + 3
+
+
+@pair.register_fake
+def _(x):
+    return torch.empty_like(x), torch.empty_like(x)
+
+
 def chain(x, w):
     x = torch.relu(x @ w) + 1
     x = torch.ops.magi_lean_test.ident(x)
     x = torch.sigmoid(x) * 2
     x = torch.ops.magi_lean_test.ident(x)
     return x - w.sum()
+
+
+def pair_chain(x):
+    a, b = torch.ops.magi_lean_test.pair(torch.relu(x))
+    return torch.tanh(a) - b, b.sum(0)
 
 
 def softsign_shift(x):
@@ -99,6 +115,26 @@ def test_split_entry_calls_lean_pieces_cold_and_warm(tmp_path, monkeypatch):
             assert out.dtype == torch.float64
             torch.testing.assert_close(out, chain(x64[:5], w64))
             assert len(_direct_callables(compiled)) == 2
+
+
+def test_two_output_splitting_op_is_inlined_and_eager_pieces_are_lean(tmp_path, monkeypatch):
+    """A splitting op returning a tuple, inlined into the twin; with backend "eager" the compiled
+    pieces are GraphModules, made lean as twins of their own."""
+    compiled = _fresh_entry(pair_chain, monkeypatch, tmp_path, splitting_ops=[PAIR_OP], backend="eager")
+    with torch.no_grad():
+        compiled(torch.randn(4, 6))
+        for rows in (3, 5, 8):
+            x = torch.randn(rows, 6)
+            with compilation_counter.expect(num_swapped_calls=1, num_backend_compilations=0):
+                out = compiled(x)
+            torch.testing.assert_close(out, pair_chain(x))
+    (runner,) = _direct_callables(compiled)
+    twin = runner.__self__
+    assert [n.target for n in twin.graph.nodes if n.op == "call_function"].count(torch.ops.magi_lean_test.pair) == 1
+    pieces = [twin.__dict__[n.target] for n in twin.graph.find_nodes(op="call_module")]
+    assert len(pieces) == 2 and not twin._modules
+    for piece in pieces:
+        _assert_lean(piece)
 
 
 def test_unsplit_entry_calls_the_artifacts_function(tmp_path, monkeypatch):
