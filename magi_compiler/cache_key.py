@@ -10,7 +10,9 @@ directory), and so is machine-location data (paths, home directory, hostname), s
 built on one machine can be used on another.
 
 ``python -m magi_compiler.cache_key --explain [--json]`` prints the factors and the key of
-the built-in reference cases; the review bot compares that output between two revisions.
+the built-in reference cases, and the files whose bytes ``compiler_source`` hashes; the review
+bot compares that output between two revisions, and its release notes count any commit that
+changes one of those files as a key change.
 """
 
 from __future__ import annotations
@@ -101,10 +103,16 @@ def compiler_version_hash() -> str:
     return _digest(json.dumps(parts, sort_keys=True))
 
 
+def compiler_source_modules(package_dir: Path = _PACKAGE_DIR) -> list[str]:
+    """``GENERATED_CODE_MODULES`` and every module of ``passes/`` under ``package_dir``, sorted,
+    as paths relative to ``package_dir``: what ``compiler_source_hash`` hashes."""
+    return sorted({*GENERATED_CODE_MODULES, *(f"passes/{p.name}" for p in (package_dir / "passes").glob("*.py"))})
+
+
 def compiler_source_hash(package_dir: Path = _PACKAGE_DIR) -> str:
-    """Hash of the source of ``GENERATED_CODE_MODULES`` and every module of ``passes/`` under
-    ``package_dir``, by relative path (a relocated install keeps its key)."""
-    modules = sorted({*GENERATED_CODE_MODULES, *(f"passes/{p.name}" for p in (package_dir / "passes").glob("*.py"))})
+    """Hash of the source of ``compiler_source_modules(package_dir)``, by relative path (a
+    relocated install keeps its key)."""
+    modules = compiler_source_modules(package_dir)
     digests = {name: hashlib.sha256((package_dir / name).read_bytes()).hexdigest() for name in modules}
     return _digest(json.dumps(digests, sort_keys=True))
 
@@ -159,11 +167,14 @@ REFERENCE_CASES: dict[str, Callable[[CompileConfig], CompileConfig | None] | dic
 }
 
 
-def explain(include_environment: bool = False) -> dict[str, dict[str, dict[str, Any]]]:
+def explain(include_environment: bool = False) -> dict[str, dict[str, Any]]:
     """Factors and key of every reference case, computed from default configs (the
     environment is ignored so the output depends on the code only); with
     ``include_environment``, also the case ``environment``: the config that
-    ``MAGI_COMPILE_*`` variables give, on the reference model."""
+    ``MAGI_COMPILE_*`` variables give, on the reference model.
+
+    ``sources`` maps each factor that hashes source files by their bytes to those files, as
+    paths relative to the directory holding the package (the repository root of a checkout)."""
     configs = {name: apply_config_patch(CompileConfig(), patch) for name, patch in REFERENCE_CASES.items()}
     if include_environment:
         configs["environment"] = CompileConfig.from_env()
@@ -171,14 +182,17 @@ def explain(include_environment: bool = False) -> dict[str, dict[str, dict[str, 
     for name, config in configs.items():
         factors = cache_key_factors(config, [_reference_source()], [])
         cases[name] = {"factors": factors, "key": cache_key(factors)}
-    return {"cases": cases}
+    package = _PACKAGE_DIR.name
+    return {"cases": cases, "sources": {"compiler_source": [f"{package}/{m}" for m in compiler_source_modules()]}}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     configure_cli()
     parser = argparse.ArgumentParser(prog="python -m magi_compiler.cache_key", description=__doc__.split("\n\n")[0])
     parser.add_argument("--explain", action="store_true", help="print the factors and key of each reference case")
-    parser.add_argument("--json", action="store_true", help="print JSON: {cases: {NAME: {factors, key}}}")
+    parser.add_argument(
+        "--json", action="store_true", help="print JSON: {cases: {NAME: {factors, key}}, sources: {FACTOR: [PATH]}}"
+    )
     parser.add_argument(
         "--from-env", action="store_true", help="add the case 'environment': the config MAGI_COMPILE_* variables give"
     )
@@ -199,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{name}: key={case['key']}")
         for factor, value in case["factors"].items():
             print(f"  {factor:<17} {value}")
+    for factor, paths in report["sources"].items():
+        print(f"{factor} hashes the bytes of: {', '.join(paths)}")
     return 0
 
 

@@ -41,17 +41,19 @@ from reviewbot.exception_index import ExceptionIndex, index_revision
 from reviewbot.experiments.exception_injection import candidates as injection_candidates
 from reviewbot.experiments.exception_injection import run_injection
 from reviewbot.experiments.key_stability import check_reproducibility
+from reviewbot.failure_coverage import Executed, FailureCoverage, Measured
 from reviewbot.findings import Finding, apply_evidence_policy
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange import KeyChange, detect_key_change
 from reviewbot.repo_config import ConfigError, RepoConfig, load_config
+from reviewbot.results.schema import SuiteResult
 from reviewbot.review import ChangeSummary, FileStat, Review, Signal
 from reviewbot.ruff import SELECT as RUFF_CODES
 from reviewbot.ruff import run_ruff
 from reviewbot.rules import FILE_RULES, FileContext, encoding, key_docs, suite_results
 from reviewbot.rules import cache_key as cache_key_rule
 from reviewbot.rules.common import QualnameIndex
-from reviewbot.suites import SuiteResult, run_suites
+from reviewbot.suites import run_suites
 from reviewbot.testplan import FAILS_AT_HEAD, TestPlanRow, verify_test_plan
 
 logger = logging.getLogger(__name__)
@@ -253,21 +255,33 @@ def run_review(
                         key_change.factors_base,
                     )
 
+        # Failing tests are re-run under coverage in the full modes only, not in `static`.
+        executed = FailureCoverage(changes) if suites not in ("none", "static") else None
         test_plan: list[TestPlanRow] = []
         if pr_body and suites != "none":
             with clock.stage("test_plan"):
-                test_plan = verify_test_plan(git, merge_base, head_sha, pr_body, changes, log_dir=log_dir, progress=say)
+                test_plan = verify_test_plan(
+                    git, merge_base, head_sha, pr_body, changes, log_dir=log_dir, progress=say, after_head=executed
+                )
         elif pr_body:
             logger.info("test plan not verified: --suites none runs no code of the revision")
 
         results: list[SuiteResult] = []
         if suite_names:
             with clock.stage("suites"):
-                results = run_suites(git.path, head_sha, suite_names, config=config, log_dir=log_dir, progress=say)
+                results = run_suites(
+                    git.path, head_sha, suite_names, config=config, log_dir=log_dir, progress=say, after_suite=executed
+                )
         anchor = suite_results.TestAnchor(git, head_sha, changes)
         planned = {row.test_id for row in test_plan if row.status == FAILS_AT_HEAD}
-        failing = suite_results.from_suites(results, config, anchor, planned)
-        findings += suite_results.from_test_plan(test_plan, anchor, {f.qualname for f in failing}) + failing
+        if executed is not None:
+            ran = Measured(executed.by_test)
+        else:
+            ran = Measured(
+                unmeasured=Executed(not_measured=f"suites mode `{suites}` does not re-run failing tests under coverage")
+            )
+        failing = suite_results.from_suites(results, config, anchor, planned, ran)
+        findings += suite_results.from_test_plan(test_plan, anchor, {f.qualname for f in failing}, ran) + failing
         if suites != "none" and injection_candidates(findings):  # the experiment runs the revision's code
             with clock.stage("exception_injection"):
                 findings = run_injection(

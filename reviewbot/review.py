@@ -11,7 +11,7 @@ from typing import Any
 
 from reviewbot.findings import Finding, Severity
 from reviewbot.keychange import KeyChange
-from reviewbot.suites import SuiteResult
+from reviewbot.results.schema import SuiteResult
 from reviewbot.testplan import TestPlanRow
 
 

@@ -55,7 +55,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default="static",
         help="none: run no code of the revision; static (default): key probe, test plan, CPU suites and "
         "the exception-injection experiment; "
-        "all: every configured suite; or a comma-separated list of suite names",
+        "all: every configured suite; or a comma-separated list of suite names (all and named suites also "
+        "re-run failing tests under coverage to name the changed lines each executes)",
     )
     parser.add_argument(
         "--format",

@@ -25,7 +25,8 @@ from typing import Any
 from reviewbot.diff import FileChange
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import SuiteConfig
-from reviewbot.suites import ProgressFn, SuiteResult, TestCaseResult, run_suites
+from reviewbot.results.schema import SuiteResult, TestResult
+from reviewbot.suites import AfterSuite, ProgressFn, run_suites
 
 HEADING = re.compile(r"^\s*(#{1,6}\s*|\*\*|__)?\s*test[ -]?plan\b.*$", re.IGNORECASE)
 NEXT_HEADING = re.compile(r"^\s*(#{1,6}\s|\*\*[^*]+\*\*\s*$)")
@@ -133,14 +134,14 @@ def locate_test(git: GitRepo, rev: str, path: str, name: str) -> tuple[int, int]
     return None
 
 
-def _outcome(result: SuiteResult, path: str, name: str) -> TestCaseResult | None:
+def _outcome(result: SuiteResult, path: str, name: str) -> TestResult | None:
     """The worst outcome among the cases of test `name` (parametrised ids included), preferring `path`."""
     matches = [c for c in result.tests if c.name.split("[")[0] == name]
     in_path = [c for c in matches if c.id.split("::")[0] == path]
     matches = in_path or matches
     for outcome in ("error", "failed", "passed", "skipped"):
         for case in matches:
-            if case.outcome == outcome:
+            if case.status == outcome:
                 return case
     return None
 
@@ -155,7 +156,11 @@ def verify_test_plan(
     log_dir: Path | None = None,
     timeout_s: float = 600.0,
     progress: ProgressFn,
+    after_head: AfterSuite | None = None,
 ) -> list[TestPlanRow]:
+    """The PR body's test plan checked at `head` (and, for tests the PR changed, against the base
+    code). `after_head` is called after the head run, in its worktree (the engine measures which
+    changed lines the failing tests execute)."""
     planned = parse_test_plan(body)
     if not planned:
         return []
@@ -182,7 +187,7 @@ def verify_test_plan(
         "test-plan", f"python -m pytest -q -p no:cacheprovider {paths} -k '{selector}'", timeout_s=timeout_s
     )
     progress(f"test plan: running {len(located)} named test(s) at head")
-    (head_result,) = run_suites(git.path, head, [suite], log_dir=log_dir, progress=progress)
+    (head_result,) = run_suites(git.path, head, [suite], log_dir=log_dir, progress=progress, after_suite=after_head)
     needs_base = [(row, p) for row, p in located if row.changed_by_pr]
     base_result = None
     if needs_base and head_result.ran:
@@ -196,28 +201,28 @@ def verify_test_plan(
         )
     for row, path in located:
         if not head_result.ran:
-            row.status, row.detail = NOT_RUN, f"suite runner: {head_result.status} ({head_result.reason})"
+            row.status, row.detail = NOT_RUN, f"suite runner: {head_result.status} ({head_result.detail})"
             continue
         case = _outcome(head_result, path, row.test)
         if case is None:
             row.status, row.detail = NOT_RUN, "not collected by pytest at head"
             continue
-        row.head_outcome = case.outcome
-        if case.outcome in ("failed", "error"):
-            row.status, row.detail = FAILS_AT_HEAD, case.message
-            row.test_id, row.line, row.excerpt = case.id, case.line, case.excerpt
+        row.head_outcome = case.status
+        if case.failed:
+            row.status, row.detail = FAILS_AT_HEAD, case.summary
+            row.test_id, row.line, row.excerpt = case.id, case.line, case.message or ""
             continue
-        if case.outcome == "skipped":
-            row.status, row.detail = NOT_RUN, f"skipped at head: {case.message}"
+        if case.status == "skipped":
+            row.status, row.detail = NOT_RUN, f"skipped at head: {case.message or ''}"
             continue
         if not row.changed_by_pr:
             row.status = PASSES
             continue
         if base_result is None or (not base_result.ran and not base_result.tests):
-            reason = base_result.reason if base_result else "not run"
+            reason = base_result.detail if base_result else "not run"
             row.status, row.detail = NOT_RUN, f"could not run against the base code: {reason}"
             continue
         base_case = _outcome(base_result, path, row.test)
-        row.base_outcome = base_case.outcome if base_case else "error"
+        row.base_outcome = base_case.status if base_case else "error"
         row.status = FAILS_THEN_PASSES if row.base_outcome in ("failed", "error") else PASSES_ON_BOTH
     return rows

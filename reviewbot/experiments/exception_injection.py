@@ -62,10 +62,10 @@ from reviewbot.findings import Evidence, EvidenceKind, Finding
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import InjectionConfig, SuiteConfig
 from reviewbot.results.junit import node_id
+from reviewbot.results.schema import SuiteResult
 from reviewbot.rules.common import contains_logging
 from reviewbot.sandbox import Box, SandboxError, box, build_argv, child_env
 from reviewbot.severity import Severity
-from reviewbot.suites import SuiteResult
 
 logger = logging.getLogger(__name__)
 
@@ -407,7 +407,7 @@ def run_injection(
     else:
         ran = {r.name: r for r in baseline if r.ran}
         specs = [s for s in suites if s.name in ran]
-        before = {name: {t.id: t.outcome for t in r.tests} for name, r in ran.items()}
+        before = {name: {t.id: t.status for t in r.tests} for name, r in ran.items()}
     if not specs:
         reason = "no suite without GPUs ran in this review and no `experiments.injection.command` is configured"
         for finding in tried:

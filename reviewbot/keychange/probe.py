@@ -7,7 +7,9 @@ experiment varies it); the revision's tree first on `PYTHONPATH`; a time limit;
 sandboxed where the machine allows, else at least in an empty network namespace where it allows
 one: `ProbeRun.isolated` says whether the network was cut). It must print
 `{"cases": {NAME: {"factors": {FACTOR: HASH, ...}, "key": KEY}}}` on
-stdout. Running the probe executes the revision's code: the service only does so for trusted (or
+stdout, optionally with `"sources": {FACTOR: [PATH, ...]}`: the files whose bytes a factor hashes
+(repository-relative paths), so that any change to one of them counts as a key change
+(`changed_sources`; the release notes use it). Running the probe executes the revision's code: the service only does so for trusted (or
 authorised) heads.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +30,14 @@ from reviewbot.sandbox import Box, Captured, SandboxError, box, build_argv, chil
 
 @dataclasses.dataclass
 class ProbeRun:
-    """`status`: ok | failed | timeout. `cases`: name -> {"factors": {...}, "key": str}. `worktree`:
-    where it ran (removed since), `hash_seed`: its `PYTHONHASHSEED`."""
+    """`status`: ok | failed | timeout. `cases`: name -> {"factors": {...}, "key": str}. `sources`:
+    factor -> the repository files whose bytes it hashes (empty when the probe names none).
+    `worktree`: where it ran (removed since), `hash_seed`: its `PYTHONHASHSEED`."""
 
     revision: str
     status: str
     cases: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    sources: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     error: str = ""
     seconds: float = 0.0
     isolated: bool = False
@@ -52,6 +57,34 @@ def parse_probe_output(text: str) -> dict[str, dict[str, Any]]:
             raise ValueError(f'probe case {name!r} lacks "factors" (object) or "key"')
         cases[str(name)] = {"factors": {str(k): str(v) for k, v in case["factors"].items()}, "key": str(case["key"])}
     return cases
+
+
+def parse_probe_sources(text: str) -> dict[str, tuple[str, ...]]:
+    """The optional `"sources"` of the probe's JSON: factor -> repository-relative paths (sorted).
+    Raises ValueError naming what is wrong; {} when the probe names no source files."""
+    data = json.loads(text)
+    sources_in = data.get("sources", {}) if isinstance(data, dict) else {}
+    if not isinstance(sources_in, dict):
+        raise ValueError('probe output "sources" is not an object')  # noqa: TRY004 - the text is malformed, not an argument of a wrong type
+    sources: dict[str, tuple[str, ...]] = {}
+    for factor, paths in sources_in.items():
+        if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
+            raise ValueError(f'probe "sources" of {factor!r} is not a list of paths')
+        absolute = [p for p in paths if p.startswith("/") or ".." in p.split("/")]
+        if absolute:
+            raise ValueError(f'probe "sources" of {factor!r} has paths outside the repository: {absolute[:3]}')
+        sources[str(factor)] = tuple(sorted(set(paths)))
+    return sources
+
+
+def changed_sources(
+    git: GitRepo, base: str, head: str, sources: Mapping[str, Collection[str]]
+) -> dict[str, tuple[str, ...]]:
+    """Per factor of `sources` (factor -> hashed files), the files of it that differ between
+    `base` and `head` (added, modified or deleted); factors none of whose files changed are left out."""
+    changed = set(git.git("diff", "--name-only", "--no-renames", base, head).splitlines())
+    out = {factor: tuple(sorted(changed.intersection(paths))) for factor, paths in sources.items()}
+    return {factor: paths for factor, paths in out.items() if paths}
 
 
 def run_probe(
@@ -89,6 +122,7 @@ def run_probe(
     else:
         try:
             result.cases = parse_probe_output(run.stdout)
+            result.sources = parse_probe_sources(run.stdout)
         except ValueError as exc:
             result.error = f"probe output invalid: {exc}"
             return result

@@ -18,7 +18,7 @@ from github.Repository import Repository
 from reviewbot.gitrepo import GitRepo
 from reviewbot.release_notes import github_lookup
 from reviewbot.release_notes.categorize import group
-from reviewbot.release_notes.config import load_release_config
+from reviewbot.release_notes.config import load_release_config, make_source_diff
 from reviewbot.release_notes.history import collect_changes, resolve
 from reviewbot.release_notes.render import ReleaseNotes, to_json, to_markdown
 from reviewbot.release_notes.upgrade import upgrade_notes
@@ -75,6 +75,7 @@ def build_notes(args: argparse.Namespace) -> ReleaseNotes:
             config.detect,
             config.settings.invalidates_label,
             labels_known=bool(args.github),
+            sources=make_source_diff(repo, config.to_config, (from_sha, to_sha)),
         )
     else:
         _progress("no cache-key roots configured in .reviewbot.yml; skipping the upgrade check")

@@ -69,9 +69,11 @@ def to_data(notes: ReleaseNotes) -> dict[str, Any]:
                     "title": c.change.title,
                     "source": c.source,
                     "factors": list(c.factors),
+                    "files": list(c.files),
                 }
                 for c in u.culprits
             ],
+            "hashed_files_changed": {factor: list(files) for factor, files in u.sources},
             "detail": u.detail,
         }
     return {

@@ -1,7 +1,8 @@
-"""JUnit XML (as pytest writes it) to the test and bench entries of `results.json`.
+"""JUnit XML (as pytest writes it) to `TestResult`s and bench figures: the one JUnit reader.
 
-Uses `xml.etree` rather than junitparser so that `ci/run_regression.py` can convert reports on GPU
-machines without the bot's extras. Accepts a `<testsuites>` root or a bare `<testsuite>`.
+Used by the suite runner and by `ci/run_regression.py`. Standard library (`xml.etree`) only, so
+that the runner works on GPU machines without the bot's extras. Accepts a `<testsuites>` root or a
+bare `<testsuite>`.
 """
 
 from __future__ import annotations
@@ -53,7 +54,15 @@ def _testcase(case: ET.Element) -> TestResult:
     for tag, status in (("failure", "failed"), ("error", "error")):
         node = case.find(tag)
         if node is not None:
-            return TestResult(id=tid, status=status, duration_s=duration, message=_failure_text(node))
+            summary, body = node.get("message") or "", node.text or ""
+            return TestResult(
+                id=tid,
+                status=status,
+                duration_s=duration,
+                message=failure_excerpt(summary, body),
+                line=failing_line(body, tid.split("::")[0] if "::" in tid else ""),
+                summary=summary,
+            )
     skipped = case.find("skipped")
     if skipped is not None:
         reason = skipped.get("message") or (skipped.text or "").strip() or None
@@ -61,10 +70,6 @@ def _testcase(case: ET.Element) -> TestResult:
             id=tid, status="skipped", duration_s=duration, message=reason, gpu_only=is_gpu_only_skip(reason)
         )
     return TestResult(id=tid, status="passed", duration_s=duration)
-
-
-def _failure_text(node: ET.Element) -> str | None:
-    return failure_excerpt(node.get("message"), node.text or "")
 
 
 def failure_excerpt(message: str | None, body: str, tail_lines: int = EXCERPT_LINES) -> str | None:

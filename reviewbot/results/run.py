@@ -18,6 +18,7 @@ suite was selected), 2 on bad arguments.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import logging
 import sys
@@ -27,9 +28,7 @@ from pathlib import Path
 from reviewbot.gitrepo import GitError, GitRepo
 from reviewbot.repo_config import RepoConfig, load_config
 from reviewbot.results.environment import collect_environment
-from reviewbot.results.junit import parse_junit_xml
 from reviewbot.results.schema import RegressionResults, SuiteResult
-from reviewbot.suites import SuiteResult as RunnerSuiteResult
 from reviewbot.suites import run_suites
 
 logger = logging.getLogger(__name__)
@@ -63,33 +62,22 @@ def select_suites(config: RepoConfig, spec: str | Sequence[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def convert_suite(result: RunnerSuiteResult, failure_meaning: str, out_dir: Path) -> SuiteResult:
-    """The runner's result of one suite as a `results.json` entry, tests re-read from its JUnit XML
-    (for bench figures and GPU-only skips). A report that cannot be converted makes the suite an error."""
-    status, detail = result.status, result.reason or None
-    tests, bench = [], []
-    junit = Path(result.junit_path) if result.junit_path else None
-    if junit is not None and junit.is_file():
-        try:
-            tests, bench = parse_junit_xml(junit)
-        except ValueError as exc:
-            status, detail = "error", f"JUnit report not convertible: {exc}"
-    if status == "passed" and any(t.status in ("failed", "error") for t in tests):
-        status = "failed"
-    if status in ("error", "timeout", "not-run") and result.log_tail:
+def convert_suite(result: SuiteResult, failure_meaning: str, out_dir: Path) -> SuiteResult:
+    """The runner's result of one suite as a `results.json` entry: its failure meaning, paths
+    relative to `out_dir`, times rounded, and the log's end in `detail` when the suite did not run
+    to a usable report."""
+    detail = result.detail
+    if result.status in ("error", "timeout", "not-run") and result.log_tail:
         tail = "\n".join(result.log_tail.splitlines()[-DETAIL_LOG_LINES:])
         detail = f"{detail}\n{tail}" if detail else tail
-    return SuiteResult(
-        name=result.name,
-        status=status,
+    junit = Path(result.junit_xml) if result.junit_xml else None
+    return dataclasses.replace(
+        result,
         duration_s=round(result.duration_s, 3),
-        gpus=result.gpus,
         failure_meaning=failure_meaning,
         detail=detail,
         junit_xml=_relative(junit, out_dir) if junit is not None and junit.is_file() else None,
-        log=_relative(Path(result.log_path), out_dir) if result.log_path else None,
-        tests=tuple(tests),
-        bench=tuple(bench),
+        log=_relative(Path(result.log), out_dir) if result.log else None,
     )
 
 

@@ -1,4 +1,8 @@
-"""The versioned `results.json` of one regression run, shared by `ci/run_regression.py` and the bot.
+"""Suite and test results: the one `SuiteResult`/`TestResult` of the bot, and the versioned `results.json`.
+
+The suite runner (`reviewbot.suites`) produces `SuiteResult`s (JUnit XML read by
+`reviewbot.results.junit`); the engine turns their failures into findings, the renderer lists
+them, and the GPU dispatch path reads them back from `results.json`.
 
 `ci/run_regression.py` writes it (locally, or inside the `gpu-regression.yml` workflow, which
 uploads it as an artifact); the bot's GPU dispatch modes read it back to update the review and
@@ -35,7 +39,15 @@ SCHEMA_VERSION = 1
 TEST_STATUSES: tuple[str, ...] = ("passed", "failed", "error", "skipped")
 # "error": the suite ran but its report is unusable (no JUnit XML, crash before tests);
 # "timeout": killed at its time limit; "not-run": never started (e.g. needs more GPUs than present).
-SUITE_STATUSES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "not-run")
+PASSED = "passed"
+FAILED = "failed"
+ERROR = "error"
+TIMEOUT = "timeout"
+NOT_RUN = "not-run"
+SUITE_STATUSES: tuple[str, ...] = (PASSED, FAILED, ERROR, TIMEOUT, NOT_RUN)
+# Fields the suite runner fills for the review that `results.json` does not carry (format unchanged).
+_RUN_ONLY_SUITE_FIELDS = ("revision", "command", "log_tail", "returncode")
+_RUN_ONLY_TEST_FIELDS = ("line", "summary")
 
 
 class ResultsFormatError(ValueError):
@@ -95,7 +107,13 @@ def _type_names(types: type | tuple[type, ...]) -> str:
 
 @dataclass(frozen=True)
 class TestResult:
-    """One test case. `id` is pytest's node id style ``path::Class::name`` rebuilt from the JUnit XML."""
+    """One test case. `id` is pytest's node id style ``path::Class::name`` rebuilt from the JUnit XML.
+
+    `message`: for a failed or errored test, its own failure message and traceback tail from the
+    JUnit report; for a skipped test, the skip reason. Read from a JUnit report only (not carried
+    by `results.json`): `summary`, JUnit's one-line failure message, and `line`, the deepest
+    traceback line in the test's own file (0 when the traceback names none).
+    """
 
     __test__ = False  # not a pytest test class despite the name
 
@@ -104,12 +122,29 @@ class TestResult:
     duration_s: float
     message: str | None = None
     gpu_only: bool = False
+    line: int = 0
+    summary: str = ""
 
     def __post_init__(self) -> None:
         if self.status not in TEST_STATUSES:
             raise ResultsFormatError(f"test {self.id}: status {self.status!r} is not one of {', '.join(TEST_STATUSES)}")
         if self.gpu_only and self.status != "skipped":
             raise ResultsFormatError(f"test {self.id}: gpu_only is only meaningful for a skipped test")
+
+    @property
+    def path(self) -> str:
+        """The test file (the node id up to its first `::`), or "" for an id without a file."""
+        return self.id.split("::")[0] if "::" in self.id else ""
+
+    @property
+    def name(self) -> str:
+        """The test's own name: the node id's last `::` part (parameters included)."""
+        base, bracket, params = self.id.partition("[")
+        return base.split("::")[-1] + bracket + params
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("failed", "error")
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> TestResult:
@@ -153,7 +188,13 @@ class BenchFigure:
 
 @dataclass(frozen=True)
 class SuiteResult:
-    """One configured suite. `junit_xml` and `log` are paths relative to the results directory."""
+    """One configured suite run on one revision. `status` is one of `SUITE_STATUSES`.
+
+    `detail`: why the suite did not pass or run, in plain words (None when it ran). `junit_xml` and
+    `log`: the runner's absolute paths; in `results.json`, paths relative to the results directory.
+    Filled by the suite runner only (not carried by `results.json`): `revision`, `command`,
+    `log_tail` (the log's last lines) and `returncode` (None when killed at the time limit).
+    """
 
     name: str
     status: str
@@ -165,6 +206,10 @@ class SuiteResult:
     log: str | None = None
     tests: tuple[TestResult, ...] = ()
     bench: tuple[BenchFigure, ...] = ()
+    revision: str = ""
+    command: str = ""
+    log_tail: str = ""
+    returncode: int | None = None
 
     def __post_init__(self) -> None:
         if self.status not in SUITE_STATUSES:
@@ -175,12 +220,35 @@ class SuiteResult:
             raise ResultsFormatError(f"suite {self.name}: marked passed but has failed or errored tests")
 
     @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+    @property
+    def ran(self) -> bool:
+        """True when the suite ran to a usable report (passed or failed); never counted as passed otherwise."""
+        return self.status in (PASSED, FAILED)
+
+    @property
+    def failures(self) -> list[TestResult]:
+        return [t for t in self.tests if t.failed]
+
+    @property
     def gpu_only_skips(self) -> tuple[TestResult, ...]:
         return tuple(t for t in self.tests if t.gpu_only)
 
     def count(self, status: str) -> int:
         assert status in TEST_STATUSES, status
         return sum(1 for t in self.tests if t.status == status)
+
+    def counts(self) -> dict[str, int]:
+        """Tests per status, every status present."""
+        return {status: self.count(status) for status in TEST_STATUSES}
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything, for the review's JSON output (`results.json` goes through `RegressionResults`)."""
+        data = asdict(self)
+        data["counts"] = self.counts()
+        return data
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> SuiteResult:
@@ -279,7 +347,12 @@ class RegressionResults:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         for suite in data["suites"]:
+            for key in _RUN_ONLY_SUITE_FIELDS:
+                del suite[key]
             suite["tests"] = list(suite["tests"])
+            for test in suite["tests"]:
+                for key in _RUN_ONLY_TEST_FIELDS:
+                    del test[key]
             suite["bench"] = list(suite["bench"])
         data["suites"] = list(data["suites"])
         head = ("schema_version", "revision", "request_id", "pr_number")

@@ -2,7 +2,9 @@
 
 One finding per failing test: a failed or errored regression test is P0 (its evidence is the
 failing test itself), anchored to the deepest traceback line in the test's own file (else the
-test's def), with that test's own message and output excerpt from the JUnit report. A test that
+test's def), with that test's own message and output excerpt from the JUnit report, and the PR's
+changed lines it executes (`reviewbot.failure_coverage`; "not measured" with the reason where the
+failing tests were not re-run under coverage). A test that
 fails in a suite and is also named in the PR's test plan is reported once, as the suite failure,
 which says that the plan names it. A suite that could not run produces no finding: the review
 lists it plainly as not run, and it never counts as passed.
@@ -15,10 +17,11 @@ import dataclasses
 from collections.abc import Collection, Sequence
 
 from reviewbot.diff import FileChange
+from reviewbot.failure_coverage import NOTHING_MEASURED, Measured
 from reviewbot.findings import Evidence, EvidenceKind, Finding, Severity
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import RepoConfig
-from reviewbot.suites import SuiteResult
+from reviewbot.results.schema import SuiteResult
 from reviewbot.testplan import FAILS_AT_HEAD, NOT_FOUND, PASSES_ON_BOTH, TestPlanRow, locate_test
 
 
@@ -41,10 +44,15 @@ class TestAnchor:
 
 
 def from_suites(
-    results: list[SuiteResult], config: RepoConfig, anchor: TestAnchor, planned: Collection[str] = ()
+    results: list[SuiteResult],
+    config: RepoConfig,
+    anchor: TestAnchor,
+    planned: Collection[str] = (),
+    executed: Measured = NOTHING_MEASURED,
 ) -> list[Finding]:
     """One P0 per failing test id (a test failing in several suites is reported for the first).
-    `planned`: node ids of failing tests the PR's test plan names."""
+    `planned`: node ids of failing tests the PR's test plan names. `executed`: the changed lines
+    each failing test executes (or why that is not known)."""
     findings: list[Finding] = []
     seen: set[str] = set()
     for result in results:
@@ -62,21 +70,22 @@ def from_suites(
                     line_start=line,
                     line_end=line,
                     message_id="suite-failure.test-failed",
-                    params={"test": case.id, "outcome": case.outcome, "suite": result.name},
+                    params={"test": case.id, "outcome": case.status, "suite": result.name},
                     extra={
                         "means": means,
-                        "failure": case.message,
+                        "failure": case.summary,
                         "command": result.command,
-                        "log_path": result.log_path,
+                        "log_path": result.log,
                         "planned": case.id in planned,
+                        **executed.params(case.id),
                     },
                     qualname=case.id,
                     in_diff=in_diff,
-                    details=case.excerpt,
+                    details=case.message or "",
                     evidence=Evidence(
                         EvidenceKind.TEST,
                         "evidence.failing-test",
-                        {"test": case.id, "outcome": case.outcome, "suite": result.name},
+                        {"test": case.id, "outcome": case.status, "suite": result.name},
                     ),
                 )
             )
@@ -101,9 +110,11 @@ def _plan_evidence(row: TestPlanRow) -> Evidence:
     return Evidence(EvidenceKind.PATTERN, "evidence.test-plan-lookup", {"test": row.test})
 
 
-def from_test_plan(rows: list[TestPlanRow], anchor: TestAnchor, reported: Collection[str] = ()) -> list[Finding]:
+def from_test_plan(
+    rows: list[TestPlanRow], anchor: TestAnchor, reported: Collection[str] = (), executed: Measured = NOTHING_MEASURED
+) -> list[Finding]:
     """Findings for test-plan rows; a `fails-at-head` row whose failing test id is in `reported`
-    (already a suite-failure finding) gives none."""
+    (already a suite-failure finding) gives none; it says which changed lines the test executes."""
     findings: list[Finding] = []
     for row in rows:
         if row.status not in _PLAN_MESSAGES:
@@ -122,7 +133,12 @@ def from_test_plan(rows: list[TestPlanRow], anchor: TestAnchor, reported: Collec
                 line_end=line,
                 message_id=message_id,
                 params={"test": row.test},
-                extra={"detail": row.detail, "test_id": row.test_id, "outcome": row.head_outcome},
+                extra={
+                    "detail": row.detail,
+                    "test_id": row.test_id,
+                    "outcome": row.head_outcome,
+                    **(executed.params(row.test_id) if failing else {}),
+                },
                 qualname=row.test,
                 in_diff=in_diff,
                 details=row.excerpt,

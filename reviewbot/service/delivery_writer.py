@@ -77,7 +77,7 @@ class DeliveryWriter:
                     break
             try:
                 self._write(batch)
-            except Exception as exc:  # noqa: BLE001 - the batch's error boundary: its requests get 503, the writer lives on
+            except Exception as exc:  # the batch's error boundary: its requests get 503, the writer lives on
                 logger.exception("delivery writer")
                 self._fail(batch, f"internal error: {type(exc).__name__}")
 

@@ -79,7 +79,7 @@ def _ingest_one(sessions: sessionmaker, settings: Settings, row: Row[Any]) -> bo
                         outcome = handler(session, row.guid, payload, settings)
                 except OperationalError:
                     raise  # the database, not this delivery: roll back, retried by the caller
-                except Exception as exc:  # noqa: BLE001 - the delivery's error boundary: it fails, ingest goes on
+                except Exception as exc:  # the delivery's error boundary: it fails, ingest goes on
                     logger.exception("delivery %s %s/%s failed", row.guid, row.event, row.action)
                     outcome = _failure(exc)
             values: dict[str, object] = {"processed": True, "outcome": outcome[:200]}

@@ -176,7 +176,7 @@ class Worker:
         except jobs.LeaseLost as exc:
             logger.error("job %d abandoned: %s", job.id, exc)
             return None
-        except Exception as exc:  # noqa: BLE001 - the job's error boundary: anything else fails this job only
+        except Exception as exc:  # the job's error boundary: anything else fails this job only
             logger.exception("job %d (%s %s#%d): unexpected error", job.id, job.kind, job.repo, job.pr)
             error = f"{type(exc).__name__}: {exc}"
             if job.attempts < self.settings.job_max_attempts:
@@ -195,7 +195,7 @@ class Worker:
             except OperationalError as exc:
                 self._database_down("jobs", exc)
                 continue
-            except Exception:  # noqa: BLE001 - the loop's boundary: a failed claim must not end the loop
+            except Exception:  # the loop's boundary: a failed claim must not end the loop
                 logger.exception("job loop: claiming or finishing a job failed; trying again")
                 ran = False
             self._problems.pop("jobs", None)

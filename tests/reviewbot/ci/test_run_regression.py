@@ -165,10 +165,10 @@ def test_suite_selection_keywords():
         select_suites(config, " , ")
 
 
-def test_import_path_needs_only_pyyaml_and_junitparser_beyond_torch():
+def test_import_path_needs_only_pyyaml_beyond_torch():
     """The H200 image has torch, pytest and pyyaml but not the bot's service extras: the runner
-    must start with those blocked (junitparser, used by the suite runner, is carried as a wheel)."""
-    blocked = ("github", "fastapi", "uvicorn", "unidiff", "sqlalchemy", "jinja2", "requests")
+    must start with those blocked."""
+    blocked = ("github", "fastapi", "uvicorn", "unidiff", "sqlalchemy", "jinja2", "requests", "junitparser")
     code = (
         f"import sys\nfor m in {blocked!r}: sys.modules[m] = None\n"
         "import runpy\nsys.argv = ['run_regression', '--help']\n"

@@ -115,10 +115,10 @@ def test_runner_runs_in_a_worktree_with_junit_logs_timeouts_and_gpu_checks(repo:
     assert unit.status == "failed" and unit.ran
     assert unit.counts() == {"passed": 1, "failed": 1, "error": 0, "skipped": 0}
     assert [t.id for t in unit.failures] == ["tests/test_calc.py::test_mul_fails"]
-    assert Path(unit.junit_path).is_file() and Path(unit.log_path).is_file()
+    assert Path(unit.junit_xml).is_file() and Path(unit.log).is_file()
     assert "test_mul_fails" in unit.log_tail
-    assert slow.status == "timeout" and not slow.ran and "2s" in slow.reason
-    assert gpu.status == "not-run" and gpu.reason == "needs 1 GPU(s), this machine has 0"
+    assert slow.status == "timeout" and not slow.ran and "2s" in slow.detail
+    assert gpu.status == "not-run" and gpu.detail == "needs 1 GPU(s), this machine has 0"
     assert repo.git("worktree", "list").count("\n") == 1  # temp worktrees removed
 
 
@@ -127,7 +127,7 @@ def test_runner_reports_a_command_that_runs_no_tests_plainly(repo: Repo, tmp_pat
         repo.path, "main", [SuiteConfig("empty", "python -m pytest -q tests/nothing_here.py")], log_dir=tmp_path
     )
     assert result.status == "error" and not result.passed
-    assert "exited with code 4" in result.reason
+    assert "exited with code 4" in result.detail
 
 
 def test_test_plan_verification_and_suite_findings(repo: Repo, tmp_path: Path) -> None:
