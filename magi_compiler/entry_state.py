@@ -25,7 +25,9 @@ Set ``bytecode_swap=False`` to keep Dynamo's guards on every call.
 The swapped call is cheap by construction: the signature's dims per argument position and rank
 are memoized, ``bound_self`` is not described (it is the same object on every call), and the
 captured code is relinked (:mod:`magi_compiler.swapped_code`) to skip Dynamo's per-helper
-``disable`` wrappers, the whole call running with Dynamo's frame evaluation off once.
+``disable`` wrappers, the whole call running with Dynamo's frame evaluation off once, and to call
+the compiled graph, or each piece of a split graph, without the wrappers that only matter with
+frame evaluation on (``swapped_code.lean_callable``).
 
 Every compile state has its own backend, so Dynamo compiles a decorated class's ``forward``
 once per instance; the recompile limit Dynamo applies per code object is raised by the

@@ -8,10 +8,26 @@ bound to a ``torch._dynamo.disable`` wrapper, and its prologue calls helpers of
 frame-evaluation callback off and back on, about 1 us a call on CPU. The swapped path runs
 the whole call with the callback off (:func:`call_without_dynamo`), so the relinked code
 (:func:`relink`) uses unwrapped callables: each graph global is renamed to one bound to what
-the wrapper wraps (the backend's function, or its module), and the utils module to :data:`LEAN_UTILS`, whose
+the wrapper wraps, made lean (:func:`lean_callable`), and the utils module to :data:`LEAN_UTILS`, whose
 helpers skip the wrappers (the pre-graph profiler range is still recorded while a profiler
 runs) and which forwards every other attribute to ``torch._dynamo.utils``. A name that is not
 there (another torch version's bytecode) is left alone, so that call keeps its wrapper.
+
+Lean callables. What the backend returns is called through layers that only matter with
+Dynamo's frame evaluation on, or that forward their arguments unchanged: an Inductor
+``CacheCompiledArtifact`` calls its ``_compiled_fn``, which for a freshly compiled piece is a
+further ``disable`` wrapper (about 2 us a call on CPU); a split graph is a ``GraphModule`` whose
+every call, and every call of its eagerly run splitting-op pieces, goes through
+``nn.Module.__call__`` (about 2-3 us each). :func:`lean_callable` replaces a compiled artifact by
+its ``_compiled_fn`` (``disable`` wrappers removed) and a split graph by the ``forward`` of a twin
+``GraphModule`` (same graph) whose pieces are lean too: compiled pieces as above, the eagerly run
+splitting-op pieces inlined (the twin's own code calls their op). A freshly compiled piece with a
+single output keeps one ``disable`` wrapper (Inductor's output-unflattening function calls it); a
+piece loaded from the cache has none. The AOTAutograd runtime wrapper and Inductor's compiled
+graph keep their full call path (they restore grad mode, replay input mutations, regenerate
+aliased outputs and check input sizes and strides). Module hooks are not called for these
+internal modules on the swapped path (global ``nn.Module`` hooks would see the split graph and its
+pieces on the guarded path only); the user's modules are not affected.
 """
 
 from __future__ import annotations
@@ -23,6 +39,7 @@ from typing import Any
 
 import torch
 import torch._dynamo.utils
+from torch import fx
 from torch._dynamo.eval_frame import DisableContext, OptimizedModule
 
 UTILS_GLOBAL = "__import_torch_dot__dynamo_dot_utils"
@@ -32,6 +49,12 @@ DIRECT_PREFIX = "__magi_direct"
 
 _NO_RANGE = contextlib.nullcontext()
 _set_eval_frame = torch._C._dynamo.eval_frame.set_eval_frame
+# Inductor's artifact whose __call__ is ``self._compiled_fn(*args)`` (torch 2.11 and 2.13); None where
+# a torch version has no such class (then artifacts keep their own __call__)
+try:
+    from torch._inductor.standalone_compile import CacheCompiledArtifact as _CACHE_ARTIFACT
+except ImportError:
+    _CACHE_ARTIFACT = None
 
 
 class _LeanDynamoUtils:
@@ -76,7 +99,7 @@ def relink(code: types.CodeType, fn_globals: dict[str, Any]) -> types.CodeType:
             inner = _disabled_callable(fn_globals.get(name))
             if inner is not None:
                 direct = DIRECT_PREFIX + name
-                fn_globals[direct] = inner
+                fn_globals[direct] = lean_callable(inner)
                 names[index] = direct
     return code.replace(co_names=tuple(names))
 
@@ -90,6 +113,87 @@ def _disabled_callable(wrapper: Any) -> Callable[..., Any] | None:
     if getattr(wrapper, "_torchdynamo_disable", False):
         return getattr(wrapper, "_torchdynamo_orig_callable", None)
     return None
+
+
+def _without_disable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with every ``torch._dynamo.disable`` function wrapper around it removed.
+
+    A wrapper is recognised by the id it records of itself: ``functools.wraps`` copies a
+    disable wrapper's attributes onto the function wrapping it (Inductor's output unflattening
+    does), and that function must stay."""
+    while getattr(fn, "_torchdynamo_disable", False) and getattr(fn, "_torchdynamo_wrapper_id", None) == id(fn):
+        fn = fn._torchdynamo_orig_callable  # type: ignore[attr-defined]
+    return fn
+
+
+def lean_callable(compiled: Any) -> Any:
+    """The cheapest callable that does what ``compiled`` (the backend's output, or a piece of a
+    split graph) does when called with Dynamo's frame evaluation off (see the module doc):
+    an Inductor ``CacheCompiledArtifact``'s ``_compiled_fn`` without ``disable`` wrappers, a
+    ``GraphModule``'s forward run by a twin whose pieces are lean; anything else unchanged."""
+    if _CACHE_ARTIFACT is not None and type(compiled) is _CACHE_ARTIFACT:
+        inner = getattr(compiled, "_compiled_fn", None)
+        return compiled if inner is None else _without_disable(inner)
+    if isinstance(compiled, fx.GraphModule):
+        return _lean_graph_module(compiled)
+    return compiled
+
+
+def _lean_graph_module(gm: fx.GraphModule) -> Callable[..., Any]:
+    """``gm.forward`` of a twin of ``gm`` (same graph) whose pieces are lean: compiled pieces
+    (callables in ``gm.__dict__``) through :func:`lean_callable`, a submodule whose graph only
+    calls functions (a splitting-op piece) inlined, any other submodule made lean the same way."""
+    graph = fx.Graph()
+    env: dict[fx.Node, Any] = {}
+    root: dict[str, Any] = {}
+    for node in gm.graph.nodes:
+        target = node.target
+        if node.op == "output":
+            graph.output(fx.map_arg(node.args[0], env.__getitem__))
+            continue
+        if node.op == "call_module" and target not in gm.__dict__:
+            submodule = gm.get_submodule(target)
+            if _inlinable(submodule, node):
+                env[node] = _inline(graph, submodule, fx.map_arg(node.args, env.__getitem__))
+                continue
+            root[target] = lean_callable(submodule)
+        elif node.op == "call_module":
+            root[target] = lean_callable(gm.__dict__[target])
+        elif node.op == "get_attr":
+            root[target] = _attr(gm, target)
+        env[node] = graph.node_copy(node, env.__getitem__)
+    return fx.GraphModule(root, graph, class_name=type(gm).__name__).forward
+
+
+def _inlinable(submodule: torch.nn.Module, call: fx.Node) -> bool:
+    """Whether ``submodule``, called by ``call``, is a GraphModule of placeholders (one per
+    positional argument of the call) and function calls only."""
+    if not isinstance(submodule, fx.GraphModule) or call.kwargs:
+        return False
+    ops = [node.op for node in submodule.graph.nodes]
+    return ops.count("placeholder") == len(call.args) and set(ops) <= {"placeholder", "call_function", "output"}
+
+
+def _inline(graph: fx.Graph, submodule: fx.GraphModule, args: tuple) -> Any:
+    """Copy ``submodule``'s graph into ``graph`` with its placeholders bound to ``args``; returns
+    what its output node returns (a node, or a structure of nodes)."""
+    env: dict[fx.Node, Any] = {}
+    placeholders = iter(args)
+    for node in submodule.graph.nodes:
+        if node.op == "placeholder":
+            env[node] = next(placeholders)
+        elif node.op == "output":
+            return fx.map_arg(node.args[0], env.__getitem__)
+        else:
+            env[node] = graph.node_copy(node, env.__getitem__)
+    raise AssertionError(f"the graph of {type(submodule).__name__} has no output node")
+
+
+def _attr(module: torch.nn.Module, target: str) -> Any:
+    value: Any = module
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def call_without_dynamo(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

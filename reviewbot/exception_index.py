@@ -18,7 +18,9 @@ indexed under their dotted `qualname`. Files that do not parse, and the director
 
 The index also lists every `except` clause of the revision by the simple names it catches
 (`handlers_of`), so a rule can tell whether a type some handler converts into is caught elsewhere
-(one frame up, to fall back). A handler *re-raises* when a statement directly in its body is a
+(one frame up, to fall back), with the names each clause's try body calls; `reaching(names)` follows
+the revision's calls backwards (by simple name, parsed on first use) so such a clause counts only
+when its try body can run the converting function. A handler *re-raises* when a statement directly in its body is a
 bare `raise` or `raise <the caught name>` (`reraises_same`).
 
 Two classes with the same simple name in different modules are both kept; `subclasses_of` and
@@ -30,6 +32,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
+import functools
 import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -39,6 +42,9 @@ from reviewbot.gitrepo import GitRepo
 logger = logging.getLogger(__name__)
 
 SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".tox"})
+
+# how many calls up `ExceptionIndex.reaching` follows
+CALL_DEPTH = 8
 
 BUILTIN_EXCEPTIONS: dict[str, type[BaseException]] = {
     name: obj for name, obj in vars(builtins).items() if isinstance(obj, type) and issubclass(obj, BaseException)
@@ -71,12 +77,16 @@ class ExceptionClass:
 @dataclasses.dataclass(frozen=True)
 class CatchSite:
     """One `except` clause: `path` (relative, POSIX), `line` of the `except`, `caught` (last name
-    segment of each caught type, empty for a bare `except:`), `reraises` (see `reraises_same`)."""
+    segment of each caught type, empty for a bare `except:`), `reraises` (see `reraises_same`),
+    `try_lines` (first and last line of its try body) and `body_calls` (`call_names` of the try
+    body: the simple names it calls or passes as callbacks)."""
 
     path: str
     line: int
     caught: tuple[str, ...]
     reraises: bool
+    try_lines: tuple[int, int] = (0, 0)
+    body_calls: frozenset[str] = frozenset()
 
 
 def reraises_same(handler: ast.ExceptHandler) -> bool:
@@ -89,6 +99,22 @@ def reraises_same(handler: ast.ExceptHandler) -> bool:
             if handler.name and isinstance(stmt.exc, ast.Name) and stmt.exc.id == handler.name:
                 return True
     return False
+
+
+def call_names(nodes: list[ast.stmt] | list[ast.AST]) -> frozenset[str]:
+    """The simple names `nodes` call (`f()`, `obj.f()`: `f`; a class call names the class) or pass
+    to a call as an argument (`pool.submit(f)`, `Thread(target=self.f)`: `f`, a callback that may
+    run there)."""
+    out: set[str] = set()
+    for node in nodes:
+        for sub in ast.walk(node):
+            if not isinstance(sub, ast.Call):
+                continue
+            for expr in (sub.func, *sub.args, *(k.value for k in sub.keywords)):
+                name = _base_name(expr)
+                if name is not None:
+                    out.add(name)
+    return frozenset(out)
 
 
 def caught_names(handler: ast.ExceptHandler) -> list[str] | None:
@@ -118,6 +144,36 @@ class ExceptionIndex:
     _handlers: dict[str, tuple[CatchSite, ...]] = dataclasses.field(default_factory=dict)
     # simple name -> modules with a `raise <name>` / `raise <name>(...)` statement
     _raised_in: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    # the scanned sources, for the call graph `reaching` builds on first use
+    _sources: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    @functools.cached_property
+    def _callers(self) -> dict[str, frozenset[str]]:
+        """simple name -> simple names of the functions whose bodies call it (`call_names`)."""
+        callers: dict[str, set[str]] = {}
+        for rel, text in self._sources.items():
+            try:
+                tree = ast.parse(text, filename=rel)
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    for name in call_names(node.body):
+                        callers.setdefault(name, set()).add(node.name)
+        return {name: frozenset(found) for name, found in callers.items()}
+
+    def reaching(self, names: set[str], depth: int = CALL_DEPTH) -> frozenset[str]:
+        """`names` and the simple names of the functions that call one of them, transitively up to
+        `depth` calls, matched by simple name (a method `f` of any class counts as `f`): every
+        function from which one of `names` may run. The call graph is parsed on the first call."""
+        found = set(names)
+        frontier = set(names)
+        for _ in range(depth):
+            frontier = {c for name in frontier for c in self._callers.get(name, ())} - found
+            if not frontier:
+                break
+            found |= frontier
+        return frozenset(found)
 
     def raised_in(self, name: str) -> list[str]:
         """Modules (dotted, as `ExceptionClass.module`) holding a `raise` of the class `name` (matched
@@ -266,9 +322,17 @@ def index_sources(sources: Mapping[str, str]) -> ExceptionIndex:
         module = _module_name(rel)
         for node in _statements(tree.body):
             if isinstance(node, (ast.Try, ast.TryStar)):
+                body_calls = call_names(node.body)
                 for handler in node.handlers:
                     names = tuple(caught_names(handler) or ())
-                    site = CatchSite(rel_text, handler.lineno, names, reraises_same(handler))
+                    site = CatchSite(
+                        rel_text,
+                        handler.lineno,
+                        names,
+                        reraises_same(handler),
+                        (node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno),
+                        body_calls,
+                    )
                     for name in names:
                         handlers.setdefault(name, []).append(site)
             elif isinstance(node, ast.Raise) and node.exc is not None:
@@ -326,4 +390,5 @@ def index_sources(sources: Mapping[str, str]) -> ExceptionIndex:
         _repo_ancestors={name: repo_memo[name] & kept for name in kept},
         _handlers={name: tuple(sorted(sites, key=lambda c: (c.path, c.line))) for name, sites in handlers.items()},
         _raised_in={name: frozenset(modules) for name, modules in raised.items()},
+        _sources=sources,
     )

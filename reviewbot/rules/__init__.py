@@ -8,7 +8,7 @@ compared with the base: a function-wide finding is reported only when the functi
 and the problem is new. Change-wide rules (`cache_key`, `key_docs.check_pr_body`,
 `suite_results`, `encoding`) are called by the engine with the whole context.
 
-Rule ids: `broad-except`, `runtime-error-fallback`, `caught-own-subclass`, `wide-try`
+Rule ids: `broad-except`, `runtime-error-fallback`, `caught-own-subclass`
 (broad_except.py);
 `cache-key-change`, `key-ignores-field`, `key-shares-artifacts`, `key-not-reproducible` (cache_key.py); `stale-key-doc`, `unused-key-param`
 (key_docs.py); `silent-gate` (silent_gate.py); `suite-failure`, `suite-not-run`, `test-plan`

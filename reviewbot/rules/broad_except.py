@@ -1,5 +1,4 @@
-"""Over-broad exception handling: `broad-except`, `runtime-error-fallback`, `caught-own-subclass`,
-`wide-try`.
+"""Over-broad exception handling: `broad-except`, `runtime-error-fallback`, `caught-own-subclass`.
 
 ruff (pinned, run once per review as a subprocess with JSON output, see `reviewbot.ruff`) reports
 bare `except:` (E722) and blind `except Exception` (BLE001); this module classifies those handlers
@@ -23,8 +22,10 @@ may confirm or refute them.
     injection experiment may still show a programmer error swallowed silently); a noqa without a
     reason changes nothing;
   - converts: P0 `broad-except.converts` when some `except` clause of the revision catches the
-    target type (or a repository base of it) without re-raising: every `AssertionError` becomes the
-    target type and that caller takes it into its fallback; nothing when no clause catches it (the
+    target type (or a repository base of it) without re-raising, on a call path from the converting
+    function (its try body encloses the handler or calls that function, directly or through other
+    functions of the revision: `ExceptionIndex.reaching`): every `AssertionError` becomes the target
+    type and that caller takes it into its fallback; nothing when no such clause catches it (the
     converted error reaches the user, chained to the original);
   - a *unit boundary* that reports the error: nothing. The handler logs the traceback
     (`logger.exception`, `exc_info=`) or, at warning level or above, the caught exception itself;
@@ -48,6 +49,16 @@ may confirm or refute them.
     (`warnings.warn`, logging at warning level or above): nothing. The try guards one operation and
     the fallback is a stated or announced default, not a hidden one (`import torch_npu` returning
     "not available"; a memory query that falls through to "the figure is incorrect" warning);
+  - cleanup on the way out: a handler that only passes, returns or logs, in a try standing in a
+    `finally:` clause, in `__del__`/`__exit__`/`__aexit__`, or in a function the file hands to
+    `atexit.register`, `signal.signal` or `weakref.finalize` (`_teardown_tries`): nothing; raising
+    there would mask the error being handled or stop the rest of the teardown;
+  - a *reported fallback*: the handler prints, warns or logs at warning level or above a message
+    naming the caught exception, and otherwise only falls back to a constant or falls through to
+    the code after the try (not an implicit `None` replacing the try's returned result): nothing;
+    the failure is visible with its cause, the fallback is a stated default or the function's own
+    other route (a scalar build of an op, a slower conversion), not a substitute computed in the
+    handler;
   - swallows, logging, in diagnostics or teardown code (a word of the file path or the enclosing
     name is in `_DIAGNOSTIC_WORDS`: dump, report, metrics, trace, close, shutdown, ...) with a body
     of only logging, `pass`, `continue`, `break` and bare `return`/`return None`: P3
@@ -60,6 +71,9 @@ may confirm or refute them.
   holding more than one call: P2. Filters and guarded probes (above) are not reported: a filter
   re-raises what its test does not recognise, and a guarded probe's comment names the
   `RuntimeError` it expects from its one call (`xm.xla_device()` without an XLA configuration).
+  A try whose calls all go to the standard library (`_stdlib_only`: `threading.stack_size`,
+  `os.remove`; not `importlib`, `pickle`, `copy`, ... which run the caller's code) is not reported
+  either: it cannot raise an OOM, a compiler error or the repository's own subclasses.
 - `except RuntimeError` (or a builtin below it, `RUNTIME_FAMILY`) around a call that does not
   re-raise, while the repository defines subclasses of a caught type that are raised in a module
   the try body calls into (one level: a called name's import target, or this file's module for
@@ -67,18 +81,18 @@ may confirm or refute them.
   tuple, or a mention in the handler body; handling a class handles its subclasses): P2
   `caught-own-subclass`, naming them. Classes defined in test files count only for handlers in test
   files.
-- a try whose body holds more than one statement with a call and that has a handler which does not
-  raise (a fallback): P2 `wide-try`. Cleanup handlers that always raise are left alone, and so are
-  handlers that only catch control flow (`KeyboardInterrupt`, `SystemExit`, `GeneratorExit`,
-  `CancelledError`: no call in the body is more likely than another to raise them), filters (they
-  re-raise what they do not recognise) and unit boundaries (above), whose try is as wide as the
-  unit on purpose.
+- the width of a try (more than one statement with a call) is no finding of its own: it is an
+  annotation (`wide_calls` in the finding's `extra`) of the `broad-except` swallows/documented/
+  diagnostics or `runtime-error-fallback.no-oom-reraise` finding on its handler. As a rule of its
+  own (`wide-try`, until round 3 of the precision benchmark) it was right on 1 of 6 unseen tries:
+  the width matters only where the handler itself is a problem.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import sys
 
 from reviewbot.exception_index import (
     BUILTIN_EXCEPTIONS,
@@ -155,8 +169,6 @@ _DIAGNOSTIC_WORDS = frozenset(
 # what a handler records when it marks its unit of work failed (`status = RolloutStatus.ERROR`,
 # `return "failed"`)
 _FAILURE_WORDS = frozenset(["error", "errored", "failed", "failure", "fail", "aborted", "crashed"])
-# exceptions that stop the program's control flow rather than report a failure of one call
-CONTROL_FLOW = frozenset(["KeyboardInterrupt", "SystemExit", "GeneratorExit", "CancelledError"])
 _LOUD_LEVELS = frozenset(["warning", "warn", "error", "critical", "exception"])
 # a comment next to a one-statement try that says which failure is expected there
 _EXPECTED_FAILURE = re.compile(
@@ -164,6 +176,60 @@ _EXPECTED_FAILURE = re.compile(
     r"|not (be )?(available|supported|installed|found|present|configured))\b",
     re.IGNORECASE,
 )
+# standard-library modules whose functions run code the caller passes or names (imports, pickled
+# objects, callbacks, copies of arbitrary objects, workers whose errors they re-raise)
+_RUNS_CALLER_CODE = frozenset(
+    [
+        "importlib",
+        "runpy",
+        "pickle",
+        "copy",
+        "copyreg",
+        "functools",
+        "itertools",
+        "operator",
+        "concurrent",
+        "asyncio",
+        "multiprocessing",
+        "contextlib",
+        "code",
+        "codeop",
+        "pdb",
+        "unittest",
+        "shelve",
+        "marshal",
+        "atexit",
+        "weakref",
+        "sched",
+        "builtins",
+    ]
+)
+# builtin functions that run no code of the caller's choosing beyond dunder conversions
+_NEUTRAL_BUILTINS = frozenset(
+    [
+        "int",
+        "float",
+        "str",
+        "bool",
+        "bytes",
+        "len",
+        "isinstance",
+        "issubclass",
+        "repr",
+        "hex",
+        "abs",
+        "min",
+        "max",
+        "round",
+        "open",
+    ]
+)
+# methods a call of the class itself runs (`Cls()`, `with Cls():`)
+_CONSTRUCTION = frozenset(["__init__", "__new__", "__post_init__", "__enter__", "__aenter__"])
+# methods Python runs when an object is dropped or a `with` block is left
+_EXIT_METHODS = frozenset(["__del__", "__exit__", "__aexit__"])
+# (module, function) that register a callback run at exit or on a signal -> the callback's argument position
+_EXIT_HOOKS = {("atexit", "register"): 0, ("signal", "signal"): 1, ("weakref", "finalize"): 1}
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -202,6 +268,34 @@ def _oom_reraised(node: ast.Try | ast.TryStar, index: int) -> bool:
         if isinstance(sub, ast.If) and _mentions_oom(sub.test) and _raises(sub.body):
             return True
     return False
+
+
+def _stdlib_only(body: list[ast.stmt], imports: dict[str, str]) -> bool:
+    """Every call in `body` goes to the standard library through a name this file imports from it
+    (`threading.stack_size(...)`, `os.remove(...)`, `from shutil import rmtree`), other than the
+    modules in `_RUNS_CALLER_CODE`; builtin functions (`int`, `len`) are neutral; there is at least
+    one such call. Such a body cannot raise `torch.OutOfMemoryError`, a compiler error or the
+    repository's own `RuntimeError` subclasses: a `RuntimeError` from it is the library's own."""
+    found = False
+    for stmt in body:
+        for call in ast.walk(stmt):
+            if not isinstance(call, ast.Call):
+                continue
+            func = call.func
+            while isinstance(func, ast.Attribute):
+                func = func.value
+            if not isinstance(func, ast.Name):
+                return False  # `f()()`, `x[0]()`, a call on a call's result
+            target = imports.get(func.id)
+            if target is None:
+                if func.id in _NEUTRAL_BUILTINS:
+                    continue
+                return False  # a local function, a variable's method, an exec
+            top = target.split(".")[0]
+            if top not in sys.stdlib_module_names or top in _RUNS_CALLER_CODE:
+                return False
+            found = True
+    return found
 
 
 def _call_statements(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -350,6 +444,41 @@ def _filters(handler: ast.ExceptHandler) -> bool:
     return False
 
 
+def _reports_caught(stmt: ast.stmt, name: str | None) -> bool:
+    """A `print`, `warnings.warn` or a log call at warning level or above whose arguments name the
+    caught exception: the failure and its cause are visible where it happens."""
+    if name is None or not (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)):
+        return False
+    call = stmt.value
+    assert isinstance(call, ast.Call)
+    method = (
+        call.func.attr
+        if isinstance(call.func, ast.Attribute)
+        else call.func.id
+        if isinstance(call.func, ast.Name)
+        else ""
+    )
+    if method not in _LOUD_LEVELS and method not in ("print", "warn"):
+        return False
+    args = [*call.args, *(k.value for k in call.keywords)]
+    return any(isinstance(sub, ast.Name) and sub.id == name for arg in args for sub in ast.walk(arg))
+
+
+def _reported_fallback(handler: ast.ExceptHandler, try_body: list[ast.stmt], after: ast.stmt | None) -> bool:
+    """The handler reports the caught exception (`_reports_caught`) and otherwise only falls back to
+    a constant (`pass`, `return <constant>`, `<name> = <constant>`) or falls through to the code
+    after the try (the function's own other route to its result, such as a slower conversion). The
+    failure is visible with its cause where it happens, and the fallback is a stated default or the
+    code path the function takes anyway, not a substitute computed in the handler. A handler that
+    falls off the end of a function whose try returns a result is not one (an implicit `None`
+    replaces the result; `after`: the statement after the try, see `_following`)."""
+    if not any(_reports_caught(stmt, handler.name) for stmt in handler.body):
+        return False
+    if not isinstance(handler.body[-1], ast.Return) and isinstance(try_body[-1], ast.Return) and after is None:
+        return False
+    return all(_reports_caught(stmt, handler.name) or _constant_default(stmt) for stmt in handler.body)
+
+
 def _constant_default(stmt: ast.stmt) -> bool:
     """`pass`, a logging call, `return`/`return <constant>` or `<name> = <constant>`."""
     if isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)):
@@ -439,11 +568,6 @@ def _following(tree: ast.AST) -> dict[int, ast.stmt | None]:
     assert isinstance(tree, ast.Module)
     walk(tree.body, None)
     return out
-
-
-def _control_flow_only(handler: ast.ExceptHandler) -> bool:
-    names = caught_names(handler)
-    return bool(names) and all(name.rsplit(".", 1)[-1] in CONTROL_FLOW for name in names)
 
 
 def _loop_tries(tree: ast.AST) -> set[int]:
@@ -552,15 +676,32 @@ def _unhandled_subclasses(
 
 def _fallback_sites(ctx: FileContext, target: str, handler: ast.ExceptHandler) -> list[CatchSite]:
     """The revision's `except` clauses that catch `target` (by its name or a repository base class
-    of it) and do not re-raise it: where a converted error is taken for the fallback's failure."""
+    of it), do not re-raise it, and are on a call path from the converting handler: their try body
+    encloses the handler or calls (transitively, `ExceptionIndex.reaching`) the function holding it.
+    There a converted error is taken for the fallback's failure; a clause of the same type elsewhere
+    never sees it."""
     index = ctx.exceptions()
     names = [target.rsplit(".", 1)[-1], *(c.name for c in index.ancestors_of(target.rsplit(".", 1)[-1]))]
-    sites: dict[tuple[str, int], CatchSite] = {}
+    candidates: dict[tuple[str, int], CatchSite] = {}
     for name in names:
         for site in index.handlers_of(name):
             if not site.reraises and (site.path, site.line) != (ctx.path, handler.lineno):
-                sites.setdefault((site.path, site.line), site)
-    return sorted(sites.values(), key=lambda site: (site.path, site.line))
+                candidates.setdefault((site.path, site.line), site)
+    if not candidates:
+        return []
+    qualname = ctx.qualname(handler.lineno)
+    parts = qualname.split(".") if qualname else []
+    entry = {parts[-1]} if parts else set()
+    if len(parts) >= 2 and parts[-1] in _CONSTRUCTION:
+        entry.add(parts[-2])  # `Cls()` runs `Cls.__init__`
+    reaching = index.reaching(entry) if entry else frozenset()
+    sites = [
+        site
+        for site in candidates.values()
+        if (site.path == ctx.path and site.try_lines[0] <= handler.lineno <= site.try_lines[1])
+        or site.body_calls & reaching
+    ]
+    return sorted(sites, key=lambda site: (site.path, site.line))
 
 
 def _handler_finding(
@@ -572,8 +713,13 @@ def _handler_finding(
     params: dict[str, object],
     details: str = "",
     extra: dict[str, object] | None = None,
+    wide_calls: int = 0,
 ) -> Finding:
+    """`wide_calls`: the statements with calls of the handler's try when it guards more than one
+    (shown as an annotation of the finding; 0 otherwise)."""
     end = handler.end_lineno or handler.lineno
+    if wide_calls:
+        extra = {**(extra or {}), "wide_calls": wide_calls}
     return Finding(
         rule=rule,
         severity=severity,
@@ -588,17 +734,90 @@ def _handler_finding(
     )
 
 
-def _teardown(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
+def _teardown(
+    ctx: FileContext,
+    handler: ast.ExceptHandler,
+    teardown_tries: frozenset[int] = frozenset(),
+    node: ast.AST | None = None,
+) -> bool:
+    """Teardown or diagnostics code: the try stands in a `finally:` clause, in `__del__`/`__exit__`, or
+    in a function the file registers to run at exit or on a signal (`teardown_tries`, see
+    `_teardown_tries`), or a word of the file path or the enclosing name is in `_DIAGNOSTIC_WORDS`."""
+    if node is not None and id(node) in teardown_tries:
+        return True
     where = ctx.qualname(handler.lineno)
     words = {word.lower() for word in _WORD_SPLIT.split(f"{ctx.path.removesuffix('.py')}/{where}") if word}
     return bool(words & _DIAGNOSTIC_WORDS)
 
 
+def _hook(expr: ast.expr) -> int | None:
+    """The callback's argument position when `expr` is `atexit.register`, `signal.signal` or
+    `weakref.finalize` (written with its module), else None."""
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        return _EXIT_HOOKS.get((expr.value.id, expr.attr))
+    return None
+
+
+def _registered_callbacks(tree: ast.AST) -> set[str]:
+    """Simple names of the functions the file hands to `atexit.register` (called or as a
+    decorator), `signal.signal` or `weakref.finalize`: they run while the program exits or is
+    being stopped."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(_hook(d) is not None for d in node.decorator_list):
+                out.add(node.name)
+            continue
+        if not isinstance(node, ast.Call):
+            continue
+        position = _hook(node.func)
+        args = [*node.args, *(k.value for k in node.keywords)]
+        if position is None or len(args) <= position:
+            continue
+        arg = args[position]
+        if isinstance(arg, ast.Name):
+            out.add(arg.id)
+        elif isinstance(arg, ast.Attribute):
+            out.add(arg.attr)
+    return out
+
+
+def _teardown_tries(tree: ast.AST) -> frozenset[int]:
+    """ids of the try statements that run on the way out: inside a `finally:` clause, in a
+    `__del__`/`__exit__`/`__aexit__` method, or in a function `_registered_callbacks` names."""
+    found: set[int] = set()
+    callbacks = _registered_callbacks(tree)
+    for node in ast.walk(tree):
+        scopes: list[ast.AST] = []
+        if isinstance(node, (ast.Try, ast.TryStar)):
+            scopes = list(node.finalbody)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+            node.name in _EXIT_METHODS or node.name in callbacks
+        ):
+            scopes = list(node.body)
+        for scope in scopes:
+            found.update(id(sub) for sub in ast.walk(scope) if isinstance(sub, (ast.Try, ast.TryStar)))
+    return frozenset(found)
+
+
 def _broad(
-    ctx: FileContext, handler: ast.ExceptHandler, label: str, ruff_note: str, *, boundary: bool
+    ctx: FileContext,
+    handler: ast.ExceptHandler,
+    label: str,
+    ruff_note: str,
+    *,
+    boundary: bool,
+    teardown: bool,
+    exit_path: bool,
+    wide_calls: int,
+    try_body: list[ast.stmt],
+    after: ast.stmt | None,
 ) -> Finding | None:
     """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring);
-    `boundary`: the handler ends a unit of work and reports its error."""
+    `boundary`: the handler ends a unit of work and reports its error; `teardown`: `_teardown`;
+    `exit_path`: the try runs on the way out (`_teardown_tries`); `wide_calls`: the annotation
+    `_handler_finding` shows; `try_body`: the body of the handler's try; `after`: the statement
+    after it (`_following`)."""
     if reraises_same(handler):
         if handler.type is None:
             return _handler_finding(
@@ -631,17 +850,40 @@ def _broad(
         )
     if boundary:
         return None
-    if _logs_and_continues(handler) and _teardown(ctx, handler):
+    if exit_path and all(_logs_or_leaves(stmt) for stmt in handler.body):
+        # cleanup on the way out: raising here would mask the error being handled or stop the
+        # rest of the teardown
+        return None
+    if _reported_fallback(handler, try_body, after):
+        return None
+    if _logs_and_continues(handler) and teardown:
         params["where"] = ctx.qualname(handler.lineno) or ctx.path
         return _handler_finding(
-            ctx, handler, "broad-except", Severity.P3, "broad-except.diagnostics", params, ruff_note
+            ctx,
+            handler,
+            "broad-except",
+            Severity.P3,
+            "broad-except.diagnostics",
+            params,
+            ruff_note,
+            wide_calls=wide_calls,
         )
     comment = _handler_comment(ctx, handler)
     if comment:
         return _handler_finding(
-            ctx, handler, "broad-except", Severity.P2, "broad-except.documented", params, ruff_note, {"reason": comment}
+            ctx,
+            handler,
+            "broad-except",
+            Severity.P2,
+            "broad-except.documented",
+            params,
+            ruff_note,
+            {"reason": comment},
+            wide_calls=wide_calls,
         )
-    return _handler_finding(ctx, handler, "broad-except", Severity.P0, "broad-except.swallows", params, ruff_note)
+    return _handler_finding(
+        ctx, handler, "broad-except", Severity.P0, "broad-except.swallows", params, ruff_note, wide_calls=wide_calls
+    )
 
 
 def check(ctx: FileContext) -> list[Finding]:
@@ -649,15 +891,18 @@ def check(ctx: FileContext) -> list[Finding]:
     findings: list[Finding] = []
     loop_tries = _loop_tries(ctx.tree)
     following = _following(ctx.tree)
+    exit_tries = _teardown_tries(ctx.tree)
+    imports = _import_map(ctx)
     for node in ast.walk(ctx.tree):
         if not isinstance(node, (ast.Try, ast.TryStar)) or not node.handlers:
             continue
         calls = _call_statements(node.body)
-        runtime_reported = False
+        wide_calls = len(calls) if len(calls) > 1 else 0
+        teardown = {id(h): _teardown(ctx, h, exit_tries, node) for h in node.handlers}
         boundaries = {
             id(handler)
             for handler in node.handlers
-            if _unit_boundary(handler, id(node) in loop_tries, _teardown(ctx, handler))
+            if _unit_boundary(handler, id(node) in loop_tries, teardown[id(handler)])
         }
         filters = {id(handler) for handler in node.handlers if _filters(handler)}
         # a noqa comment with a reason stays the respected note the injection experiment may still check
@@ -677,7 +922,18 @@ def check(ctx: FileContext) -> list[Finding]:
             if names is None or BROAD & set(names):
                 if id(handler) in filters or id(handler) in probes:
                     continue
-                finding = _broad(ctx, handler, label, ruff_note, boundary=id(handler) in boundaries)
+                finding = _broad(
+                    ctx,
+                    handler,
+                    label,
+                    ruff_note,
+                    boundary=id(handler) in boundaries,
+                    teardown=teardown[id(handler)],
+                    exit_path=id(node) in exit_tries,
+                    wide_calls=wide_calls,
+                    try_body=node.body,
+                    after=following.get(id(node)),
+                )
                 if finding is not None:
                     findings.append(finding)
                 continue
@@ -701,8 +957,8 @@ def check(ctx: FileContext) -> list[Finding]:
                     _handler_finding(ctx, handler, "caught-own-subclass", Severity.P2, message_id, params, extra=extra)
                 )
             quiet = id(handler) in filters or id(handler) in probes
-            if "RuntimeError" in names and not _raises(handler.body) and not quiet:
-                runtime_reported = True
+            fallback = "RuntimeError" in names and not _raises(handler.body) and not quiet
+            if fallback and not _stdlib_only(node.body, imports):
                 oom = _oom_reraised(node, i)
                 if not oom:
                     findings.append(
@@ -713,6 +969,7 @@ def check(ctx: FileContext) -> list[Finding]:
                             Severity.P0,
                             "runtime-error-fallback.no-oom-reraise",
                             {"label": label},
+                            wide_calls=wide_calls,
                         )
                     )
                 elif len(calls) > 1:
@@ -726,22 +983,4 @@ def check(ctx: FileContext) -> list[Finding]:
                             {"label": label, "calls": len(calls)},
                         )
                     )
-        swallows = any(
-            not _raises(h.body) and not _control_flow_only(h) and id(h) not in boundaries and id(h) not in filters
-            for h in node.handlers
-        )
-        if len(calls) > 1 and swallows and not runtime_reported:
-            first, last = node.body[0], node.body[-1]
-            findings.append(
-                Finding(
-                    rule="wide-try",
-                    severity=Severity.P2,
-                    path=ctx.path,
-                    line_start=node.lineno,
-                    line_end=last.end_lineno or first.lineno,
-                    message_id="wide-try.many-calls",
-                    params={"calls": len(calls)},
-                    qualname=ctx.qualname(node.lineno),
-                )
-            )
     return findings

@@ -145,8 +145,8 @@ def test_config_validation_names_the_key() -> None:
         parse_config("severity_overrides:\n  broad-except: P9\n")
     with pytest.raises(ConfigError, match=r"^colour: unknown key"):
         parse_config("colour: red\n")
-    config = parse_config("language: zh\nseverity_overrides:\n  wide-try: P3\n")
-    assert config.language == "zh" and config.severity_overrides == {"wide-try": Severity.P3}
+    config = parse_config("language: zh\nseverity_overrides:\n  broad-except: P3\n")
+    assert config.language == "zh" and config.severity_overrides == {"broad-except": Severity.P3}
 
 
 def test_this_repositorys_own_config_is_valid() -> None:
@@ -164,14 +164,25 @@ def test_this_repositorys_own_config_is_valid() -> None:
 
 
 def test_fingerprint_survives_line_moves_and_ignores_language() -> None:
-    def wide_try(path: str, line: int, calls: int) -> Finding:
+    def swallows(path: str, line: int, calls: int) -> Finding:
         return Finding(
-            "wide-try", Severity.P2, path, line, line + 2, "wide-try.many-calls", {"calls": calls}, qualname="f"
+            "broad-except",
+            Severity.P2,
+            path,
+            line,
+            line + 2,
+            "broad-except.swallows",
+            {"label": "except Exception"},
+            extra={"wide_calls": calls},
+            qualname="f",
         )
 
-    a, b, c = wide_try("a.py", 10, 2), wide_try("a.py", 40, 3), wide_try("b.py", 10, 2)
+    a, b, c = swallows("a.py", 10, 2), swallows("a.py", 40, 3), swallows("b.py", 10, 2)
     assert a.fingerprint == b.fingerprint != c.fingerprint
     # the text comes from the catalogs; the fingerprint hashes the id and params, not the wording
-    assert a.text("en").message == "try body holds 2 statements with calls; it should protect one"
+    assert a.text("en").message == (
+        "`except Exception` turns every error into a fallback or silence; its try covers 2 statements with "
+        "calls, any of which can take this path"
+    )
     assert a.text("zh").message != a.text("en").message
     assert a.to_json()["fingerprint"] == a.fingerprint

@@ -77,6 +77,27 @@ FILES = {
                 raise CompileUnsupported(kind)
             raise errors.CacheMissError
         """,
+    "pkg/calls.py": """
+        def leaf():
+            return 1
+
+
+        def mid():
+            return leaf() + 1
+
+
+        def top(pool):
+            return pool.submit(mid)
+
+
+        class Worker:
+            def run(self):
+                return self.mid()
+
+
+        def other():
+            return 2
+        """,
     "pkg/broken.py": "class Broken(RuntimeError:\n",
     ".venv/lib/vendored.py": "class Vendored(RuntimeError):\n    pass\n",
 }
@@ -166,3 +187,13 @@ def test_revision_index_reads_git_not_the_working_tree(repo: Repo) -> None:
 def test_not_a_directory_is_a_value_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a directory"):
         index_exceptions(tmp_path / "absent")
+
+
+def test_reaching_follows_calls_backwards_by_simple_name(repo: Repo) -> None:
+    for index in (index_exceptions(repo.path), index_revision(GitRepo(repo.path), "HEAD")):
+        # `top` hands `mid` to a pool (a callback), `Worker.run` calls a method named `mid`
+        assert index.reaching({"leaf"}) == {"leaf", "mid", "top", "run"}
+        assert index.reaching({"leaf"}, depth=1) == {"leaf", "mid"}
+        assert index.reaching({"other"}) == {"other"}
+        [site] = index.handlers_of("CacheError")
+        assert site.body_calls == {"fn"} and site.try_lines == (18, 18)
