@@ -46,20 +46,23 @@ def test_no_profiled_all_gather_is_zero_time_not_an_error():
 
 
 def test_the_documented_cpu_benchmark_command_prints_its_figures(tmp_path):
-    """`python -m magi_bench.overlap --layers 2 --hidden 64` (docs/fsdp.md) on one gloo rank: with the
-    pass off DTensor needs no collective, so that variant has no all-gather and says so in one line;
-    the pass's variants profile gloo all-gathers. Printed figures and the JSON line agree."""
+    """The CPU command of docs/fsdp.md (`python -m magi_bench.overlap --layers 2 --hidden 64`, one
+    gloo rank) at smaller sizes and with two of its three variants (each variant compiles a forward
+    and a backward graph with Inductor, cold: all three took ~75 s on 2 busy cores). With the pass
+    off DTensor needs no collective, so that variant has no all-gather and says so in one line; the
+    pass's variant profiles gloo all-gathers. Printed figures and the JSON line agree."""
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")}
     isolate(tmp_path / "home", env)
     env.update(CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(REPO_ROOT))
-    command = [sys.executable, "-m", "magi_bench.overlap", "--layers", "2", "--hidden", "64"]
+    sizes = ["--layers", "1", "--hidden", "32", "--steps", "1", "--warmup", "1", "--variants", "off,coalesced"]
+    command = [sys.executable, "-m", "magi_bench.overlap", *sizes]
     done = subprocess.run(command, check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-4000:]
     assert "Traceback" not in done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["device"] == "cpu" and report["config"]["layers"] == 2 and report["config"]["hidden"] == 64
+    assert report["device"] == "cpu" and report["config"]["layers"] == 1 and report["config"]["hidden"] == 32
     results = {r["variant"]: r for r in report["results"]}
-    assert list(results) == ["off", "none", "coalesced"]
+    assert list(results) == ["off", "coalesced"]
     off = results.pop("off")
     assert off["all_gather_ms_per_step"] == off["exposed_all_gather_ms_per_step"] == 0.0
     assert off["hidden_fraction"] is None and off["step_time_vs_off"] == 1.0
@@ -77,8 +80,6 @@ def test_the_documented_cpu_benchmark_command_prints_its_figures(tmp_path):
             re.MULTILINE,
         )
         assert line is not None, (r["variant"], done.stderr[-4000:])
-        printed = tuple(float(x) for x in line.groups()[:3])
-        expected = (r["step_ms"], r["all_gather_ms_per_step"], r["exposed_all_gather_ms_per_step"])
-        assert printed == tuple(round(x, 2) for x in expected)
+        figures = (r["step_ms"], r["all_gather_ms_per_step"], r["exposed_all_gather_ms_per_step"])
         hidden = "n/a" if r["hidden_fraction"] is None else f"{r['hidden_fraction']:.0%}"
-        assert line.group(4) == hidden
+        assert line.groups() == (*(f"{x:.2f}" for x in figures), hidden)
