@@ -12,7 +12,9 @@ steps (forward, mean-square loss, backward, SGD) after `--warmup`, then profiles
   compute kernel runs on the device;
 - CPU/gloo: all-gather time = gloo all_gather work on gloo's threads; exposed = the part of it
   during which the main thread is blocked in `wait_tensor`.
-Rank 0 prints one line per variant and a final JSON line; ratios are against `off`.
+Rank 0 prints one line per variant and a final JSON line; ratios are against `off`. A variant
+with no all-gather to profile (`off` on one rank: DTensor replicates without a collective) shows
+`hidden n/a` and a line saying why; its ratios are null.
 """
 
 from __future__ import annotations
