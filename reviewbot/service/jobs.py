@@ -158,7 +158,7 @@ def _pr_busy(session: Session, job: Job, now: float, exclusive_kinds: Collection
     running = select(Job.id).where(
         Job.repo == job.repo,
         Job.pr == job.pr,
-        Job.kind.in_(list(exclusive_kinds)),
+        Job.kind.in_(sorted(exclusive_kinds)),
         Job.id != job.id,
         Job.state == "running",
         Job.lease_until >= now,
