@@ -12,7 +12,9 @@ steps (forward, mean-square loss, backward, SGD) after `--warmup`, then profiles
   compute kernel runs on the device;
 - CPU/gloo: all-gather time = gloo all_gather work on gloo's threads; exposed = the part of it
   during which the main thread is blocked in `wait_tensor`.
-Rank 0 prints one line per variant and a final JSON line; ratios are against `off`.
+Rank 0 prints one line per variant and a final JSON line; ratios are against `off`. A variant
+with no all-gather to profile (`off` on one rank: DTensor replicates without a collective) shows
+`hidden n/a` and a line saying why; its ratios are null.
 """
 
 from __future__ import annotations
@@ -59,7 +61,9 @@ def overlap_us(intervals: list[Interval], cover: list[Interval]) -> float:
 
 
 def exposed_all_gather_us(events: list, cuda: bool) -> tuple[float, float]:
-    """(all-gather time, exposed all-gather time) in microseconds from profiler events."""
+    """(all-gather time, exposed all-gather time) in microseconds from profiler events; (0, 0)
+    when no all-gather ran (with the pass off on one rank, DTensor replicates a parameter without
+    any collective)."""
     if cuda:
         kernels = [e for e in events if e.device_type == DeviceType.CUDA]
         gathers = [e for e in kernels if "nccl" in e.name.lower() and "allgather" in e.name.lower()]
@@ -67,13 +71,13 @@ def exposed_all_gather_us(events: list, cuda: bool) -> tuple[float, float]:
         ag = [(e.time_range.start, e.time_range.end) for e in gathers]
         total = sum(end - start for start, end in ag)
         return total, total - overlap_us(ag, [(e.time_range.start, e.time_range.end) for e in compute])
-    main_thread = next(e.thread for e in events if e.name == "_c10d_functional::wait_tensor")
     ag = [(e.time_range.start, e.time_range.end) for e in events if e.name == "gloo:all_gather"]
-    waits = [
-        (e.time_range.start, e.time_range.end)
-        for e in events
-        if e.name == "_c10d_functional::wait_tensor" and e.thread == main_thread
-    ]
+    if not ag:
+        return 0.0, 0.0
+    all_waits = [e for e in events if e.name == "_c10d_functional::wait_tensor"]
+    assert all_waits, "gloo all-gathers were profiled but no wait_tensor"
+    main_thread = all_waits[0].thread
+    waits = [(e.time_range.start, e.time_range.end) for e in all_waits if e.thread == main_thread]
     return sum(end - start for start, end in ag), overlap_us(ag, waits)
 
 
@@ -154,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown variants {sorted(unknown)}")
     device = init_from_env()
-    rank = dist.get_rank()
+    rank, world_size = dist.get_rank(), dist.get_world_size()
     try:
         results = [run_variant(args, variant, device) for variant in variants]
     finally:
@@ -182,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
             f"exposed {r['exposed_all_gather_ms_per_step']:8.2f} ms  hidden {hidden}",
             file=sys.stderr,
         )
+        if r["hidden_fraction"] is None:
+            why = " (one rank: DTensor replicates without a collective)" if world_size == 1 else ""
+            print(
+                f"{'':>10}  no all-gather was profiled{why}: hidden and ratios to its exposed time are n/a",
+                file=sys.stderr,
+            )
     print(json.dumps({"config": vars(args), "device": device, "results": results}))
     return 0
 

@@ -105,8 +105,9 @@ def claim(sessions: sessionmaker, worker_id: str, lease_s: float, exclusive_kind
     to give up (and tells the PR).
 
     A job of `exclusive_kinds` (the kinds that write the PR's summary comment: the worker passes
-    `registry.pr_exclusive_kinds()`) waits while a review or GPU job of the same PR runs (and has
-    not been told to stop): two writers could each create a summary comment.
+    `registry.pr_exclusive_kinds()`) waits while another job of `exclusive_kinds` of the same PR
+    runs (and has not been told to stop): two writers could each create a summary comment. Jobs of
+    other kinds neither wait nor hold a PR.
 
     Atomic across workers: the final UPDATE is conditional on the job still being claimable. On
     SQLite the whole transaction holds the write lock (`BEGIN IMMEDIATE`). On PostgreSQL the
@@ -119,7 +120,9 @@ def claim(sessions: sessionmaker, worker_id: str, lease_s: float, exclusive_kind
     with sessions.begin() as session:
         candidates = select(Job).where(claimable).order_by(Job.id).limit(50).with_for_update(skip_locked=True)
         for job in list(session.scalars(candidates)):
-            if job.kind in exclusive_kinds and (not _lock_pr(session, job) or _pr_busy(session, job, now)):
+            if job.kind in exclusive_kinds and (
+                not _lock_pr(session, job) or _pr_busy(session, job, now, exclusive_kinds)
+            ):
                 continue
             claimed = session.execute(
                 update(Job)
@@ -149,11 +152,13 @@ def _lock_pr(session: Session, job: Job) -> bool:
     return bool(session.scalar(text("SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key}))
 
 
-def _pr_busy(session: Session, job: Job, now: float) -> bool:
+def _pr_busy(session: Session, job: Job, now: float, exclusive_kinds: Collection[str]) -> bool:
+    """Whether another job of `exclusive_kinds` of the job's PR is running under a live lease and
+    has not been told to stop."""
     running = select(Job.id).where(
         Job.repo == job.repo,
         Job.pr == job.pr,
-        Job.kind.in_(PR_WORK_KINDS),
+        Job.kind.in_(sorted(exclusive_kinds)),
         Job.id != job.id,
         Job.state == "running",
         Job.lease_until >= now,

@@ -1,6 +1,8 @@
-"""Concurrent claims on a real database, SQLite and PostgreSQL: four claimers (threads, each with
-its own engine and connections) drain 200 review jobs of 20 PRs. Every job is claimed exactly once,
-and two jobs of one PR never run at the same time (they would both write its summary comment)."""
+"""Claims on a real database, SQLite and PostgreSQL. Four concurrent claimers (threads, each with
+its own engine and connections) drain 200 review jobs of 20 PRs: every job is claimed exactly once,
+and two jobs of one PR never run at the same time (they would both write its summary comment). A
+running summary writer of any exclusive kind (here the GPU result job) holds back the other
+summary writers of its PR, and nothing else."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ import time
 import pytest
 from sqlalchemy import func, select
 
-from reviewbot.service import job_handlers, jobs, registry
+from reviewbot.gpu_dispatch import actions
+from reviewbot.service import job_handlers, jobs, plugins, registry
 from reviewbot.service.db import Job, make_sessionmaker
 from tests.reviewbot.service.postgres import BACKENDS
 
@@ -80,3 +83,39 @@ def test_concurrent_claims_take_each_job_once_and_one_job_per_pr_at_a_time(tmp_p
         attempts = set(session.scalars(select(Job.attempts)))
     assert states == {"done": PRS * PER_PR} and attempts == {1}
     setup.kw["bind"].dispose()
+
+
+def test_a_running_gpu_result_job_holds_back_a_review_of_its_pr_only(tmp_path, database_url):
+    """Every summary writer takes turns with every other one, not only with reviews and GPU jobs:
+    while a `gpu-actions-result` job of PR 1 runs, PR 1's review waits and PR 2's runs."""
+    plugins.load()  # what every worker does at start: registers the result job kind
+    exclusive = registry.pr_exclusive_kinds()
+    assert {"review", actions.RESULT_JOB} <= exclusive
+    url = database_url or f"sqlite:///{tmp_path / 'turns.sqlite3'}"
+    sessions = make_sessionmaker(url)
+    with sessions.begin() as session:
+        result = Job(
+            kind=actions.RESULT_JOB,
+            repo="octo/turns",
+            pr=1,
+            state="running",
+            worker_id="w0",
+            lease_until=time.time() + 600,
+            attempts=1,
+        )
+        session.add(result)
+        session.flush()
+        result_id = result.id
+        for pr in (1, 2):  # PR 1's review is older: the queue would take it first if it were free
+            session.add(Job(kind="review", repo="octo/turns", pr=pr, head_sha=f"{pr:040x}", state="pending"))
+        session.add(Job(kind="command", repo="octo/turns", pr=1, state="pending"))
+
+    other_pr = jobs.claim(sessions, "w1", 60, exclusive)
+    assert other_pr is not None and (other_pr.kind, other_pr.pr) == ("review", 2)
+    command = jobs.claim(sessions, "w1", 60, exclusive)  # not a summary writer: does not wait
+    assert command is not None and (command.kind, command.pr) == ("command", 1)
+    assert jobs.claim(sessions, "w1", 60, exclusive) is None, "PR 1's review ran beside its result job"
+    jobs.finish(sessions, result_id, "w0", "done")
+    review = jobs.claim(sessions, "w1", 60, exclusive)
+    assert review is not None and (review.kind, review.pr) == ("review", 1)
+    sessions.kw["bind"].dispose()
