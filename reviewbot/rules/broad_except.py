@@ -714,12 +714,14 @@ def _handler_finding(
     details: str = "",
     extra: dict[str, object] | None = None,
     wide_calls: int = 0,
+    try_line: int = 0,
 ) -> Finding:
     """`wide_calls`: the statements with calls of the handler's try when it guards more than one
-    (shown as an annotation of the finding; 0 otherwise)."""
+    (shown as an annotation of the finding; 0 otherwise); `try_line`: that try's line, kept with the
+    annotation (`wide_try_line`) so that a reader (the precision benchmark) can tell which try it is."""
     end = handler.end_lineno or handler.lineno
     if wide_calls:
-        extra = {**(extra or {}), "wide_calls": wide_calls}
+        extra = {**(extra or {}), "wide_calls": wide_calls, "wide_try_line": try_line}
     return Finding(
         rule=rule,
         severity=severity,
@@ -810,13 +812,14 @@ def _broad(
     teardown: bool,
     exit_path: bool,
     wide_calls: int,
+    try_line: int,
     try_body: list[ast.stmt],
     after: ast.stmt | None,
 ) -> Finding | None:
     """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring);
     `boundary`: the handler ends a unit of work and reports its error; `teardown`: `_teardown`;
-    `exit_path`: the try runs on the way out (`_teardown_tries`); `wide_calls`: the annotation
-    `_handler_finding` shows; `try_body`: the body of the handler's try; `after`: the statement
+    `exit_path`: the try runs on the way out (`_teardown_tries`); `wide_calls`, `try_line`: the
+    annotation `_handler_finding` shows; `try_body`: the body of the handler's try; `after`: the statement
     after it (`_following`)."""
     if reraises_same(handler):
         if handler.type is None:
@@ -867,6 +870,7 @@ def _broad(
             params,
             ruff_note,
             wide_calls=wide_calls,
+            try_line=try_line,
         )
     comment = _handler_comment(ctx, handler)
     if comment:
@@ -880,9 +884,18 @@ def _broad(
             ruff_note,
             {"reason": comment},
             wide_calls=wide_calls,
+            try_line=try_line,
         )
     return _handler_finding(
-        ctx, handler, "broad-except", Severity.P0, "broad-except.swallows", params, ruff_note, wide_calls=wide_calls
+        ctx,
+        handler,
+        "broad-except",
+        Severity.P0,
+        "broad-except.swallows",
+        params,
+        ruff_note,
+        wide_calls=wide_calls,
+        try_line=try_line,
     )
 
 
@@ -931,6 +944,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     teardown=teardown[id(handler)],
                     exit_path=id(node) in exit_tries,
                     wide_calls=wide_calls,
+                    try_line=node.lineno,
                     try_body=node.body,
                     after=following.get(id(node)),
                 )
@@ -970,6 +984,7 @@ def check(ctx: FileContext) -> list[Finding]:
                             "runtime-error-fallback.no-oom-reraise",
                             {"label": label},
                             wide_calls=wide_calls,
+                            try_line=node.lineno,
                         )
                     )
                 elif len(calls) > 1:
