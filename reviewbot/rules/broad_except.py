@@ -31,9 +31,12 @@ may confirm or refute them.
     (`logger.exception`, `exc_info=`) or, at warning level or above, the caught exception itself;
     its other statements only `pass`, `continue`, `break`, `return`/`return None` or record a
     failure state (an assignment or return of a name or attribute called error, failed, failure,
-    aborted, ...); and the unit it ends is one of: a turn of a loop (the try stands directly in a
-    loop's body, or the handler ends with `continue`), teardown or diagnostics code (below), or a
-    unit whose failure it records. The project's own rule: a boundary of one unit of work may catch
+    aborted, ...; a call named for a failure, `metrics.increase_failed_requests(...)`; a returned
+    or yielded response carrying a failure marker as a keyword, `finish_reason="error"`; ending the
+    process with a failing status, `os._exit(1)`, `sys.exit(2)`); and the unit it ends is one of: a
+    turn of a loop (the try stands directly in a loop's body, or the handler ends with `continue`),
+    teardown or diagnostics code (below), or a unit whose failure it records (a failed request, a
+    failed child process). The project's own rule: a boundary of one unit of work may catch
     everything to mark that unit failed and keep going, and says so in the log;
   - a *filter*: the handler inspects the caught exception and re-raises what it does not recognise
     (`if should_retry(e): <retry> else: raise`, or `if not is_oom(e): raise` before the recovery;
@@ -49,6 +52,16 @@ may confirm or refute them.
     (`warnings.warn`, logging at warning level or above): nothing. The try guards one operation and
     the fallback is a stated or announced default, not a hidden one (`import torch_npu` returning
     "not available"; a memory query that falls through to "the figure is incorrect" warning);
+  - a *package probe*: the try's first statement looks up an installed distribution
+    (`importlib.metadata.version/metadata/distribution/requires/files`), its other statements only
+    work on the answer (each call uses a name the try assigned), and the handler falls back to a
+    constant: nothing; "not installed" is the expected case (`_package_probe`);
+  - a *fallback the function's docstring states* ("falls back to the original function if
+    compilation fails"), the handler handing back a value at hand (`return <name or constant>`,
+    logging, `pass`): nothing; a substitute computed in the handler (`return fn(*args)`) stays
+    reported (`_docstring_fallbacks`);
+  - a *conversion through a helper*: the handler's last statement calls a function of the revision
+    that always raises (`ExceptionIndex.always_raises`): nothing, here and for `except RuntimeError`;
   - cleanup on the way out: a handler that only passes, returns or logs, in a try standing in a
     `finally:` clause, in `__del__`/`__exit__`/`__aexit__`, or in a function the file hands to
     `atexit.register`, `signal.signal` or `weakref.finalize` (`_teardown_tries`): nothing; raising
