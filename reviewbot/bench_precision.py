@@ -14,7 +14,11 @@ Each case is a directory of the corpus (default: `reviewbot/bench_precision_corp
   the bot should find, as `{rule, path, line, reason}` (they count for recall whether found or not).
 
 A finding matches a label when rule and path are equal and the label's line lies in the finding's
-line range; a finding may also match a `problems` entry, which then counts as found. Findings
+line range; a finding may also match a `problems` entry, which then counts as found. A real
+`wide-try` label (a true finding or a problem, its line the `try`'s) is found by the annotation
+of the width inside the `broad-except` or `runtime-error-fallback` finding on a handler of that try
+(`wide_try_line` in the finding's `extra`; the width is no finding of its own since round 3): it
+counts for recall, not a second time for precision. Findings
 that match no label are printed as "unlabelled" for a human to label; they
 count neither for nor against precision. The review runs with `suites="none"` (static rules and the
 static key check, no probe, no experiments); its wall time per case is printed. With cases of
@@ -64,6 +68,7 @@ class CaseResult:
     matched: list[tuple[Finding, Label]]
     unlabelled: list[Finding]
     missed: list[Label]
+    annotated: list[tuple[Finding, Label]] = dataclasses.field(default_factory=list)
 
 
 def _require(entry: dict[str, Any], key: str, where: str) -> Any:
@@ -128,6 +133,16 @@ def _matches(finding: Finding, label: Label) -> bool:
     return finding.rule == label.rule and finding.path == label.path and finding.line_start <= label.line <= end
 
 
+def _annotates(finding: Finding, label: Label) -> bool:
+    """A real `wide-try` label found by the width annotation of the finding on a handler of its try."""
+    return (
+        label.rule == "wide-try"
+        and label.real
+        and finding.path == label.path
+        and finding.extra.get("wide_try_line") == label.line
+    )
+
+
 def run_case(case_dir: Path, work: Path) -> CaseResult:
     """Clone the case's bundle into `work`, review `base..head` statically and match the labels."""
     bundle = case_dir / "case.bundle"
@@ -151,8 +166,14 @@ def run_case(case_dir: Path, work: Path) -> CaseResult:
         else:
             used.add(hit)
             matched.append((finding, labels[hit]))
+    annotated: list[tuple[Finding, Label]] = []
+    for finding in review.findings:
+        hit = next((i for i, label in enumerate(labels) if i not in used and _annotates(finding, label)), None)
+        if hit is not None:
+            used.add(hit)
+            annotated.append((finding, labels[hit]))
     missed = [label for i, label in enumerate(labels) if i not in used and label.real]
-    return CaseResult(case_dir.name, case_set, seconds, matched, unlabelled, missed)
+    return CaseResult(case_dir.name, case_set, seconds, matched, unlabelled, missed, annotated)
 
 
 def _ratio(num: int, den: int) -> str:
@@ -169,6 +190,9 @@ def table(results: list[CaseResult]) -> str:
                 rows[key][0 if label.real else 1] += 1
                 if label.real:
                     rows[key][2] += 1
+        for _, label in result.annotated:
+            for key in (f"rule {label.rule}", "all"):
+                rows[key][2] += 1
         for label in result.missed:
             for key in (f"rule {label.rule}", "all"):
                 rows[key][3] += 1
@@ -195,6 +219,11 @@ def report(results: list[CaseResult]) -> str:
             out.append(
                 f"  unlabelled: {finding.rule} {finding.severity.name} {finding.path}:{finding.line_start} "
                 f"({finding.message_id})"
+            )
+        for finding, label in result.annotated:
+            out.append(
+                f"  found as an annotation: {label.rule} {label.path}:{label.line} in {finding.rule} "
+                f"{finding.path}:{finding.line_start}"
             )
         for label in result.missed:
             out.append(f"  missed: {label.rule} {label.path}:{label.line} ({label.reason})")

@@ -148,19 +148,39 @@ class ExceptionIndex:
     _sources: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @functools.cached_property
-    def _callers(self) -> dict[str, frozenset[str]]:
-        """simple name -> simple names of the functions whose bodies call it (`call_names`)."""
-        callers: dict[str, set[str]] = {}
+    def _functions(self) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...]:
+        """Every function and method definition of the scanned sources (parsed on first use)."""
+        found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         for rel, text in self._sources.items():
             try:
                 tree = ast.parse(text, filename=rel)
             except SyntaxError:
                 continue
-            for node in ast.walk(tree):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    for name in call_names(node.body):
-                        callers.setdefault(name, set()).add(node.name)
+            found.extend(node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        return tuple(found)
+
+    @functools.cached_property
+    def _callers(self) -> dict[str, frozenset[str]]:
+        """simple name -> simple names of the functions whose bodies call it (`call_names`)."""
+        callers: dict[str, set[str]] = {}
+        for node in self._functions:
+            for name in call_names(node.body):
+                callers.setdefault(name, set()).add(node.name)
         return {name: frozenset(found) for name, found in callers.items()}
+
+    @functools.cached_property
+    def _raising(self) -> dict[str, bool]:
+        """simple function name -> whether every definition of that name always raises."""
+        out: dict[str, bool] = {}
+        for node in self._functions:
+            out[node.name] = out.get(node.name, True) and _always_raises(node)
+        return out
+
+    def always_raises(self, name: str) -> bool:
+        """The revision defines a function or method of simple name `name`, and every such definition
+        ends in a `raise` with no `return` or `yield` before it (a helper that builds and raises an
+        error: calling it converts, it never returns). Parsed on first use, with `reaching`'s."""
+        return self._raising.get(name, False)
 
     def reaching(self, names: set[str], depth: int = CALL_DEPTH) -> frozenset[str]:
         """`names` and the simple names of the functions that call one of them, transitively up to
@@ -221,6 +241,20 @@ class ExceptionIndex:
 
     def __len__(self) -> int:
         return len(self.classes)
+
+
+def _always_raises(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """The body's last statement is a `raise` and nothing in it (nested functions aside) returns or yields."""
+    if not node.body or not isinstance(node.body[-1], ast.Raise):
+        return False
+    pending: list[ast.AST] = list(node.body)
+    while pending:
+        sub = pending.pop()
+        if isinstance(sub, (ast.Return, ast.Yield, ast.YieldFrom)):
+            return False
+        if not isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(sub))
+    return True
 
 
 def module_name(path: str) -> str:

@@ -31,9 +31,12 @@ may confirm or refute them.
     (`logger.exception`, `exc_info=`) or, at warning level or above, the caught exception itself;
     its other statements only `pass`, `continue`, `break`, `return`/`return None` or record a
     failure state (an assignment or return of a name or attribute called error, failed, failure,
-    aborted, ...); and the unit it ends is one of: a turn of a loop (the try stands directly in a
-    loop's body, or the handler ends with `continue`), teardown or diagnostics code (below), or a
-    unit whose failure it records. The project's own rule: a boundary of one unit of work may catch
+    aborted, ...; a call named for a failure, `metrics.increase_failed_requests(...)`; a returned
+    or yielded response carrying a failure marker as a keyword, `finish_reason="error"`; ending the
+    process with a failing status, `os._exit(1)`, `sys.exit(2)`); and the unit it ends is one of: a
+    turn of a loop (the try stands directly in a loop's body, or the handler ends with `continue`),
+    teardown or diagnostics code (below), or a unit whose failure it records (a failed request, a
+    failed child process). The project's own rule: a boundary of one unit of work may catch
     everything to mark that unit failed and keep going, and says so in the log;
   - a *filter*: the handler inspects the caught exception and re-raises what it does not recognise
     (`if should_retry(e): <retry> else: raise`, or `if not is_oom(e): raise` before the recovery;
@@ -49,6 +52,16 @@ may confirm or refute them.
     (`warnings.warn`, logging at warning level or above): nothing. The try guards one operation and
     the fallback is a stated or announced default, not a hidden one (`import torch_npu` returning
     "not available"; a memory query that falls through to "the figure is incorrect" warning);
+  - a *package probe*: the try's first statement looks up an installed distribution
+    (`importlib.metadata.version/metadata/distribution/requires/files`), its other statements only
+    work on the answer (each call uses a name the try assigned), and the handler falls back to a
+    constant: nothing; "not installed" is the expected case (`_package_probe`);
+  - a *fallback the function's docstring states* ("falls back to the original function if
+    compilation fails"), the handler handing back a value at hand (`return <name or constant>`,
+    logging, `pass`): nothing; a substitute computed in the handler (`return fn(*args)`) stays
+    reported (`_docstring_fallbacks`);
+  - a *conversion through a helper*: the handler's last statement calls a function of the revision
+    that always raises (`ExceptionIndex.always_raises`): nothing, here and for `except RuntimeError`;
   - cleanup on the way out: a handler that only passes, returns or logs, in a try standing in a
     `finally:` clause, in `__del__`/`__exit__`/`__aexit__`, or in a function the file hands to
     `atexit.register`, `signal.signal` or `weakref.finalize` (`_teardown_tries`): nothing; raising
@@ -230,6 +243,13 @@ _CONSTRUCTION = frozenset(["__init__", "__new__", "__post_init__", "__enter__", 
 _EXIT_METHODS = frozenset(["__del__", "__exit__", "__aexit__"])
 # (module, function) that register a callback run at exit or on a signal -> the callback's argument position
 _EXIT_HOOKS = {("atexit", "register"): 0, ("signal", "signal"): 1, ("weakref", "finalize"): 1}
+# a docstring that states the function's fallback as its behaviour ("falls back to the original
+# function if compilation fails")
+_DOC_FALLBACK = re.compile(r"\bfall(s|ing)?[ -]?back|回退", re.IGNORECASE)
+# importlib.metadata lookups of an installed distribution: "not installed" is their expected failure
+_PACKAGE_LOOKUPS = frozenset(
+    f"importlib.metadata.{name}" for name in ("version", "metadata", "distribution", "requires", "files")
+)
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -406,6 +426,49 @@ def _failure_marker(node: ast.expr | None) -> bool:
     return word.lower() in _FAILURE_WORDS
 
 
+def _callee(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _ends_process_failed(stmt: ast.stmt) -> bool:
+    """`sys.exit(status)`, `os._exit(status)`, `exit(status)` with a status other than `0`/`None`:
+    the process ends, and whoever started it sees the failure in its exit status."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    call = stmt.value
+    func = call.func
+    dotted = ast.unparse(func)
+    if dotted not in ("sys.exit", "os._exit", "exit", "quit", "_exit"):
+        return False
+    if not call.args:
+        return dotted in ("os._exit", "_exit")  # os._exit needs its status; a bare sys.exit() is status 0
+    status = call.args[0]
+    return not (isinstance(status, ast.Constant) and status.value in (0, None, False))
+
+
+def _records_failure(stmt: ast.stmt) -> bool:
+    """The handler records that its unit failed: an assignment or return of a failure marker
+    (`status = Status.ERROR`, `return "failed"`), a call named for a failure
+    (`metrics.increase_failed_requests(...)`, `mark_failed(job)`), a returned or yielded response
+    that carries a failure marker as a keyword (`yield Response(..., finish_reason="error")`), or the
+    end of the process with a failing status (`_ends_process_failed`)."""
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return)) and _failure_marker(stmt.value):
+        return True
+    if _ends_process_failed(stmt):
+        return True
+    value = stmt.value if isinstance(stmt, (ast.Expr, ast.Return)) else None
+    if isinstance(value, (ast.Yield, ast.Await)):
+        value = value.value
+    if not isinstance(value, ast.Call):
+        return False
+    if isinstance(stmt, ast.Expr) and value is stmt.value:
+        words = {word.lower() for word in _WORD_SPLIT.split(_callee(value)) if word}
+        if words & _FAILURE_WORDS:
+            return True
+    return any(_failure_marker(keyword.value) for keyword in value.keywords if keyword.arg)
+
+
 def _unit_boundary(handler: ast.ExceptHandler, in_loop: bool, teardown: bool) -> bool:
     """The handler ends one unit of work and reports its error (see the module docstring)."""
     if not _reports_error(handler):
@@ -414,7 +477,7 @@ def _unit_boundary(handler: ast.ExceptHandler, in_loop: bool, teardown: bool) ->
     for stmt in handler.body:
         if _logs_or_leaves(stmt):
             continue
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return)) and _failure_marker(stmt.value):
+        if _records_failure(stmt):
             records_failure = True
             continue
         return False
@@ -570,6 +633,78 @@ def _following(tree: ast.AST) -> dict[int, ast.stmt | None]:
     return out
 
 
+def _docstring_fallbacks(tree: ast.AST) -> frozenset[int]:
+    """ids of the handlers inside a function (nested functions included) whose docstring states a
+    fallback (`_DOC_FALLBACK`) and that only hand back a value already at hand: logging, `pass`,
+    `return <name or constant>`, `<name> = <name or constant>`. The fallback is the function's
+    documented behaviour, and its value is the function's own (an argument, a result computed before
+    the try), not a substitute computed in the handler (`return fn(*args)` stays reported)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        doc = ast.get_docstring(node)
+        if not doc or not _DOC_FALLBACK.search(doc):
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.ExceptHandler) and sub.body and all(_value_at_hand(stmt) for stmt in sub.body):
+                found.add(id(sub))
+    return frozenset(found)
+
+
+def _value_at_hand(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)):
+        return True
+    plain = (ast.Name, ast.Constant)
+    if isinstance(stmt, ast.Return):
+        return stmt.value is None or isinstance(stmt.value, plain)
+    if isinstance(stmt, ast.Assign):
+        return all(isinstance(t, ast.Name) for t in stmt.targets) and isinstance(stmt.value, plain)
+    return False
+
+
+def _package_probe(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler, imports: dict[str, str]) -> bool:
+    """A lookup of an installed distribution (`importlib.metadata.version/metadata/...`, `_PACKAGE_LOOKUPS`)
+    as the try's first statement, whose other statements only work on its answer (every call in them
+    is a method of, or takes, a name the try assigned: `meta.get("Version")`,
+    `version.parse(plugin_version)`), with a handler that only falls back to a constant: "not
+    installed" is the expected case of such a lookup, and an unparsable answer means no usable
+    version either. A later call that does not use the answer (`init_device()`) keeps the finding."""
+    if not node.body or not handler.body or not all(_constant_default(stmt) for stmt in handler.body):
+        return False
+    first = node.body[0]
+    lookup = first.value if isinstance(first, (ast.Assign, ast.Expr, ast.Return)) else None
+    if not isinstance(lookup, ast.Call):
+        return False
+    func = lookup.func
+    dotted = ast.unparse(func)
+    head, _, rest = dotted.partition(".")
+    target = imports.get(head, head) + (f".{rest}" if rest else "")
+    if target not in _PACKAGE_LOOKUPS:
+        return False
+    assigned = {t.id for t in first.targets if isinstance(t, ast.Name)} if isinstance(first, ast.Assign) else set()
+    for stmt in node.body[1:]:
+        for call in (sub for sub in ast.walk(stmt) if isinstance(sub, ast.Call)):
+            used = {sub.id for arg in [call.func, *call.args] for sub in ast.walk(arg) if isinstance(sub, ast.Name)}
+            if not used & assigned:
+                return False
+        for sub in ast.walk(stmt):
+            if isinstance(sub, ast.Assign):
+                assigned |= {t.id for t in sub.targets if isinstance(t, ast.Name)}
+    return True
+
+
+def _helper_raises(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
+    """The handler's last statement calls a function of the revision that always raises
+    (`ExceptionIndex.always_raises`: `error.customized_op_replace_error(e)`): it converts through a
+    helper, nothing falls back."""
+    last = handler.body[-1] if handler.body else None
+    if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)):
+        return False
+    name = _callee(last.value)
+    return bool(name) and ctx.exceptions().always_raises(name)
+
+
 def _loop_tries(tree: ast.AST) -> set[int]:
     """ids of the try statements standing directly in the body of a loop."""
     found: set[int] = set()
@@ -714,12 +849,14 @@ def _handler_finding(
     details: str = "",
     extra: dict[str, object] | None = None,
     wide_calls: int = 0,
+    try_line: int = 0,
 ) -> Finding:
     """`wide_calls`: the statements with calls of the handler's try when it guards more than one
-    (shown as an annotation of the finding; 0 otherwise)."""
+    (shown as an annotation of the finding; 0 otherwise); `try_line`: that try's line, kept with the
+    annotation (`wide_try_line`) so that a reader (the precision benchmark) can tell which try it is."""
     end = handler.end_lineno or handler.lineno
     if wide_calls:
-        extra = {**(extra or {}), "wide_calls": wide_calls}
+        extra = {**(extra or {}), "wide_calls": wide_calls, "wide_try_line": try_line}
     return Finding(
         rule=rule,
         severity=severity,
@@ -810,13 +947,14 @@ def _broad(
     teardown: bool,
     exit_path: bool,
     wide_calls: int,
+    try_line: int,
     try_body: list[ast.stmt],
     after: ast.stmt | None,
 ) -> Finding | None:
     """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring);
     `boundary`: the handler ends a unit of work and reports its error; `teardown`: `_teardown`;
-    `exit_path`: the try runs on the way out (`_teardown_tries`); `wide_calls`: the annotation
-    `_handler_finding` shows; `try_body`: the body of the handler's try; `after`: the statement
+    `exit_path`: the try runs on the way out (`_teardown_tries`); `wide_calls`, `try_line`: the
+    annotation `_handler_finding` shows; `try_body`: the body of the handler's try; `after`: the statement
     after it (`_following`)."""
     if reraises_same(handler):
         if handler.type is None:
@@ -867,6 +1005,7 @@ def _broad(
             params,
             ruff_note,
             wide_calls=wide_calls,
+            try_line=try_line,
         )
     comment = _handler_comment(ctx, handler)
     if comment:
@@ -880,9 +1019,18 @@ def _broad(
             ruff_note,
             {"reason": comment},
             wide_calls=wide_calls,
+            try_line=try_line,
         )
     return _handler_finding(
-        ctx, handler, "broad-except", Severity.P0, "broad-except.swallows", params, ruff_note, wide_calls=wide_calls
+        ctx,
+        handler,
+        "broad-except",
+        Severity.P0,
+        "broad-except.swallows",
+        params,
+        ruff_note,
+        wide_calls=wide_calls,
+        try_line=try_line,
     )
 
 
@@ -893,6 +1041,7 @@ def check(ctx: FileContext) -> list[Finding]:
     following = _following(ctx.tree)
     exit_tries = _teardown_tries(ctx.tree)
     imports = _import_map(ctx)
+    documented = _docstring_fallbacks(ctx.tree)
     for node in ast.walk(ctx.tree):
         if not isinstance(node, (ast.Try, ast.TryStar)) or not node.handlers:
             continue
@@ -909,8 +1058,14 @@ def check(ctx: FileContext) -> list[Finding]:
         probes = {
             id(handler)
             for handler in node.handlers
-            if _guarded_probe(ctx, node, handler, following.get(id(node))) and not _noqa_reason(ctx, handler)
+            if (
+                _guarded_probe(ctx, node, handler, following.get(id(node)))
+                or _package_probe(node, handler, imports)
+                or id(handler) in documented
+            )
+            and not _noqa_reason(ctx, handler)
         }
+        converting = {id(handler) for handler in node.handlers if _helper_raises(ctx, handler)}
         for i, handler in enumerate(node.handlers):
             names = caught_names(handler)
             label = "except:" if names is None else f"except {ast.unparse(handler.type) if handler.type else ''}"
@@ -920,7 +1075,7 @@ def check(ctx: FileContext) -> list[Finding]:
             elif handler.type is not None and ("BLE001", handler.type.lineno) in ruff_lines:
                 ruff_note = "ruff BLE001"
             if names is None or BROAD & set(names):
-                if id(handler) in filters or id(handler) in probes:
+                if id(handler) in filters or id(handler) in probes or id(handler) in converting:
                     continue
                 finding = _broad(
                     ctx,
@@ -931,6 +1086,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     teardown=teardown[id(handler)],
                     exit_path=id(node) in exit_tries,
                     wide_calls=wide_calls,
+                    try_line=node.lineno,
                     try_body=node.body,
                     after=following.get(id(node)),
                 )
@@ -956,7 +1112,7 @@ def check(ctx: FileContext) -> list[Finding]:
                 findings.append(
                     _handler_finding(ctx, handler, "caught-own-subclass", Severity.P2, message_id, params, extra=extra)
                 )
-            quiet = id(handler) in filters or id(handler) in probes
+            quiet = id(handler) in filters or id(handler) in probes or id(handler) in converting
             fallback = "RuntimeError" in names and not _raises(handler.body) and not quiet
             if fallback and not _stdlib_only(node.body, imports):
                 oom = _oom_reraised(node, i)
@@ -970,6 +1126,7 @@ def check(ctx: FileContext) -> list[Finding]:
                             "runtime-error-fallback.no-oom-reraise",
                             {"label": label},
                             wide_calls=wide_calls,
+                            try_line=node.lineno,
                         )
                     )
                 elif len(calls) > 1:

@@ -207,3 +207,51 @@ def test_shipped_corpus_has_a_held_out_set_from_other_projects() -> None:
         assert yaml.safe_load((case / "labels.yml").read_text())["source"] not in tuning_sources
         assert "before the bot was run" in (case / "README.md").read_text()
     assert sum((c / "case.bundle").stat().st_size for c in held) < 2_000_000
+
+
+def test_a_width_problem_is_found_by_the_annotation_on_its_try(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = Repo(tmp_path / "src")
+    repo.commit({"pkg/specs.py": "def specs():\n    return None\n"}, "base")
+    repo.branch("head")
+    source = (
+        "def specs(dev):\n"
+        "    try:\n"
+        "        cap = dev.capability()\n"
+        "        ver = dev.version()\n"
+        "        return cap, ver\n"
+        "    except Exception:\n"
+        "        return None\n"
+        "\n\n"
+        "def narrow(dev):\n"
+        "    try:\n"
+        "        cap = dev.capability()\n"
+        "        ver = dev.version()\n"
+        "        return cap, ver\n"
+        "    except AttributeError:\n"
+        "        return None\n"
+    )
+    repo.commit({"pkg/specs.py": source}, "wide")
+    repo.git("branch", "-m", "main", "base")
+    case = tmp_path / "corpus" / "wide"
+    case.mkdir(parents=True)
+    repo.git("bundle", "create", "-q", str(case / "case.bundle"), "base", "head")
+    problems = [
+        {"rule": "broad-except", "path": "pkg/specs.py", "line": 6, "reason": "a driver error means no specs"},
+        {"rule": "wide-try", "path": "pkg/specs.py", "line": 2, "reason": "either call takes the fallback"},
+        {"rule": "wide-try", "path": "pkg/specs.py", "line": 11, "reason": "crafted: no finding on this try"},
+    ]
+    case.joinpath("labels.yml").write_text(
+        yaml.safe_dump({"source": "https://github.com/example/wide", "commit": "0" * 40, "problems": problems})
+    )
+    assert bench_precision.main(["--corpus", str(case.parent)]) == 0
+    out = capsys.readouterr().out
+    assert "1 labelled, 0 unlabelled, 1 missed" in out
+    assert "found as an annotation: wide-try pkg/specs.py:2 in broad-except pkg/specs.py:6" in out
+    assert "missed: wide-try pkg/specs.py:11" in out
+    rows = _table(out)
+    # the annotation counts for recall only: one finding (true), two width problems of which one is found
+    assert rows["rule broad-except"] == ["1", "0", "100.0%", "1", "1", "100.0%"]
+    assert rows["rule wide-try"] == ["0", "0", "n/a", "2", "1", "50.0%"]
+    assert rows["all"] == ["1", "0", "100.0%", "3", "2", "66.7%"]

@@ -197,3 +197,52 @@ def test_reaching_follows_calls_backwards_by_simple_name(repo: Repo) -> None:
         assert index.reaching({"other"}) == {"other"}
         [site] = index.handlers_of("CacheError")
         assert site.body_calls == {"fn"} and site.try_lines == (18, 18)
+
+
+HELPERS = '''
+def replace_error(error):
+    """Always raises."""
+    message = f"replacing failed: {error}"
+    raise RuntimeError(message) from error
+
+
+def maybe_error(error):
+    if error is None:
+        return None
+    raise RuntimeError(error)
+
+
+def gen_error(error):
+    yield error
+    raise RuntimeError(error)
+
+
+def twice(error):
+    raise ValueError(error)
+
+
+class Other:
+    def twice(self, error):
+        return error
+
+
+def nested(error):
+    def inner():
+        return 1
+
+    raise RuntimeError(inner())
+'''
+
+
+def test_always_raises_needs_every_definition_to_end_in_a_raise(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "helpers")
+    r.commit({"pkg/__init__.py": "", "pkg/helpers.py": HELPERS}, "helpers")
+    for index in (index_exceptions(r.path), index_revision(GitRepo(r.path), "HEAD")):
+        assert index.always_raises("replace_error")
+        # a return of a nested function does not count; one of the function itself does
+        assert index.always_raises("nested")
+        assert not index.always_raises("maybe_error")
+        assert not index.always_raises("gen_error")
+        # a method of the same simple name that returns: the call cannot be told apart by name
+        assert not index.always_raises("twice")
+        assert not index.always_raises("undefined")
