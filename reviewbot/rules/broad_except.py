@@ -31,7 +31,8 @@ may confirm or refute them.
     (`logger.exception`, `exc_info=`) or, at warning level or above, the caught exception itself;
     its other statements only `pass`, `continue`, `break`, `return`/`return None` or record a
     failure state (an assignment or return of a name or attribute called error, failed, failure,
-    aborted, ...; a call named for a failure, `metrics.increase_failed_requests(...)`; a returned
+    aborted, ...; a call named for a failure, alone, assigned or returned,
+    `metrics.increase_failed_requests(...)`, `outcome = failure(exc)`; a returned
     or yielded response carrying a failure marker as a keyword, `finish_reason="error"`; ending the
     process with a failing status, `os._exit(1)`, `sys.exit(2)`); and the unit it ends is one of: a
     turn of a loop (the try stands directly in a loop's body, or the handler ends with `continue`),
@@ -128,7 +129,6 @@ SHOWN_SUBCLASSES = 6
 RUNTIME_FAMILY = frozenset(name for name, cls in BUILTIN_EXCEPTIONS.items() if issubclass(cls, RuntimeError))
 
 _NOQA = re.compile(r"#\s*(?i:noqa)\b(?:\s*:\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*))?(?P<rest>.*)")
-_COMMENT = re.compile(r"#(?P<text>.*)$")
 _WORDY = re.compile(r"[^\W\d_]{3,}")
 # a handler comment documents a safe-direction fallback when it says why swallowing is fine
 _JUSTIFIED = re.compile(
@@ -323,10 +323,29 @@ def _call_statements(body: list[ast.stmt]) -> list[ast.stmt]:
 
 
 def _comment(line: str) -> str | None:
-    """The comment text of a source line, None without one (a `#` inside a string is rare enough
-    in an `except` line to ignore)."""
-    match = _COMMENT.search(line)
-    return match.group("text").strip() if match else None
+    """The comment text of a source line, None without one. A `#` inside a string literal that
+    opens and closes on the line (`logger.exception("job %d (%s#%d)", ...)`) is no comment; a line
+    inside a multi-line string is read as code."""
+    quote = ""
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if quote:
+            if char == "\\":
+                index += 2
+                continue
+            if line.startswith(quote, index):
+                index += len(quote)
+                quote = ""
+                continue
+        elif char in "'\"":
+            quote = char * 3 if line.startswith(char * 3, index) else char
+            index += len(quote)
+            continue
+        elif char == "#":
+            return line[index + 1 :].strip()
+        index += 1
+    return None
 
 
 def _clean_reason(text: str) -> str:
@@ -449,20 +468,21 @@ def _ends_process_failed(stmt: ast.stmt) -> bool:
 
 def _records_failure(stmt: ast.stmt) -> bool:
     """The handler records that its unit failed: an assignment or return of a failure marker
-    (`status = Status.ERROR`, `return "failed"`), a call named for a failure
-    (`metrics.increase_failed_requests(...)`, `mark_failed(job)`), a returned or yielded response
+    (`status = Status.ERROR`, `return "failed"`), a call named for a failure, alone, assigned or
+    returned (`metrics.increase_failed_requests(...)`, `outcome = failure(exc)`,
+    `return self._job_failed(job, exc)`), a returned or yielded response
     that carries a failure marker as a keyword (`yield Response(..., finish_reason="error")`), or the
     end of the process with a failing status (`_ends_process_failed`)."""
     if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return)) and _failure_marker(stmt.value):
         return True
     if _ends_process_failed(stmt):
         return True
-    value = stmt.value if isinstance(stmt, (ast.Expr, ast.Return)) else None
+    value = stmt.value if isinstance(stmt, (ast.Expr, ast.Return, ast.Assign, ast.AnnAssign)) else None
     if isinstance(value, (ast.Yield, ast.Await)):
         value = value.value
     if not isinstance(value, ast.Call):
         return False
-    if isinstance(stmt, ast.Expr) and value is stmt.value:
+    if value is stmt.value:
         words = {word.lower() for word in _WORD_SPLIT.split(_callee(value)) if word}
         if words & _FAILURE_WORDS:
             return True

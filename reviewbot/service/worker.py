@@ -178,15 +178,21 @@ class Worker:
             return None
         except Exception as exc:  # the job's error boundary: anything else fails this job only
             logger.exception("job %d (%s %s#%d): unexpected error", job.id, job.kind, job.repo, job.pr)
-            error = f"{type(exc).__name__}: {exc}"
-            if job.attempts < self.settings.job_max_attempts:
-                return JobEnd("retry", error, self.settings.job_retry_backoff_seconds * 2 ** (job.attempts - 1))
-            reason = (
-                "the PR's commits could not be fetched"
-                if isinstance(exc, CheckoutError)
-                else f"the bot hit an internal error (logged on its worker as job {job.id})"
-            )
-            return job_handlers.give_up(ctx, reason, error)
+            return self._job_failed(ctx, exc)
+
+    def _job_failed(self, ctx: JobContext, exc: Exception) -> JobEnd:
+        """How a job that raised an unexpected error ends: retried with exponential backoff while it
+        has attempts left, then given up with an error summary on the PR."""
+        job = ctx.job
+        error = f"{type(exc).__name__}: {exc}"
+        if job.attempts < self.settings.job_max_attempts:
+            return JobEnd("retry", error, self.settings.job_retry_backoff_seconds * 2 ** (job.attempts - 1))
+        reason = (
+            "the PR's commits could not be fetched"
+            if isinstance(exc, CheckoutError)
+            else f"the bot hit an internal error (logged on its worker as job {job.id})"
+        )
+        return job_handlers.give_up(ctx, reason, error)
 
     def run_jobs_forever(self) -> None:
         while not self._stop.is_set():
