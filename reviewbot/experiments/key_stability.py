@@ -20,6 +20,7 @@ succeeded at both revisions (so never with `--suites none`). The findings it bac
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Callable
 
@@ -30,6 +31,8 @@ from reviewbot.repo_config import ProbeConfig, RepoConfig
 
 FIRST_SEED = 0  # the seed of the probe's ordinary run (`reviewbot.sandbox.child_env`)
 SECOND_SEED = 2718281  # any other seed: str and bytes hashes, and so set order, differ from seed 0
+
+logger = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str], None]
 
@@ -103,6 +106,7 @@ def check_reproducibility(
     """`change` with the experiment's result at head and base (see the module docstring); unchanged
     when the probe did not run or failed. `config`/`base_config` as for `detect_key_change`."""
     if change.probe_status != "ok" or config.probe is None:
+        logger.info("key reproducibility: not checked (the key probe's status is %s)", change.probe_status)
         return change
     base_probe = (base_config.probe if base_config is not None else None) or config.probe
     started = time.monotonic()
