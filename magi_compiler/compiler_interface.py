@@ -29,8 +29,13 @@ def compile_piece(
 ) -> tuple[Callable[..., Any], Any]:
     """Compile ``gm`` for its (fake) ``example_inputs``; returns (callable, artifact or None).
 
-    Must run inside Dynamo's tracing context: dynamic shapes come from it.
+    Must run inside Dynamo's tracing context: dynamic shapes come from it. The inputs must be
+    flat (no tuple or list): Inductor would flatten them only in the callable it returns, not
+    in the artifact it saves, so a loaded artifact would be called differently
+    (``magi_compiler.splitting`` keeps piece inputs flat).
     """
+    nested = [i for i, value in enumerate(example_inputs) if isinstance(value, (tuple, list, dict))]
+    assert not nested, f"graph inputs {nested} are containers; compiled graphs take flat inputs"
     if compiler_name == EAGER:
         compilation_counter.num_eager_pieces += 1
         return gm, None
