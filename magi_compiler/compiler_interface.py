@@ -109,10 +109,23 @@ def load_artifact(path: str, gm: fx.GraphModule) -> Callable[..., Any] | None:
             raise
         logger.warning("cached artifact %s could not be loaded (%s); recompiling", path, err)
         return None
-    if graph_returns_tuple(gm):
-        return loaded
+    return with_fresh_outputs(loaded, graph_returns_tuple(gm))
 
-    def single_output(*args: Any) -> Any:
-        return loaded(*args)[0]
 
-    return single_output
+def with_fresh_outputs(loaded: Callable[..., Any], returns_tuple: bool) -> Callable[..., Any]:
+    """``loaded`` (an artifact loaded from its saved form, which always returns a sequence)
+    returning what the freshly compiled artifact returned: for a graph that does not return a
+    tuple (``returns_tuple`` False, see ``torch._inductor.compile_fx.graph_returns_tuple``),
+    its single value."""
+    return loaded if returns_tuple else SingleOutput(loaded)
+
+
+class SingleOutput:
+    """A loaded artifact of a graph that returns a single value, returning that value; the
+    artifact stays reachable (``artifact``) so that AOT can save it again."""
+
+    def __init__(self, artifact: Callable[..., Any]) -> None:
+        self.artifact = artifact
+
+    def __call__(self, *args: Any) -> Any:
+        return self.artifact(*args)[0]
