@@ -106,6 +106,4 @@ def _returns_sequence(node: fx.Node) -> bool:
         schemas = [target._schema]
     else:
         return False
-    return any(
-        len(schema.returns) != 1 or isinstance(schema.returns[0].type, torch.ListType) for schema in schemas
-    )
+    return any(len(schema.returns) != 1 or isinstance(schema.returns[0].type, torch.ListType) for schema in schemas)
