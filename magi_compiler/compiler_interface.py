@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,6 +23,10 @@ logger = EntryLevelLogger(logging.getLogger(__name__))
 
 INDUCTOR = "inductor"
 EAGER = "eager"
+
+# each artifact load_artifact loaded -> the file it came from: a loaded artifact keeps no bytes
+# Inductor could save again, the file holds them
+_loaded_from: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
 def compile_piece(
@@ -109,7 +114,26 @@ def load_artifact(path: str, gm: fx.GraphModule) -> Callable[..., Any] | None:
             raise
         logger.warning("cached artifact %s could not be loaded (%s); recompiling", path, err)
         return None
+    _loaded_from[loaded] = path
     return with_fresh_outputs(loaded, graph_returns_tuple(gm))
+
+
+def artifact_bytes(artifact: Any) -> bytes:
+    """The ``binary`` save format of a compiled artifact, or of one ``load_artifact`` loaded (read
+    back from its file). Raises RuntimeError where there is none (as ``CompiledArtifact.save``
+    does), also when the file of a loaded artifact is gone."""
+    path = _loaded_from.get(artifact)
+    if path is None:
+        with tempfile.TemporaryDirectory(prefix="magi-artifact-") as tmp:
+            path = os.path.join(tmp, "piece.bin")
+            artifact.save(path=path, format="binary")
+            with open(path, "rb") as handle:
+                return handle.read()
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError as err:
+        raise RuntimeError(f"the artifact loaded from {path} cannot be saved: the file is gone") from err
 
 
 def with_fresh_outputs(loaded: Callable[..., Any], returns_tuple: bool) -> Callable[..., Any]:

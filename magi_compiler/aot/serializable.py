@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch._dynamo.aot_compile_types import SerializableCallable
 
-from magi_compiler.compiler_interface import SingleOutput, with_fresh_outputs
+from magi_compiler.compiler_interface import SingleOutput, artifact_bytes, with_fresh_outputs
 
 # Node metadata that holds live tracing objects GraphPickler cannot (and need not) carry.
 _UNPICKLABLE_NODE_META = ("nn_module_stack", "source_fn_stack", "example_value")
@@ -72,11 +72,7 @@ def _dump_piece(piece: Callable[..., Any], returns_tuple: bool) -> tuple[str, An
         assert not returns_tuple, "a SingleOutput piece's graph returns a single value"
         piece = piece.artifact
     if isinstance(piece, CompiledArtifact):
-        with tempfile.TemporaryDirectory(prefix="magi-aot-") as tmp:
-            path = os.path.join(tmp, "piece.bin")
-            piece.save(path=path, format="binary")
-            with open(path, "rb") as handle:
-                return "inductor", (handle.read(), returns_tuple)
+        return "inductor", (artifact_bytes(piece), returns_tuple)
     return "pickle", piece
 
 

@@ -113,6 +113,10 @@ def test_tuple_returning_splitting_op_round_trips_through_the_cache(tmp_path, ao
     (aot_file,) = (tmp_path / "cache").glob("*/aot/*.magi-aot")
     aot_file.unlink()
     # without the AOT file the backend runs again, on pieces loaded from the Magi cache (one
-    # of them a single-output piece, unwrapped by compiler_interface.SingleOutput)
+    # of them a single-output piece, unwrapped by compiler_interface.SingleOutput), which a new
+    # AOT file must carry
     rebuilt = _tuple_split_run(tmp_path, "rebuilt.pt", aot)
     assert (rebuilt["num_graphs_seen"], rebuilt["num_inductor_compiles"], rebuilt["num_cache_hits"]) == (1, 0, 2)
+    assert aot_file.exists(), "the loaded pieces are saved into a new AOT file"
+    again = _tuple_split_run(tmp_path, "again.pt", aot, MAGI_COMPILE_ASSERT_CACHE_HIT="1")
+    assert (again["num_graphs_seen"], again["num_inductor_compiles"]) == (0, 0)
