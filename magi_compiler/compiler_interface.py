@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,14 +24,23 @@ logger = EntryLevelLogger(logging.getLogger(__name__))
 INDUCTOR = "inductor"
 EAGER = "eager"
 
+# each artifact load_artifact loaded -> the file it came from: a loaded artifact keeps no bytes
+# Inductor could save again, the file holds them
+_loaded_from: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
 
 def compile_piece(
     gm: fx.GraphModule, example_inputs: Sequence[Any], compiler_name: str
 ) -> tuple[Callable[..., Any], Any]:
     """Compile ``gm`` for its (fake) ``example_inputs``; returns (callable, artifact or None).
 
-    Must run inside Dynamo's tracing context: dynamic shapes come from it.
+    Must run inside Dynamo's tracing context: dynamic shapes come from it. The inputs must be
+    flat (no tuple or list): Inductor would flatten them only in the callable it returns, not
+    in the artifact it saves, so a loaded artifact would be called differently
+    (``magi_compiler.splitting`` keeps piece inputs flat).
     """
+    nested = [i for i, value in enumerate(example_inputs) if isinstance(value, (tuple, list, dict))]
+    assert not nested, f"graph inputs {nested} are containers; compiled graphs take flat inputs"
     if compiler_name == EAGER:
         compilation_counter.num_eager_pieces += 1
         return gm, None
@@ -104,10 +114,42 @@ def load_artifact(path: str, gm: fx.GraphModule) -> Callable[..., Any] | None:
             raise
         logger.warning("cached artifact %s could not be loaded (%s); recompiling", path, err)
         return None
-    if graph_returns_tuple(gm):
-        return loaded
+    _loaded_from[loaded] = path
+    return with_fresh_outputs(loaded, graph_returns_tuple(gm))
 
-    def single_output(*args: Any) -> Any:
-        return loaded(*args)[0]
 
-    return single_output
+def artifact_bytes(artifact: Any) -> bytes:
+    """The ``binary`` save format of a compiled artifact, or of one ``load_artifact`` loaded (read
+    back from its file). Raises RuntimeError where there is none (as ``CompiledArtifact.save``
+    does), also when the file of a loaded artifact is gone."""
+    path = _loaded_from.get(artifact)
+    if path is None:
+        with tempfile.TemporaryDirectory(prefix="magi-artifact-") as tmp:
+            path = os.path.join(tmp, "piece.bin")
+            artifact.save(path=path, format="binary")
+            with open(path, "rb") as handle:
+                return handle.read()
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError as err:
+        raise RuntimeError(f"the artifact loaded from {path} cannot be saved: the file is gone") from err
+
+
+def with_fresh_outputs(loaded: Callable[..., Any], returns_tuple: bool) -> Callable[..., Any]:
+    """``loaded`` (an artifact loaded from its saved form, which always returns a sequence)
+    returning what the freshly compiled artifact returned: for a graph that does not return a
+    tuple (``returns_tuple`` False, see ``torch._inductor.compile_fx.graph_returns_tuple``),
+    its single value."""
+    return loaded if returns_tuple else SingleOutput(loaded)
+
+
+class SingleOutput:
+    """A loaded artifact of a graph that returns a single value, returning that value; the
+    artifact stays reachable (``artifact``) so that AOT can save it again."""
+
+    def __init__(self, artifact: Callable[..., Any]) -> None:
+        self.artifact = artifact
+
+    def __call__(self, *args: Any) -> Any:
+        return self.artifact(*args)[0]

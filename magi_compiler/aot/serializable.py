@@ -5,13 +5,16 @@
 ``RuntimeError``. ``SerializableCompiledGraph`` wraps what the Magi backend returns:
 
 - an ``fx.GraphModule`` (the split graph): its eager submodules travel inside the graph module
-  through ``GraphPickler``; compiled pieces installed in the module's ``__dict__`` under a
-  ``call_module`` target (not registered as child modules) travel separately;
+  through ``GraphPickler``; compiled pieces, non-Module callables installed in the module's
+  ``__dict__`` under a ``call_module`` target (shadowing the child module of that name, which
+  stays registered), travel separately;
 - any other callable (an unsplit graph's single piece): as a piece.
 
 A piece that is an Inductor ``CompiledArtifact`` travels as its ``binary`` save format (the
-artifact is self-contained, it does not point into the Magi cache); any other piece through
-``pickle``.
+artifact is self-contained, it does not point into the Magi cache) with whether its graph
+returns a tuple: a loaded artifact always returns a sequence, and a piece of a split graph
+whose graph returns a single value is unwrapped to match the fresh one
+(``compiler_interface.with_fresh_outputs``); any other piece travels through ``pickle``.
 """
 
 from __future__ import annotations
@@ -26,14 +29,18 @@ from typing import Any
 import torch
 from torch._dynamo.aot_compile_types import SerializableCallable
 
+from magi_compiler.compiler_interface import SingleOutput, artifact_bytes, with_fresh_outputs
+
 # Node metadata that holds live tracing objects GraphPickler cannot (and need not) carry.
 _UNPICKLABLE_NODE_META = ("nn_module_stack", "source_fn_stack", "example_value")
 
 
 def _compiled_piece_names(graph_module: torch.fx.GraphModule) -> list[str]:
-    """``call_module`` targets backed by a non-Module callable in the module's ``__dict__``."""
-    targets = {node.target for node in graph_module.graph.nodes if node.op == "call_module"}
-    return sorted(str(t) for t in targets if t not in graph_module._modules and t in graph_module.__dict__)
+    """``call_module`` targets backed by a non-Module callable in the module's ``__dict__``
+    (attribute lookup finds it before a registered child module of the same name)."""
+    targets = {str(node.target) for node in graph_module.graph.nodes if node.op == "call_module"}
+    installed = graph_module.__dict__
+    return sorted(t for t in targets if t in installed and not isinstance(installed[t], torch.nn.Module))
 
 
 def _graph_shell(graph_module: torch.fx.GraphModule, pieces: list[str]) -> torch.fx.GraphModule:
@@ -56,16 +63,16 @@ def _graph_shell(graph_module: torch.fx.GraphModule, pieces: list[str]) -> torch
     return torch.fx.GraphModule(root, graph)
 
 
-def _dump_piece(piece: Callable[..., Any]) -> tuple[str, Any]:
-    """A picklable form of one compiled piece: Inductor artifacts as their binary file contents."""
+def _dump_piece(piece: Callable[..., Any], returns_tuple: bool) -> tuple[str, Any]:
+    """A picklable form of one compiled piece: Inductor artifacts as their binary file contents
+    and ``returns_tuple`` (whether the piece's graph returns a tuple)."""
     from torch._inductor import CompiledArtifact
 
+    if isinstance(piece, SingleOutput):  # loaded from the Magi cache
+        assert not returns_tuple, "a SingleOutput piece's graph returns a single value"
+        piece = piece.artifact
     if isinstance(piece, CompiledArtifact):
-        with tempfile.TemporaryDirectory(prefix="magi-aot-") as tmp:
-            path = os.path.join(tmp, "piece.bin")
-            piece.save(path=path, format="binary")
-            with open(path, "rb") as handle:
-                return "inductor", handle.read()
+        return "inductor", (artifact_bytes(piece), returns_tuple)
     return "pickle", piece
 
 
@@ -75,11 +82,12 @@ def _load_piece(kind: str, data: Any) -> Callable[..., Any]:
     if kind == "pickle":
         return data
     assert kind == "inductor", f"unknown piece kind {kind!r}"
+    artifact_bytes, returns_tuple = data
     with tempfile.TemporaryDirectory(prefix="magi-aot-") as tmp:
         path = os.path.join(tmp, "piece.bin")
         with open(path, "wb") as handle:
-            handle.write(data)
-        return CompiledArtifact.load(path=path, format="binary")
+            handle.write(artifact_bytes)
+        return with_fresh_outputs(CompiledArtifact.load(path=path, format="binary"), returns_tuple)
 
 
 class SerializableCompiledGraph(SerializableCallable):
@@ -91,14 +99,18 @@ class SerializableCompiledGraph(SerializableCallable):
 
     @classmethod
     def serialize_compile_artifacts(cls, fn: SerializableCompiledGraph) -> bytes:
+        from torch._inductor.compile_fx import graph_returns_tuple
         from torch.fx._graph_pickler import GraphPickler, Options
 
         runnable = fn.runnable
         if not isinstance(runnable, torch.fx.GraphModule):
-            return pickle.dumps(("piece", _dump_piece(runnable)))
+            # an unsplit graph is a Dynamo graph, which always returns a tuple
+            return pickle.dumps(("piece", _dump_piece(runnable, returns_tuple=True)))
         names = _compiled_piece_names(runnable)
         shell_bytes = GraphPickler.dumps(_graph_shell(runnable, names), Options(ops_filter=None))
-        pieces = {name: _dump_piece(runnable.__dict__[name]) for name in names}
+        pieces = {
+            name: _dump_piece(runnable.__dict__[name], graph_returns_tuple(runnable._modules[name])) for name in names
+        }
         return pickle.dumps(("graph_module", (shell_bytes, pieces)))
 
     @classmethod

@@ -137,6 +137,29 @@ def test_two_output_splitting_op_is_inlined_and_eager_pieces_are_lean(tmp_path, 
         _assert_lean(piece)
 
 
+def test_two_output_splitting_op_with_inductor_pieces_cold_and_warm(tmp_path, monkeypatch):
+    """The Inductor piece after a splitting op returning a tuple takes its elements one argument
+    each, so the same entry built again on the cache (pieces loaded, no compile) runs the lean
+    path with the outputs of the freshly compiled one."""
+    with torch.no_grad():
+        for first_call in (
+            {"num_inductor_compiles": 2, "num_cache_hits": 0},
+            {"num_inductor_compiles": 0, "num_cache_hits": 2},
+        ):
+            compiled = _fresh_entry(pair_chain, monkeypatch, tmp_path, splitting_ops=[PAIR_OP])
+            x = torch.randn(4, 6)
+            with compilation_counter.expect(num_backend_compilations=1, **first_call):
+                torch.testing.assert_close(compiled(x), pair_chain(x))
+            (runner,) = _direct_callables(compiled)
+            twin = runner.__self__
+            for piece in (twin.__dict__[n.target] for n in twin.graph.find_nodes(op="call_module")):
+                _assert_lean(piece)
+            for rows in (3, 5, 8):
+                x = torch.randn(rows, 6)
+                with compilation_counter.expect(num_swapped_calls=1, num_backend_compilations=0):
+                    torch.testing.assert_close(compiled(x), pair_chain(x))
+
+
 def test_unsplit_entry_calls_the_artifacts_function(tmp_path, monkeypatch):
     with torch.no_grad():
         for first_call in ({"num_cache_misses": 1}, {"num_cache_hits": 1}):

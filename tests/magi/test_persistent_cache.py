@@ -84,3 +84,39 @@ def test_concurrent_processes_do_not_corrupt_index(tmp_path):
     artifacts = json.loads((tmp_path / "index.json").read_text())["graphs"]["0"]["artifacts"]
     assert len(artifacts) == 4 * 40
     assert not list(tmp_path.glob(".tmp-*")), "temp files must be renamed into place"
+
+
+def _tuple_split_run(tmp_path, name: str, aot: str, **extra: str) -> dict:
+    """One process of ``tuple_split_roundtrip.py`` on the cache in ``tmp_path``: its counters;
+    its outputs must equal eager's."""
+    env = script_env(tmp_path / "cache", MAGI_COMPILE_AOT=aot, **extra)
+    counters = last_json_line(run_script("tuple_split_roundtrip.py", str(tmp_path / name), env=env).stdout)
+    run = torch.load(tmp_path / name)
+    torch.testing.assert_close(run["outputs"], run["eager"])
+    return counters
+
+
+@pytest.mark.parametrize("aot", ["0", "1"], ids=["jit", "aot"])
+def test_tuple_returning_splitting_op_round_trips_through_the_cache(tmp_path, aot):
+    """The piece after a splitting op that returns a tuple takes its elements one argument
+    each, so a piece loaded from the cache (or an AOT artifact) in a new process is called
+    like the freshly compiled one was."""
+    cold = _tuple_split_run(tmp_path, "cold.pt", aot)
+    assert (cold["num_inductor_compiles"], cold["num_splitting_ops_seen"]) == (2, 1)
+    warm = _tuple_split_run(tmp_path, "warm.pt", aot, MAGI_COMPILE_ASSERT_CACHE_HIT="1")
+    assert warm["num_inductor_compiles"] == 0
+    if aot == "0":
+        assert (warm["num_cache_hits"], warm["num_cache_misses"]) == (2, 0)
+        assert warm["num_swapped_calls"] == 2, "the later calls take the lean path through the loaded pieces"
+        return
+    assert warm["num_graphs_seen"] == 0, "the AOT artifact runs without tracing"
+    (aot_file,) = (tmp_path / "cache").glob("*/aot/*.magi-aot")
+    aot_file.unlink()
+    # without the AOT file the backend runs again, on pieces loaded from the Magi cache (one
+    # of them a single-output piece, unwrapped by compiler_interface.SingleOutput), which a new
+    # AOT file must carry
+    rebuilt = _tuple_split_run(tmp_path, "rebuilt.pt", aot)
+    assert (rebuilt["num_graphs_seen"], rebuilt["num_inductor_compiles"], rebuilt["num_cache_hits"]) == (1, 0, 2)
+    assert aot_file.exists(), "the loaded pieces are saved into a new AOT file"
+    again = _tuple_split_run(tmp_path, "again.pt", aot, MAGI_COMPILE_ASSERT_CACHE_HIT="1")
+    assert (again["num_graphs_seen"], again["num_inductor_compiles"]) == (0, 0)

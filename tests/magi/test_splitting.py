@@ -1,10 +1,14 @@
-"""Splitting at a registered custom op: number of pieces, outputs, and disable_graph_split."""
+"""Splitting at a registered custom op: number of pieces, outputs, flat piece inputs, and
+disable_graph_split."""
+
+import operator
 
 import pytest
 import torch
 from torch import fx
 
 from magi_compiler import compilation_counter, magi_compile
+from magi_compiler.cudagraph import unstable_piece_args
 from magi_compiler.splitting import split_graph
 
 
@@ -16,6 +20,22 @@ def attn(x: torch.Tensor) -> torch.Tensor:
 @attn.register_fake
 def _(x):
     return torch.empty_like(x)
+
+
+@torch.library.custom_op("magi_split_test::pair", mutates_args=())
+def pair(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return x * 2, x + 3
+
+
+@pair.register_fake
+def _(x):
+    return torch.empty_like(x), torch.empty_like(x)
+
+
+def pair_then_index(x):
+    a, b = torch.ops.magi_split_test.pair(torch.relu(x))
+    c = torch.ops.magi_split_test.attn(a - b)
+    return c[0] * 2, b
 
 
 class TwoBlocks(torch.nn.Module):
@@ -37,6 +57,46 @@ def test_split_graph_pieces_in_order():
     assert [p.is_splitting_op for p in pieces] == [False, True, False, True, False]
     _, unsplit = split_graph(gm, ["other::op"])
     assert [p.is_splitting_op for p in unsplit] == [False]
+
+
+def _placeholders(module: fx.GraphModule) -> list[str]:
+    return [node.name for node in module.graph.find_nodes(op="placeholder")]
+
+
+@pytest.mark.parametrize("trace", ["symbolic", "dynamo"])
+def test_tuple_returning_splitting_op_passes_its_elements_one_argument_each(trace):
+    """The getitems of a splitting op's tuple go to its piece, so the next piece takes flat tensors
+    (what a cache-loaded Inductor artifact expects) and PIECEWISE copies each element into its own
+    static buffer; indexing a tensor (``c[0]``) stays in the piece that uses it. ``symbolic``
+    decides by the op's schema, ``dynamo`` by the example values Dynamo records."""
+    if trace == "symbolic":
+        gm = fx.symbolic_trace(pair_then_index)
+    else:
+        captured = []
+
+        def capture(graph_module, _):
+            captured.append(graph_module)
+            return graph_module.forward
+
+        torch._dynamo.reset()
+        torch.compile(pair_then_index, backend=capture, dynamic=False, fullgraph=True)(torch.randn(3, 4))
+        (gm,) = captured
+        assert isinstance(gm.graph.find_nodes(op="placeholder")[0].meta["example_value"], torch.Tensor)
+    ops = ["magi_split_test::pair", "magi_split_test::attn"]
+    split_gm, pieces = split_graph(gm, ops)
+    assert [p.is_splitting_op for p in pieces] == [False, True, False, True, False]
+    modules = {p.name: p.module for p in pieces}
+    getitems = [n for n in modules["submod_1"].graph.nodes if n.target is operator.getitem]
+    assert len(getitems) == 2, modules["submod_1"].code
+    assert len(_placeholders(modules["submod_2"])) == 2, modules["submod_2"].code
+    calls = {n.target: n for n in split_gm.graph.find_nodes(op="call_module")}
+    for arg in calls["submod_2"].args:
+        assert arg.target is operator.getitem and arg.args[0] is calls["submod_1"], calls["submod_2"].args
+    assert any(n.target is operator.getitem for n in modules["submod_4"].graph.nodes), "c[0] stays put"
+    splitting = {p.name for p in pieces if p.is_splitting_op}
+    assert unstable_piece_args(split_gm, splitting)["submod_2"] == (0, 1)
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(split_gm(x), gm(x))
 
 
 @pytest.mark.parametrize("op_name", ["magi_split_test::attn", "magi_split_test.attn.default"])
