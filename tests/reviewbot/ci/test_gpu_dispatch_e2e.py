@@ -31,6 +31,7 @@ from tests.reviewbot.fake_github.routes.actions import (
     zip_directory,
 )
 from tests.reviewbot.service.harness import Service, Upstream, wait_until
+from tests.reviewbot.toy_pytest import NO_PLUGINS
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 ACTIONS_ROUTES = "tests.reviewbot.fake_github.routes.actions"
@@ -64,9 +65,9 @@ def test_regressed():
     assert [1, 2] == [1, 3], "placement factor changed"
 """
 )
-REVIEWBOT_YML = """suites:
+REVIEWBOT_YML = f"""suites:
   smoke:
-    command: python -m pytest -q -p no:cacheprovider tests/test_smoke.py
+    command: python -m pytest -q {NO_PLUGINS} -p no:cacheprovider tests/test_smoke.py
     timeout_s: 120
     failure_means: the smoke contract broke
 """

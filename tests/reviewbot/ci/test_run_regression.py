@@ -14,6 +14,7 @@ import pytest
 from reviewbot.repo_config import parse_config
 from reviewbot.results import RegressionResults
 from reviewbot.results.run import select_suites
+from tests.reviewbot.toy_pytest import NO_PLUGINS
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = REPO_ROOT / "ci" / "run_regression.py"
@@ -39,17 +40,17 @@ SLOW_TESTS = """import time
 def test_slow():
     time.sleep(60)
 """
-CONFIG = """suites:
+CONFIG = f"""suites:
   good:
-    command: python -m pytest -q -p no:cacheprovider tests/test_good.py
+    command: python -m pytest -q {NO_PLUGINS} -p no:cacheprovider tests/test_good.py
     gpus: 1
     timeout_s: 120
     failure_means: the harness contract broke
   bad:
-    command: python -m pytest -q -p no:cacheprovider tests/test_bad.py
+    command: python -m pytest -q {NO_PLUGINS} -p no:cacheprovider tests/test_bad.py
     failure_means: differently placed inputs share a key
   slow:
-    command: python -m pytest -q -p no:cacheprovider tests/test_slow.py
+    command: python -m pytest -q {NO_PLUGINS} -p no:cacheprovider tests/test_slow.py
     timeout_s: 2
   crash:
     command: python -c "raise SystemExit(3)"

@@ -16,6 +16,7 @@ from reviewbot.engine import run_review
 from reviewbot.findings import Finding, Severity
 from reviewbot.render import render_markdown
 from reviewbot.repo_config import ConfigError, parse_config
+from tests.reviewbot.toy_pytest import NO_PLUGINS
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -25,10 +26,10 @@ def run(fn):
 """
 
 
-UNIT_SUITE = """
+UNIT_SUITE = f"""
 suites:
   unit:
-    command: python -m pytest -q tests/test_mod.py
+    command: python -m pytest -q {NO_PLUGINS} tests/test_mod.py
     timeout_s: 120
     failure_means: The fallback hides errors.
 """

@@ -14,6 +14,7 @@ from reviewbot.engine import run_review
 from reviewbot.experiments.exception_injection import MARKER, Injection, injected_source, plan
 from reviewbot.findings import EvidenceKind, Finding, Severity
 from reviewbot.repo_config import ConfigError, InjectionConfig, load_config, parse_config
+from tests.reviewbot.toy_pytest import NO_PLUGINS
 
 BASE = """
 def fast(x):
@@ -208,7 +209,7 @@ def double(x):
 """
 
 # the venv's heavy pytest plugins off: each run then starts in well under a second
-PYTEST = "python -m pytest -q -p no:cacheprovider -p no:hypothesispytest -p no:benchmark -p no:anyio tests"
+PYTEST = f"python -m pytest -q -p no:cacheprovider {NO_PLUGINS} tests"
 REVIEWBOT_YML = f"""
 suites:
   unit:

@@ -11,6 +11,7 @@ from reviewbot.engine import run_review
 from reviewbot.findings import EvidenceKind, Severity
 from reviewbot.render import render_markdown
 from reviewbot.review import Review
+from tests.reviewbot.toy_pytest import NO_PLUGINS
 
 SHAPES = """
 def area(w, h):
@@ -50,10 +51,10 @@ def test_not_named_anywhere():
     raise KeyError("missing-shape")
 """
 
-YML = """
+YML = f"""
 suites:
   unit:
-    command: python -m pytest -q --tb=short tests/test_shapes.py
+    command: python -m pytest -q {NO_PLUGINS} --tb=short tests/test_shapes.py
     timeout_s: 120
     failure_means: Shape formulas are wrong.
 """

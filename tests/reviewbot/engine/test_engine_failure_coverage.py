@@ -13,6 +13,7 @@ from reviewbot.engine import run_review
 from reviewbot.failure_coverage import Executed
 from reviewbot.findings import Finding
 from reviewbot.review import Review
+from tests.reviewbot.toy_pytest import NO_PLUGINS
 
 PRICING = """
 def net(price, rate):
@@ -73,10 +74,10 @@ PR_BODY = """Rework discounts.
 - `test_net_half`
 """
 
-YML = """
+YML = f"""
 suites:
   unit:
-    command: python -m pytest -q --tb=short tests/test_pricing.py
+    command: python -m pytest -q {NO_PLUGINS} --tb=short tests/test_pricing.py
     timeout_s: 120
     failure_means: Prices are wrong.
 """

@@ -14,6 +14,7 @@ from reviewbot.render import render_markdown
 from reviewbot.repo_config import SuiteConfig, parse_config
 from reviewbot.suites import run_suites
 from reviewbot.testplan import parse_test_plan
+from tests.reviewbot.toy_pytest import NO_PLUGINS
 
 CALC = """
 def add(a, b):
@@ -36,17 +37,17 @@ def test_mul_fails():
     assert mul(2, 2) == 5
 """
 
-YML = """
+YML = f"""
 suites:
   unit:
-    command: python -m pytest -q tests/test_calc.py
+    command: python -m pytest -q {NO_PLUGINS} tests/test_calc.py
     timeout_s: 120
     failure_means: The calculator is wrong.
   slow:
     command: python -c "import time; time.sleep(30)"
     timeout_s: 2
   gpu:
-    command: python -m pytest -q tests/test_calc.py
+    command: python -m pytest -q {NO_PLUGINS} tests/test_calc.py
     gpus: 1
 """
 
@@ -124,7 +125,10 @@ def test_runner_runs_in_a_worktree_with_junit_logs_timeouts_and_gpu_checks(repo:
 
 def test_runner_reports_a_command_that_runs_no_tests_plainly(repo: Repo, tmp_path: Path) -> None:
     (result,) = run_suites(
-        repo.path, "main", [SuiteConfig("empty", "python -m pytest -q tests/nothing_here.py")], log_dir=tmp_path
+        repo.path,
+        "main",
+        [SuiteConfig("empty", f"python -m pytest -q {NO_PLUGINS} tests/nothing_here.py")],
+        log_dir=tmp_path,
     )
     assert result.status == "error" and not result.passed
     assert "exited with code 4" in result.detail

@@ -15,11 +15,12 @@ from engine_gitrepos import Repo
 
 from reviewbot.render.terminal import SEVERITY_COLOURS, to_terminal, wants_colour
 from reviewbot.severity import Severity
+from tests.reviewbot.toy_pytest import NO_PLUGINS
 
 ROOT = Path(__file__).resolve().parents[3]
 BASE = "def run(fn):\n    return fn()\n"
 FALLBACK = BASE + "\n\ndef fallback(fn):\n    try:\n        return fn()\n    except Exception:\n        return None\n"
-SUITE = "suites:\n  unit:\n    command: python -m pytest -q tests/test_mod.py\n    timeout_s: 120\n"
+SUITE = f"suites:\n  unit:\n    command: python -m pytest -q {NO_PLUGINS} tests/test_mod.py\n    timeout_s: 120\n"
 
 
 @pytest.fixture(scope="module")

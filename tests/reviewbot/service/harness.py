@@ -141,9 +141,6 @@ class Service:
             "REVIEWBOT_RETRY_MAX_WAIT_SECONDS": "5",
             "REVIEWBOT_LOG_LEVEL": "INFO",
             "MAGI_COMPILE_CACHE_ROOT_DIR": str(tmp / "magi-cache"),
-            # the projects' suites run `python -m pytest`: without this each run first imports every
-            # pytest plugin of this venv (hypothesis, benchmark, timeout: ~1 s a run), none of which they use
-            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         }
         for key, value in settings.items():
             self.env[f"REVIEWBOT_{key.upper()}"] = str(value)

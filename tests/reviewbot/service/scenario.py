@@ -12,6 +12,7 @@ from typing import Any
 
 from tests.reviewbot.fake_github import FakeGitHub
 from tests.reviewbot.service.harness import Upstream
+from tests.reviewbot.toy_pytest import NO_PLUGINS
 
 BASE_CORE = '''"""Core helpers."""
 
@@ -35,7 +36,7 @@ def load(path: str) -> str:
 
 
 SMOKE_SUITE_FILES = {
-    ".reviewbot.yml": "suites:\n  smoke:\n    command: python -m pytest -q -p no:cacheprovider tests_smoke/test_smoke.py\n"
+    ".reviewbot.yml": f"suites:\n  smoke:\n    command: python -m pytest -q -p no:cacheprovider {NO_PLUGINS} tests_smoke/test_smoke.py\n"
     "    gpus: 0\n    timeout_s: 120\n",
     "tests_smoke/test_smoke.py": "from pkg.core import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n",
 }
@@ -92,7 +93,7 @@ class Project:
 
 
 BAD_FUNCTION_SUITE = {
-    ".reviewbot.yml": "suites:\n  load:\n    command: python -m pytest -q -p no:cacheprovider tests_load/test_load.py\n"
+    ".reviewbot.yml": f"suites:\n  load:\n    command: python -m pytest -q -p no:cacheprovider {NO_PLUGINS} tests_load/test_load.py\n"
     "    gpus: 0\n    timeout_s: 120\n",
     "tests_load/test_load.py": "import pytest\n\nfrom pkg.core import load\n\n\n"
     "def test_missing_file_raises():\n    with pytest.raises(OSError):\n"

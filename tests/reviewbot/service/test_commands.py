@@ -11,6 +11,7 @@ import pytest
 from tests.reviewbot.fake_github.webhooks import load_payload
 from tests.reviewbot.service.harness import Service, wait_until
 from tests.reviewbot.service.scenario import SMOKE_SUITE_FILES, Project, good_core
+from tests.reviewbot.toy_pytest import NO_PLUGINS
 
 BOT = "reviewbot-test[bot]"
 
@@ -108,7 +109,8 @@ def test_fork_gpu_runs_only_for_the_head_a_maintainer_authorised(gpu_service, gi
 
 
 GPU_SUITE_FILES = {
-    ".reviewbot.yml": "suites:\n  gpu-smoke:\n    command: python -m pytest -q -p no:cacheprovider tests_gpu/test_gpu.py\n"
+    ".reviewbot.yml": "suites:\n  gpu-smoke:\n    command: python -m pytest -q -p no:cacheprovider "
+    f"{NO_PLUGINS} tests_gpu/test_gpu.py\n"
     "    gpus: 1\n    timeout_s: 300\n",
     "tests_gpu/test_gpu.py": "import torch\n\n\ndef test_cuda_matmul():\n    x = torch.ones(8, 8, device='cuda')\n"
     "    assert float((x @ x).sum()) == 512.0\n",

@@ -22,6 +22,7 @@ import pytest
 from reviewbot.sandbox import availability
 from tests.reviewbot.service.harness import SECRET, Service, wait_until
 from tests.reviewbot.service.scenario import SMOKE_SUITE_FILES, Project, good_core
+from tests.reviewbot.toy_pytest import NO_PLUGINS
 
 SUMMARY_MARKER = "<!-- reviewbot:summary -->"
 TOKEN = "test-token"
@@ -116,7 +117,7 @@ def _escape_files(service: Service) -> dict[str, str]:
         pids=str(service.server.pid),
     )
     return {
-        ".reviewbot.yml": "suites:\n  escape:\n    command: python -m pytest -q -p no:cacheprovider "
+        ".reviewbot.yml": f"suites:\n  escape:\n    command: python -m pytest -q -p no:cacheprovider {NO_PLUGINS} "
         "tests_escape/test_escape.py\n    gpus: 0\n    timeout_s: 120\n",
         "tests_escape/test_escape.py": textwrap.dedent(test),
     }
