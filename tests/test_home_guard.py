@@ -84,6 +84,8 @@ def test_a_write_to_the_real_home_fails_the_run(tmp_path: Path) -> None:
         "HOME": str(real_home),
         "PYTHONPATH": str(REPO_ROOT),
         "LEAK_TARGET": str(real_home / ".cache" / "leak"),
+        # the inner run loads the project's conftest by -p; this venv's other pytest plugins add ~1 s
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", "-p", "no:cacheprovider", str(inner)]
     proc = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
