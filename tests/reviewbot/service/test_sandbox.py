@@ -153,7 +153,7 @@ def test_pr_code_cannot_reach_secrets_database_or_service(service, github, tmp_p
     control.mkdir()
     (control / "test_escape.py").write_text(files["tests_escape/test_escape.py"])
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_escape.py"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NO_PLUGINS.split(), "test_escape.py"],
         cwd=control,
         env=service.env,
         capture_output=True,
