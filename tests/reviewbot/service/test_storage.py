@@ -19,7 +19,7 @@ from sqlalchemy import select
 from reviewbot.service import retention
 from reviewbot.service.db import Delivery, Job, SuiteRun, WorkerBeat, make_sessionmaker, pack_body
 from tests.reviewbot.fake_github.webhooks import load_payload
-from tests.reviewbot.service.harness import REPO_ROOT, Service
+from tests.reviewbot.service.harness import REPO_ROOT, Service, wait_until
 from tests.reviewbot.service.postgres import BACKENDS
 from tests.reviewbot.service.scenario import Project, good_core
 
@@ -117,8 +117,12 @@ def test_a_restarted_worker_prunes_expired_rows(github, tmp_path, database_url):
         service.stop()
         time.sleep(1.5)  # older than the retention (1 s) now; the worker prunes only at its start
         service.client = type(service.client)(base_url=service.url, timeout=30)
-        service.start()  # its worker prunes at start
-        assert service.query("SELECT COUNT(*) AS n FROM deliveries")[0].n == 0
+        service.start()  # its worker prunes at the start of its loop, which may follow /healthz's 200
+        wait_until(
+            lambda: service.query("SELECT COUNT(*) AS n FROM deliveries")[0].n == 0,
+            timeout=30,
+            what="the restarted worker's prune of the expired deliveries",
+        )
         assert service.jobs(project.full_name, 1) == []
     finally:
         service.stop()
