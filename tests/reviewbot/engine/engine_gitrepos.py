@@ -7,6 +7,9 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+from reviewbot.engine import run_review
+from reviewbot.findings import Finding
+
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test Author",
     "GIT_AUTHOR_EMAIL": "author@example.invalid",
@@ -20,6 +23,24 @@ def sub(text: str, old: str, new: str) -> str:
     """`text` with `old` replaced by `new`; fails when `old` is absent (a crafted branch must change)."""
     assert old in text, f"fixture text lacks {old!r}"
     return text.replace(old, new)
+
+
+def review_shapes(path: Path, base: dict[str, str], shapes: dict[str, str]) -> list[Finding]:
+    """The findings of a static review (`--suites none`) of branch `shapes` against `main`: a repository
+    at `path` whose `main` holds `base` and whose `shapes` adds or rewrites the files in `shapes`."""
+    repo = Repo(path)
+    repo.commit(base, "base")
+    repo.branch("shapes", "main")
+    repo.commit(shapes, "shapes")
+    return run_review(repo.path, "main", "shapes", suites="none").findings
+
+
+def findings_by_rule(findings: list[Finding], path: str, qualname: str) -> dict[str, Finding]:
+    """The findings in `qualname` of `path`, by rule; fails when a rule has two there."""
+    here = [f for f in findings if f.path == path and f.qualname == qualname]
+    out = {f.rule: f for f in here}
+    assert len(out) == len(here), f"two findings of one rule in {path}:{qualname}"
+    return out
 
 
 class Repo:

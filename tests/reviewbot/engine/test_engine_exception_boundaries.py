@@ -10,9 +10,8 @@ that still fires, on a real git repo reviewed statically (`--suites none`):
 from __future__ import annotations
 
 import pytest
-from engine_gitrepos import Repo
+from engine_gitrepos import review_shapes
 
-from reviewbot.engine import run_review
 from reviewbot.findings import Finding
 
 SERVICE = """
@@ -65,11 +64,8 @@ class Worker:
 
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
-    repo = Repo(tmp_path_factory.mktemp("boundaries") / "r")
-    repo.commit({"svc/__init__.py": "", "svc/base.py": "X = 1\n"}, "base")
-    repo.branch("shapes", "main")
-    repo.commit({"svc/service.py": SERVICE}, "shapes")
-    return run_review(repo.path, "main", "shapes", suites="none").findings
+    base = {"svc/__init__.py": "", "svc/base.py": "X = 1\n"}
+    return review_shapes(tmp_path_factory.mktemp("boundaries") / "r", base, {"svc/service.py": SERVICE})
 
 
 def _at(findings: list[Finding], qualname: str) -> list[Finding]:

@@ -14,9 +14,8 @@ These are the classes of the four false findings of the precision benchmark's ro
 from __future__ import annotations
 
 import pytest
-from engine_gitrepos import Repo
+from engine_gitrepos import review_shapes
 
-from reviewbot.engine import run_review
 from reviewbot.findings import Finding
 
 BASE = """
@@ -183,15 +182,13 @@ def free_memory_implicit_none(dev, index):
 
 @pytest.fixture(scope="module")
 def found(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Finding]:
-    repo = Repo(tmp_path_factory.mktemp("probes") / "r")
-    repo.commit({"pkg/__init__.py": "", "pkg/mod.py": BASE}, "base")
-    repo.branch("shapes", "main")
-    repo.commit(
-        {"pkg/filters.py": BASE + FILTERS, "pkg/probes.py": BASE + PROBES, "pkg/warned.py": BASE + WARNED}, "shapes"
+    findings = review_shapes(
+        tmp_path_factory.mktemp("probes") / "r",
+        {"pkg/__init__.py": "", "pkg/mod.py": BASE},
+        {"pkg/filters.py": BASE + FILTERS, "pkg/probes.py": BASE + PROBES, "pkg/warned.py": BASE + WARNED},
     )
-    review = run_review(repo.path, "main", "shapes", suites="none")
-    out = {(f.qualname, f.rule): f for f in review.findings}
-    assert len(out) == len(review.findings), "one finding per function and rule"
+    out = {(f.qualname, f.rule): f for f in findings}
+    assert len(out) == len(findings), "one finding per function and rule"
     return out
 
 

@@ -18,9 +18,8 @@ vllm-ascend, sglang-jax), now in the tuning set of `reviewbot/bench_precision_co
 from __future__ import annotations
 
 import pytest
-from engine_gitrepos import Repo
+from engine_gitrepos import findings_by_rule, review_shapes
 
-from reviewbot.engine import run_review
 from reviewbot.findings import Finding
 
 CONVERT = '''
@@ -233,10 +232,10 @@ def substitute(t, fast, dummy):
 
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
-    repo = Repo(tmp_path_factory.mktemp("round3") / "r")
-    repo.commit({"pkg/__init__.py": "", "pkg/base.py": "X = 1\n"}, "base")
-    repo.branch("shapes", "main")
-    repo.commit(
+    base = {"pkg/__init__.py": "", "pkg/base.py": "X = 1\n"}
+    return review_shapes(
+        tmp_path_factory.mktemp("round3") / "r",
+        base,
         {
             "pkg/convert.py": CONVERT,
             "pkg/wide.py": WIDE,
@@ -244,15 +243,7 @@ def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
             "pkg/locks.py": LOCKS,
             "pkg/reported.py": REPORTED,
         },
-        "shapes",
     )
-    return run_review(repo.path, "main", "shapes", suites="none").findings
-
-
-def _at(findings: list[Finding], path: str, qualname: str) -> dict[str, Finding]:
-    out = {f.rule: f for f in findings if f.path == path and f.qualname == qualname}
-    assert len(out) == len([f for f in findings if f.path == path and f.qualname == qualname])
-    return out
 
 
 def _line(source: str, text: str) -> int:
@@ -261,48 +252,53 @@ def _line(source: str, text: str) -> int:
 
 
 def test_converts_names_only_catch_sites_on_a_call_path(review: list[Finding]) -> None:
-    found = _at(review, "pkg/convert.py", "checked")["broad-except"]
+    found = findings_by_rule(review, "pkg/convert.py", "checked")["broad-except"]
     assert found.message_id == "broad-except.converts"
     outer_site = _line(CONVERT, "except FastPathError:")  # the first one, in `outer`
     # `outer` reaches `checked` through `middle`; `unrelated` catches the same type on no path from it
     assert found.extra["caught_at"] == f"pkg/convert.py:{outer_site}"
     assert found.extra["more"] == 0
     # near miss: the same conversion where only the unrelated handler catches the type reaches the user
-    assert _at(review, "pkg/convert.py", "standalone") == {}
+    assert findings_by_rule(review, "pkg/convert.py", "standalone") == {}
 
 
 def test_the_width_of_a_try_annotates_its_handlers_finding(review: list[Finding]) -> None:
     assert not any(f.rule == "wide-try" for f in review)
-    wide = _at(review, "pkg/wide.py", "load")["broad-except"]
+    wide = findings_by_rule(review, "pkg/wide.py", "load")["broad-except"]
     assert wide.extra["wide_calls"] == 2
     assert "its try covers 2 statements with calls" in wide.text("en").message
     assert "2" in wide.text("zh").message and wide.text("zh").message != wide.text("en").message
-    one = _at(review, "pkg/wide.py", "load_one")["broad-except"]
+    one = findings_by_rule(review, "pkg/wide.py", "load_one")["broad-except"]
     assert "wide_calls" not in one.extra and "its try covers" not in one.text("en").message
     # a narrow handler around two calls: the width alone is not posted
-    assert _at(review, "pkg/wide.py", "load_narrow") == {}
+    assert findings_by_rule(review, "pkg/wide.py", "load_narrow") == {}
 
 
 def test_runtime_error_fallback_skips_standard_library_calls(review: list[Finding]) -> None:
-    assert _at(review, "pkg/stacks.py", "set_stack") == {}
+    assert findings_by_rule(review, "pkg/stacks.py", "set_stack") == {}
     # near misses: an import runs the imported module's code; an unknown callable can raise anything
     for name in ("load_backend", "run_kernel"):
-        finding = _at(review, "pkg/stacks.py", name)["runtime-error-fallback"]
+        finding = findings_by_rule(review, "pkg/stacks.py", name)["runtime-error-fallback"]
         assert finding.message_id == "runtime-error-fallback.no-oom-reraise"
 
 
 def test_a_swallow_on_the_way_out_is_cleanup(review: list[Finding]) -> None:
     for name in ("work_then_unlock", "Holder.__exit__", "remove_pidfile", "on_term"):
-        assert _at(review, "pkg/locks.py", name) == {}, name
+        assert findings_by_rule(review, "pkg/locks.py", name) == {}, name
     # near misses: the same swallow outside an exit path, and a substitute result computed in a finally
-    assert _at(review, "pkg/locks.py", "drop_file")["broad-except"].message_id == "broad-except.swallows"
-    assert _at(review, "pkg/locks.py", "result_in_finally")["broad-except"].message_id == "broad-except.swallows"
+    assert findings_by_rule(review, "pkg/locks.py", "drop_file")["broad-except"].message_id == "broad-except.swallows"
+    assert (
+        findings_by_rule(review, "pkg/locks.py", "result_in_finally")["broad-except"].message_id
+        == "broad-except.swallows"
+    )
 
 
 def test_a_reported_fallback_to_a_default_is_not_a_finding(review: list[Finding]) -> None:
-    assert _at(review, "pkg/reported.py", "simd_flag") == {}
-    assert _at(review, "pkg/reported.py", "convert") == {}
+    assert findings_by_rule(review, "pkg/reported.py", "simd_flag") == {}
+    assert findings_by_rule(review, "pkg/reported.py", "convert") == {}
     # near misses: silent, reported at debug level only, an implicit None result, a substitute computed
     # in the handler
     for name in ("simd_flag_silent", "simd_flag_debug", "convert_or_none", "substitute"):
-        assert _at(review, "pkg/reported.py", name)["broad-except"].message_id == "broad-except.swallows", name
+        assert (
+            findings_by_rule(review, "pkg/reported.py", name)["broad-except"].message_id == "broad-except.swallows"
+        ), name

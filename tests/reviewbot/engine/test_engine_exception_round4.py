@@ -16,9 +16,8 @@ lmdeploy, FlagGems), now in the tuning set of `reviewbot/bench_precision_corpus`
 from __future__ import annotations
 
 import pytest
-from engine_gitrepos import Repo
+from engine_gitrepos import findings_by_rule, review_shapes
 
-from reviewbot.engine import run_review
 from reviewbot.findings import Finding
 
 BOUNDARY = """
@@ -170,10 +169,10 @@ def load_fused(load):
 
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
-    repo = Repo(tmp_path_factory.mktemp("round4") / "r")
-    repo.commit({"pkg/__init__.py": "", "pkg/base.py": "X = 1\n"}, "base")
-    repo.branch("shapes", "main")
-    repo.commit(
+    base = {"pkg/__init__.py": "", "pkg/base.py": "X = 1\n"}
+    return review_shapes(
+        tmp_path_factory.mktemp("round4") / "r",
+        base,
         {
             "pkg/boundary.py": BOUNDARY,
             "pkg/documented.py": DOCUMENTED,
@@ -181,47 +180,41 @@ def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
             "pkg/errors.py": ERRORS,
             "pkg/helpers.py": HELPERS,
         },
-        "shapes",
     )
-    return run_review(repo.path, "main", "shapes", suites="none").findings
-
-
-def _at(findings: list[Finding], path: str, qualname: str) -> dict[str, Finding]:
-    out = {f.rule: f for f in findings if f.path == path and f.qualname == qualname}
-    assert len(out) == len([f for f in findings if f.path == path and f.qualname == qualname])
-    return out
 
 
 def test_a_process_or_request_boundary_that_records_the_failure(review: list[Finding]) -> None:
     for name in ("run_child", "run_cli", "generate"):
-        assert _at(review, "pkg/boundary.py", name) == {}, name
+        assert findings_by_rule(review, "pkg/boundary.py", name) == {}, name
     # near misses: a successful exit status hides the failure; an answer that looks like a normal one
     for name in ("run_quietly", "generate_anyway"):
-        assert _at(review, "pkg/boundary.py", name)["broad-except"].message_id == "broad-except.swallows", name
+        assert (
+            findings_by_rule(review, "pkg/boundary.py", name)["broad-except"].message_id == "broad-except.swallows"
+        ), name
 
 
 def test_a_fallback_stated_in_the_docstring_to_a_value_at_hand(review: list[Finding]) -> None:
-    assert _at(review, "pkg/documented.py", "device_arch") == {}
+    assert findings_by_rule(review, "pkg/documented.py", "device_arch") == {}
     outer = [f for f in review if f.path == "pkg/documented.py" and f.qualname == "try_compile.decorator"]
     assert outer == []
     # near misses: a substitute computed in the handler (re-running the function eagerly on every
     # error of the compiled call), and the same fallback with a docstring that does not state it
-    inner = _at(review, "pkg/documented.py", "try_compile.decorator.wrapper")["broad-except"]
+    inner = findings_by_rule(review, "pkg/documented.py", "try_compile.decorator.wrapper")["broad-except"]
     assert inner.message_id == "broad-except.swallows"
-    undocumented = _at(review, "pkg/documented.py", "device_arch_undocumented")["broad-except"]
+    undocumented = findings_by_rule(review, "pkg/documented.py", "device_arch_undocumented")["broad-except"]
     assert undocumented.message_id == "broad-except.swallows"
 
 
 def test_an_installed_package_lookup_is_a_guarded_probe(review: list[Finding]) -> None:
-    assert _at(review, "pkg/packages.py", "plugin_version") == {}
+    assert findings_by_rule(review, "pkg/packages.py", "plugin_version") == {}
     # near miss: a call that does not work on the lookup's answer can fail for another reason
-    found = _at(review, "pkg/packages.py", "plugin_version_and_init")["broad-except"]
+    found = findings_by_rule(review, "pkg/packages.py", "plugin_version_and_init")["broad-except"]
     assert found.message_id == "broad-except.swallows"
     assert found.extra["wide_calls"] == 3
 
 
 def test_a_conversion_through_a_helper_that_always_raises(review: list[Finding]) -> None:
-    assert _at(review, "pkg/helpers.py", "load_ops") == {}
+    assert findings_by_rule(review, "pkg/helpers.py", "load_ops") == {}
     # near miss: a helper that may return leaves the handler a fallback
-    found = _at(review, "pkg/helpers.py", "load_fused")["runtime-error-fallback"]
+    found = findings_by_rule(review, "pkg/helpers.py", "load_fused")["runtime-error-fallback"]
     assert found.message_id == "runtime-error-fallback.no-oom-reraise"
