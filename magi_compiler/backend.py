@@ -174,7 +174,13 @@ class MagiBackend:
             split = (split_gm, splitting) if will_split else None
             name = f"{self.model_name} graph {graph}"
             compiled = wrap_compiled_graph(
-                cudagraph_plan, compiled, cudagraph_mode, self.config.cudagraph_capture_sizes, name, split
+                cudagraph_plan,
+                compiled,
+                cudagraph_mode,
+                self.config.cudagraph_capture_sizes,
+                name,
+                split,
+                self.config.cudagraph_capture_all,
             )
         return compiled
 

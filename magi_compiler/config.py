@@ -104,7 +104,9 @@ class CompileConfig:
     and ignored. ``FULL`` needs every splitting op compiled into the graph: with
     ``splitting_ops`` set it requires ``disable_graph_split`` (else ``ValueError``). Capture sizes
     are the sizes of the one dynamic dim that get a graph (positive integers; stored sorted and
-    without duplicates). Both fields stay out of the artifact-cache key: CUDA graphs are never
+    without duplicates). The first call captures the largest size and its own, later sizes are
+    captured on first use; ``cudagraph_capture_all`` makes the first call capture every size (no
+    capture after it). These fields stay out of the artifact-cache key: CUDA graphs are never
     saved (a warm process loads the same Inductor artifacts and captures again), and capturing
     does not change the code Inductor generates.
     """
@@ -121,6 +123,7 @@ class CompileConfig:
     log_level: str = _no_hash("")
     cudagraph_mode: CudaGraphMode = dataclasses.field(default=CudaGraphMode.NONE, metadata=_NO_HASH)
     cudagraph_capture_sizes: list[int] = dataclasses.field(default_factory=default_capture_sizes, metadata=_NO_HASH)
+    cudagraph_capture_all: bool = _no_hash(False)
     fsdp: FSDPConfig = dataclasses.field(default_factory=FSDPConfig)
 
     def __post_init__(self) -> None:

@@ -13,8 +13,11 @@ runs the compiled code without graphs (logged once per graph). Sizes 0 and 1 are
 captured for a dynamic graph: Dynamo specializes them, so such calls never reach it. A graph
 without a dynamic size gets one graph for its one shape.
 
-Capture. On the first call every size is captured, largest first, each after one warm-up run;
-all graphs of one entry (all pieces, all sizes) share one memory pool. Capture time and memory
+Capture. The first call captures the largest size, then the call's own padded size; every other
+size is captured on the first call that needs it (``capture_all``: the first call captures
+every size, largest first, and no later call captures). Each capture follows one warm-up run;
+all graphs of one entry (all pieces, all sizes) share one memory pool, which the largest size,
+captured first, sizes; graphs are replayed one at a time, never concurrently. Capture time and memory
 (growth of reserved CUDA memory) per size are logged at INFO and recorded in
 ``capture_records`` (totals in ``compilation_counter``).
 
@@ -57,6 +60,7 @@ from torch._dynamo.source import LocalSource
 from magi_compiler.config import CudaGraphMode
 from magi_compiler.counters import compilation_counter
 from magi_compiler.log import EntryLevelLogger
+from magi_compiler.swapped_code import lean_callable
 
 logger = EntryLevelLogger(logging.getLogger(__name__))
 
@@ -96,10 +100,13 @@ def slice_outputs(outputs: Sequence[Any], dims: Sequence[int | None], n: int) ->
     return [out if dim is None else out.narrow(dim, 0, n) for out, dim in zip(outputs, dims, strict=True)]
 
 
-def static_addresses(args: Sequence[Any], indices: Sequence[int]) -> list[int]:
-    """The ``data_ptr`` of each argument at ``indices``: graphs captured with one list may be
-    replayed only while a call's list is equal to it."""
-    return [args[i].data_ptr() for i in indices]
+_DATA_PTR = torch.Tensor.data_ptr
+
+
+def static_addresses(args: Sequence[Any], indices: Sequence[int]) -> tuple[int, ...]:
+    """The ``data_ptr`` of each argument at ``indices``: graphs captured with one tuple may be
+    replayed only while a call's tuple is equal to it."""
+    return tuple(map(_DATA_PTR, [args[i] for i in indices]))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -247,13 +254,19 @@ class _Captured:
 
 class PieceGraphs:
     """One compiled piece under ``PIECEWISE``: a graph per size, captured when the session
-    captures; arguments at ``unstable`` positions are copied into static buffers before a replay."""
+    captures; arguments at ``unstable`` positions are copied into static buffers before a replay.
+
+    A contiguous unstable argument's buffer is a prefix of one flat buffer per position, made at
+    the piece's first capture (the largest size: the dispatcher captures it first) and shared by
+    every size that fits in it; graphs are replayed one at a time, so sizes never need their
+    copies at once."""
 
     def __init__(self, compiled: Callable[..., Any], unstable: Sequence[int], session: CaptureSession) -> None:
         self.compiled = compiled
         self.unstable = tuple(unstable)
         self.session = session
         self.graphs: dict[int, _Captured] = {}
+        self.flat: dict[int, torch.Tensor] = {}
 
     def __call__(self, *args: Any) -> Any:
         size = self.session.size
@@ -271,7 +284,7 @@ class PieceGraphs:
     def _capture(self, size: int, args: Sequence[Any]) -> Any:
         inputs = list(args)
         for position in self.unstable:
-            inputs[position] = args[position].clone()
+            inputs[position] = self._static_copy(position, args[position])
         self.compiled(*inputs)  # warm-up: lazy initialization stays out of the graph
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self.session.pool):
@@ -280,10 +293,27 @@ class PieceGraphs:
         self.graphs[size] = _Captured(graph, inputs, outputs)
         return outputs
 
+    def _static_copy(self, position: int, value: torch.Tensor) -> torch.Tensor:
+        """A static buffer holding ``value``: a prefix of the position's flat buffer when
+        ``value`` is contiguous, fits and gets the same strides, else a clone of its own."""
+        if not value.is_contiguous():
+            return value.clone()
+        flat = self.flat.get(position)
+        if flat is None:
+            flat = self.flat[position] = torch.empty(value.numel(), dtype=value.dtype, device=value.device)
+        if flat.dtype != value.dtype or flat.numel() < value.numel():
+            return value.clone()
+        buffer = flat[: value.numel()].view(value.shape)
+        if buffer.stride() != value.stride():  # a size-1 dim with another stride: keep the layout
+            return value.clone()
+        buffer.copy_(value)
+        return buffer
+
     def reset(self) -> None:
         for captured in self.graphs.values():
             captured.graph.reset()
         self.graphs.clear()
+        self.flat.clear()
 
 
 class GraphDispatcher:
@@ -302,9 +332,11 @@ class GraphDispatcher:
         session: CaptureSession,
         pieces: Sequence[PieceGraphs],
         name: str,
+        capture_all: bool = False,
     ) -> None:
         assert mode is not CudaGraphMode.NONE
         self.runner = runner
+        self.capture_all = capture_all
         self.plan = plan
         self.mode = mode
         self.session = session
@@ -318,8 +350,9 @@ class GraphDispatcher:
         self.table = padding_table(self.sizes)
         self.max_size = self.sizes[-1]
         self.static_args: dict[int, list[Any]] = {}
+        self.shared_buffers: dict[int, torch.Tensor] = {}
         self.full_graphs: dict[int, _Captured] = {}
-        self.captured_ptrs: list[int] | None = None
+        self.captured_ptrs: tuple[int, ...] | None = None
         self.logged_above_max = False
 
     def __call__(self, *args: Any) -> Any:
@@ -336,7 +369,7 @@ class GraphDispatcher:
                 )
             return self.runner(*args)
         if self.captured_ptrs is None:
-            self.capture_all(args)
+            self.begin(args)
         elif static_addresses(args, self.plan.static_inputs) != self.captured_ptrs:
             compilation_counter.num_cudagraph_recaptures += 1
             logger.warning(
@@ -345,9 +378,11 @@ class GraphDispatcher:
                 self.name,
             )
             self.reset()
-            self.capture_all(args)
+            self.begin(args)
         size = self.table[n]
-        static_args = self.static_args[size]
+        static_args = self.static_args.get(size)
+        if static_args is None:
+            static_args = self.capture_size(size, args)
         for index, dim in self.plan.user_inputs.items():
             target = static_args[index]
             if dim is not None and n != size:
@@ -378,41 +413,47 @@ class GraphDispatcher:
         for piece in self.pieces:
             piece.reset()
         self.static_args.clear()
+        self.shared_buffers.clear()
         self.captured_ptrs = None
         self.session.pool = None
 
-    def capture_all(self, args: Sequence[Any]) -> None:
-        """Capture every size, largest first, with static buffers filled from ``args``."""
+    def begin(self, args: Sequence[Any]) -> None:
+        """Record the captured addresses, make the pool and the shared static buffers, and
+        capture the largest size (every size, largest first, with ``capture_all``)."""
         self.captured_ptrs = static_addresses(args, self.plan.static_inputs)
         self.session.pool = torch.cuda.graph_pool_handle()
-        n = self.plan.size_of(args)
-        shared: dict[int, torch.Tensor] = {}
         for index, dim in self.plan.user_inputs.items():
             value = args[index]
             if dim is None:
-                shared[index] = torch.empty_like(value, memory_format=torch.contiguous_format)
+                self.shared_buffers[index] = torch.empty_like(value, memory_format=torch.contiguous_format)
             elif dim == 0:
-                shared[index] = value.new_zeros((self.max_size, *value.shape[1:]))
-        for size in reversed(self.sizes):
-            static_args = list(args)
-            for index in self.plan.size_ints:
-                static_args[index] = size
-            for index, dim in self.plan.user_inputs.items():
-                value = args[index]
-                if dim is None:
-                    buffer = shared[index]
-                elif dim == 0:
-                    buffer = shared[index][:size]
-                else:
-                    shape = list(value.shape)
-                    shape[dim] = size
-                    buffer = value.new_zeros(shape)
-                rows = min(n, size) if dim is not None else None
-                target = buffer if rows is None else buffer.narrow(dim, 0, rows)
-                target.copy_(value if rows is None else value.narrow(dim, 0, rows))
-                static_args[index] = buffer
-            self.static_args[size] = static_args
-            self._capture(size, static_args)
+                self.shared_buffers[index] = value.new_zeros((self.max_size, *value.shape[1:]))
+        for size in reversed(self.sizes) if self.capture_all else [self.max_size]:
+            self.capture_size(size, args)
+
+    def capture_size(self, size: int, args: Sequence[Any]) -> list[Any]:
+        """Capture ``size`` with static buffers filled from the call's ``args``; returns them."""
+        n = self.plan.size_of(args)
+        static_args = list(args)
+        for index in self.plan.size_ints:
+            static_args[index] = size
+        for index, dim in self.plan.user_inputs.items():
+            value = args[index]
+            if dim is None:
+                buffer = self.shared_buffers[index]
+            elif dim == 0:
+                buffer = self.shared_buffers[index][:size]
+            else:
+                shape = list(value.shape)
+                shape[dim] = size
+                buffer = value.new_zeros(shape)
+            rows = min(n, size) if dim is not None else None
+            target = buffer if rows is None else buffer.narrow(dim, 0, rows)
+            target.copy_(value if rows is None else value.narrow(dim, 0, rows))
+            static_args[index] = buffer
+        self.static_args[size] = static_args
+        self._capture(size, static_args)
+        return static_args
 
     def _capture(self, size: int, static_args: list[Any]) -> None:
         torch.cuda.synchronize()
@@ -472,31 +513,34 @@ def wrap_compiled_graph(
     capture_sizes: Sequence[int],
     name: str,
     split: tuple[fx.GraphModule, set[str]] | None,
+    capture_all: bool = False,
 ) -> Callable[..., Any]:
     """``compiled`` under ``mode``; ``plan`` is :func:`plan_graph` of the Dynamo graph it was
     compiled from (a string: the reason it cannot be captured).
 
     ``split`` is the split module and the names of its splitting-op pieces when the graph
     was split (``compiled`` is then that split module). Returns ``compiled`` itself when the
-    graph cannot be captured (logged with the reason).
+    graph cannot be captured (logged with the reason). The dispatcher runs ``compiled`` through
+    its lean twin (:func:`magi_compiler.swapped_code.lean_callable`), so it must be called with
+    Dynamo's frame evaluation off, as the backend's output always is.
     """
     if isinstance(plan, str):
         logger.warning("%s: cudagraph_mode=%s does not apply to this graph: %s", name, mode.name, plan)
         return compiled
     session = CaptureSession()
     pieces: list[PieceGraphs] = []
-    runner = compiled
-    if mode is CudaGraphMode.PIECEWISE:
-        if split is None:
-            piece = PieceGraphs(compiled, (), session)
+    if mode is CudaGraphMode.PIECEWISE and split is None:
+        piece = PieceGraphs(lean_callable(compiled), (), session)
+        pieces.append(piece)
+        runner: Callable[..., Any] = piece
+    elif mode is CudaGraphMode.PIECEWISE:
+        split_gm, splitting_pieces = split
+        for target, unstable in unstable_piece_args(split_gm, splitting_pieces).items():
+            piece = PieceGraphs(lean_callable(split_gm.__dict__[target]), unstable, session)
+            split_gm.__dict__[target] = piece
             pieces.append(piece)
-            runner = piece
-        else:
-            split_gm, splitting_pieces = split
-            for target, unstable in unstable_piece_args(split_gm, splitting_pieces).items():
-                piece = PieceGraphs(split_gm.__dict__[target], unstable, session)
-                split_gm.__dict__[target] = piece
-                pieces.append(piece)
+        runner = lean_callable(split_gm)
     else:
         assert split is None, "FULL mode with a split graph (CompileConfig rejects it)"
-    return GraphDispatcher(runner, plan, mode, capture_sizes, session, pieces, name)
+        runner = lean_callable(compiled)
+    return GraphDispatcher(runner, plan, mode, capture_sizes, session, pieces, name, capture_all)

@@ -44,8 +44,11 @@ def test_cudagraph_config_from_env_patch_and_defaults():
     patched = apply_config_patch(from_env, {"cudagraph_mode": "FULL", "cudagraph_capture_sizes": [3]})
     assert (patched.cudagraph_mode, patched.cudagraph_capture_sizes) == (CudaGraphMode.FULL, [3])
     assert from_env.cudagraph_capture_sizes == [2, 4, 8], "the patch must not mutate its input"
-    # graphs are never saved: neither field changes the artifact key
-    assert patched.hash == default.hash == from_env.hash
+    assert default.cudagraph_capture_all is False, "by default sizes after the largest are captured on first use"
+    capture_all = CompileConfig.from_env({"MAGI_COMPILE_CUDAGRAPH_CAPTURE_ALL": "1"})
+    assert capture_all.cudagraph_capture_all is True
+    # graphs are never saved: no field of theirs changes the artifact key
+    assert patched.hash == default.hash == from_env.hash == capture_all.hash
 
 
 @pytest.mark.parametrize(
