@@ -162,9 +162,10 @@ def run_interleaved(
 
 @dataclasses.dataclass
 class DynamicRun:
-    """One contender on a sequence of batch sizes: wall time of each pass over the sequence
-    (the first includes compiles and recordings), graphs compiled in the first pass and in
-    the later ones (check pass included), and the worst relative error against eager."""
+    """One contender on a sequence of batch sizes: wall time of the compiling call before the
+    passes, of each pass over the sequence (the first includes the recordings of its sizes),
+    graphs compiled by the compiling call and the first pass and in the later passes (check
+    pass included), and the worst relative error against eager."""
 
     name: str
     entry: str
@@ -174,6 +175,7 @@ class DynamicRun:
     rel_error: float
     outputs_match: bool
     skipped: str | None = None
+    compile_call_s: float = 0.0
 
 
 def run_dynamic_batches(
@@ -182,22 +184,34 @@ def run_dynamic_batches(
     timer: Timer,
     passes: int,
     progress: Progress,
+    compile_input: torch.Tensor,
 ) -> list[DynamicRun]:
-    """Call every fresh (never called) contender on ``inputs`` in order, ``passes`` timed
-    times; contenders take turns pass by pass, the starting one rotating. The first contender
-    must be ``eager``; an untimed pass after them compares every output with eager's."""
+    """Call every fresh (never called) contender once on ``compile_input`` (timed alone: it
+    compiles; its batch size should not be one of ``inputs``'), then on ``inputs`` in order,
+    ``passes`` timed times; contenders take turns pass by pass, the starting one rotating. The
+    first contender must be ``eager``; an untimed pass after them compares every output with
+    eager's."""
     if passes < 2:
         raise ValueError(f"need passes >= 2 (one with compiles, one steady), got {passes}")
     assert contenders and contenders[0].name == "eager", "eager must come first: it is the output reference"
     runnable = [c for c in contenders if c.skipped is None]
-    for x in inputs:
+    for x in (compile_input, *inputs):
         torch._dynamo.mark_dynamic(x, 0)
     pass_s: dict[str, list[float]] = {c.name: [] for c in runnable}
+    compile_s = dict.fromkeys(pass_s, 0.0)
     compiled = {c.name: [0, 0] for c in runnable}
     errors = dict.fromkeys(pass_s, 0.0)
     match = dict.fromkeys(pass_s, True)
     with torch.no_grad():
         references = [contenders[0].call(x).clone() for x in inputs]
+        for contender in runnable:
+            count = contender.graph_count()
+            timer.synchronize()
+            start = time.perf_counter()
+            contender.call(compile_input)
+            timer.synchronize()
+            compile_s[contender.name] = time.perf_counter() - start
+            compiled[contender.name][0] += contender.graph_count() - count
         for pass_index in range(passes):
             shift = pass_index % len(runnable)
             for contender in runnable[shift:] + runnable[:shift]:
@@ -220,7 +234,14 @@ def run_dynamic_batches(
             compiled[contender.name][1] += contender.graph_count() - count
     runs = {
         c.name: DynamicRun(
-            c.name, c.entry, pass_s[c.name], compiled[c.name][0], compiled[c.name][1], errors[c.name], match[c.name]
+            c.name,
+            c.entry,
+            pass_s[c.name],
+            compiled[c.name][0],
+            compiled[c.name][1],
+            errors[c.name],
+            match[c.name],
+            compile_call_s=compile_s[c.name],
         )
         for c in runnable
     }

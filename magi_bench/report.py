@@ -1,4 +1,4 @@
-"""The bench's JSON document (schema ``magi_compiler.bench``, version 2), its validation, and
+"""The bench's JSON document (schema ``magi_compiler.bench``, version 3), its validation, and
 the plain-text tables.
 
 Document: ``schema``, ``schema_version``, ``created_utc``, ``command``, ``environment``,
@@ -10,7 +10,9 @@ output of fresh processes, cold vs warm cache, s). A timing section lists its co
 run order, each with every sample; a contender that could not run here has a ``skipped``
 reason, no samples and null figures. Readers must check ``schema_version``; a change of
 meaning of any field bumps it (2: ``skipped``, the summary's ``blocks`` and
-``block_median_spread``, ``block_p25_spread``, ``relative_block_p25_spread``, the ``attention`` and ``dynamic`` sections, ``dims.heads``).
+``block_median_spread``, ``block_p25_spread``, ``relative_block_p25_spread``, the ``attention`` and ``dynamic`` sections, ``dims.heads``;
+3: the dynamic section's ``compile_call_s``, the compiling call before the passes, which the first
+pass no longer includes).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from magi_bench.harness import ContenderRun, DynamicRun
 from magi_bench.models import ModelDims
 
 SCHEMA = "magi_compiler.bench"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 REFERENCE = "eager"
 BASELINE = "torch_compile"
 UNIT_SCALE = {"ms": 1.0, "us": 1e3}
@@ -62,6 +64,7 @@ _DYNAMIC_CONTENDER_FIELDS = {
     "name": str,
     "entry": str,
     "pass_s": list,
+    "compile_call_s": float,
     "first_pass_s": float,
     "steady_pass_s": float,
     "total_s": float,
@@ -162,8 +165,9 @@ def timing_section(
 def dynamic_section(
     model: str, dims: ModelDims, batch_sizes: Sequence[int], runs: Sequence[DynamicRun]
 ) -> dict[str, Any]:
-    """The dynamic-batch section: per contender, the wall time of each pass over ``batch_sizes``;
-    ``steady_pass_s`` is the median of the passes after the first, ``total_s`` their sum."""
+    """The dynamic-batch section: per contender, the wall time of the compiling call before
+    the passes and of each pass over ``batch_sizes``; ``steady_pass_s`` is the median of the
+    passes after the first, ``total_s`` the sum of the passes (the compiling call left out)."""
     contenders = []
     for run in runs:
         ran = run.skipped is None
@@ -172,6 +176,7 @@ def dynamic_section(
                 "name": run.name,
                 "entry": run.entry,
                 "pass_s": list(run.pass_s),
+                "compile_call_s": run.compile_call_s if ran else None,
                 "first_pass_s": run.pass_s[0] if ran else None,
                 "steady_pass_s": statistics.median(run.pass_s[1:]) if ran else None,
                 "total_s": sum(run.pass_s) if ran else None,
@@ -403,6 +408,7 @@ def format_dynamic_section(section: dict[str, Any]) -> str:
         rows.append(
             [
                 c["name"],
+                f"{c['compile_call_s']:.3f}",
                 f"{c['first_pass_s']:.3f}",
                 f"{c['steady_pass_s']:.4f}",
                 f"{c['total_s']:.3f}",
@@ -414,6 +420,7 @@ def format_dynamic_section(section: dict[str, Any]) -> str:
         )
     header = [
         "contender",
+        "compile call s",
         "first pass s",
         "steady pass s",
         "total s",
@@ -425,8 +432,8 @@ def format_dynamic_section(section: dict[str, Any]) -> str:
     dims = section["dims"]
     caption = (
         f"dynamic batch: {section['model']} (hidden {dims['hidden']}, seq {dims['seq']}, layers {dims['layers']}), "
-        f"batch sizes {','.join(map(str, section['batch_sizes']))}, {section['passes']} passes (the first with "
-        "compiles and CUDA-graph recordings)"
+        f"batch sizes {','.join(map(str, section['batch_sizes']))}, {section['passes']} passes after one compiling "
+        "call at another size (the first pass with the CUDA-graph recordings of its sizes); total: the passes"
     )
     return "\n".join([caption, _table(header, rows), *skipped])
 

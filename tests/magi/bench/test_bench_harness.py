@@ -42,13 +42,15 @@ def test_cuda_contenders_are_skipped_on_cpu_with_a_reason(tmp_path):
 def test_dynamic_batches_time_every_pass_and_check_every_size(tmp_path):
     built = _contenders(tmp_path)
     inputs = [torch.randn(b, DIMS.seq, DIMS.hidden) for b in (2, 3, 5, 2, 3, 5)]
-    runs = {r.name: r for r in run_dynamic_batches(built, inputs, Timer(CPU), 3, Progress(enabled=False))}
+    first = torch.randn(7, DIMS.seq, DIMS.hidden)
+    runs = {r.name: r for r in run_dynamic_batches(built, inputs, Timer(CPU), 3, Progress(enabled=False), first)}
     compiled = runs["torch_compile"]
     assert len(compiled.pass_s) == 3 and all(t > 0 for t in compiled.pass_s)
+    assert compiled.compile_call_s > 0, "the compiling call is timed on its own"
     assert compiled.graphs_compiled_first_pass == 1 and compiled.graphs_compiled_later == 0
     assert compiled.outputs_match and compiled.rel_error < 1e-6
     assert runs["magi_full_cudagraph"].skipped == "needs CUDA (Magi CUDA graphs)"
     assert runs["magi_full_cudagraph"].pass_s == []
     wrong = bench_contenders.Contender("torch_compile", lambda x: built[0].call(x) * 1.01, lambda: 0)
-    (_, bad) = run_dynamic_batches([built[0], wrong], inputs, Timer(CPU), 2, Progress(enabled=False))
+    (_, bad) = run_dynamic_batches([built[0], wrong], inputs, Timer(CPU), 2, Progress(enabled=False), first)
     assert not bad.outputs_match and bad.rel_error > 1e-3

@@ -42,7 +42,7 @@ def test_write_json_round_trip_validates(tmp_path, document_factory):
     loaded = json.loads(path.read_text())
     report.validate_document(loaded)
     assert loaded == json.loads(json.dumps(doc))
-    assert loaded["schema"] == "magi_compiler.bench" and loaded["schema_version"] == 2
+    assert loaded["schema"] == "magi_compiler.bench" and loaded["schema_version"] == 3
     assert [p.name for p in path.parent.iterdir()] == ["bench.json"]
 
 
@@ -112,11 +112,12 @@ def test_dynamic_section_figures_and_table(document_factory):
     runs = [
         DynamicRun("eager", "e", [1.0, 1.0, 1.2], 0, 0, 0.0, True),
         DynamicRun("torch_compile_reduce_overhead", "r", [], 0, 0, 0.0, True, "needs CUDA"),
-        DynamicRun("magi_class", "m", [9.0, 0.5, 0.7], 1, 0, 1e-7, True),
+        DynamicRun("magi_class", "m", [9.0, 0.5, 0.7], 1, 0, 1e-7, True, compile_call_s=3.5),
     ]
     section = report.dynamic_section("AttentionModel", DIMS, [2, 3, 5], runs)
     magi = section["contenders"][2]
     assert (magi["first_pass_s"], magi["steady_pass_s"], magi["total_s"]) == (9.0, 0.6, pytest.approx(10.2))
+    assert magi["compile_call_s"] == 3.5 and section["contenders"][1]["compile_call_s"] is None
     assert section["passes"] == 3 and section["contenders"][1]["total_s"] is None
     doc = document_factory()
     doc["dynamic"] = section
