@@ -3,7 +3,10 @@
 ``AttentionModel`` is a pre-norm transformer block stack whose attention is the registered
 custom op ``magi_bench::attention`` (scaled dot-product attention over ``heads`` heads), the
 op the Magi contenders split the graph at (``ModelSpec.splitting_ops``), as attention is in
-the models Magi targets; ``torch.compile`` sees the same op as an opaque call.
+the models Magi targets; ``torch.compile`` sees the same op as an opaque call. The op writes
+its result into an output tensor the layer allocates before it (``mutates_args=("out",)``, as
+vLLM's attention does), so under ``PIECEWISE`` the piece after it reads that tensor where the
+piece before it allocated it, without a copy (docs/cudagraphs.md, "Stable addresses").
 
 ``SimpleModel`` is big enough at the ``gpu`` dims (hidden 1024, sequence 512) that GPU
 compute, not launch jitter, dominates a call; ``TinyModel`` (one 64x64 relu) is launch-bound,
@@ -123,21 +126,21 @@ def simple_model_function(model: SimpleModel, x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-@torch.library.custom_op("magi_bench::attention", mutates_args=())
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, heads: int) -> torch.Tensor:
-    """Scaled dot-product attention over ``heads`` heads of ``(batch, seq, hidden)`` inputs."""
+@torch.library.custom_op("magi_bench::attention", mutates_args=("out",))
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, heads: int, out: torch.Tensor) -> None:
+    """Scaled dot-product attention over ``heads`` heads of ``(batch, seq, hidden)`` inputs,
+    written into ``out`` (contiguous, the shape of ``q``)."""
     batch, seq, hidden = q.shape
 
     def split(t: torch.Tensor) -> torch.Tensor:
         return t.view(batch, seq, heads, hidden // heads).transpose(1, 2)
 
-    out = nn.functional.scaled_dot_product_attention(split(q), split(k), split(v))
-    return out.transpose(1, 2).reshape(batch, seq, hidden)
+    split(out).copy_(nn.functional.scaled_dot_product_attention(split(q), split(k), split(v)))
 
 
 @attention.register_fake
-def _(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, heads: int) -> torch.Tensor:
-    return q.new_empty(q.shape)
+def _(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, heads: int, out: torch.Tensor) -> None:
+    return None
 
 
 ATTENTION_OP = "magi_bench::attention"
@@ -161,7 +164,10 @@ class AttentionLayer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.norm1(x)
-        x = x + self.out(torch.ops.magi_bench.attention(self.q(h), self.k(h), self.v(h), self.heads))
+        q = self.q(h)
+        attended = torch.empty_like(q)
+        torch.ops.magi_bench.attention(q, self.k(h), self.v(h), self.heads, attended)
+        x = x + self.out(attended)
         return x + self.down(nn.functional.gelu(self.up(self.norm2(x))))
 
 

@@ -202,6 +202,47 @@ def test_unstable_piece_args_are_the_eager_splitting_op_outputs():
     assert unstable["submod_2"] == tuple(from_op) and from_op, call.args
 
 
+@torch.library.custom_op("magi_cg_cpu_test::mix_out", mutates_args=("out",))
+def mix_out(x: torch.Tensor, out: torch.Tensor) -> None:
+    torch.mul(x, torch.sigmoid(x), out=out)
+
+
+@mix_out.register_fake
+def _(x, out):
+    return None
+
+
+def test_an_out_parameter_splitting_op_leaves_nothing_to_copy():
+    """The out-parameter contract: the op writes into a tensor the piece before it allocated, so
+    the piece after it reads a graph's own memory; the returning op's output must be copied."""
+
+    class Blocks(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(4, 4)
+            self.b = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            h = self.a(x)
+            out = torch.empty_like(h)
+            torch.ops.magi_cg_cpu_test.mix_out(h, out)
+            returned = torch.ops.magi_cg_cpu_test.mix(self.b(out))
+            return self.b(returned) + h
+
+    ops = ["magi_cg_cpu_test::mix_out", "magi_cg_cpu_test::mix"]
+    split_gm, pieces = split_graph(fx.symbolic_trace(Blocks()), ops)
+    splitting = {p.name for p in pieces if p.is_splitting_op}
+    assert splitting == {"submod_1", "submod_3"}
+    unstable = unstable_piece_args(split_gm, splitting)
+    calls = {n.target: n for n in split_gm.graph.find_nodes(op="call_module")}
+    assert unstable["submod_0"] == () and unstable["submod_2"] == (), "the out tensor comes from submod_0's graph"
+    from_op = [i for i, a in enumerate(calls["submod_4"].args) if "submod_3" in str(a)]
+    assert unstable["submod_4"] == tuple(from_op) and from_op, calls["submod_4"].args
+    x = torch.randn(3, 4)
+    model = Blocks()
+    torch.testing.assert_close(split_graph(fx.symbolic_trace(model), ops)[0](x), model(x))
+
+
 def test_reallocated_parameters_change_the_captured_addresses():
     model = torch.nn.Linear(8, 8)
     args = [model.weight, model.bias, 4]

@@ -121,6 +121,56 @@ def test_outputs_equal_uncaptured_at_capture_padded_and_larger_sizes(cache_env, 
         assert records == []
 
 
+OUT_OP = "magi_cg_gpu_test::mix_out"
+
+
+@torch.library.custom_op(OUT_OP, mutates_args=("out",))
+def mix_out(x: torch.Tensor, out: torch.Tensor) -> None:
+    torch.mul(x, torch.sigmoid(x), out=out)
+
+
+@mix_out.register_fake
+def _(x, out):
+    return None
+
+
+class OutNet(Net):
+    """Net with the out-parameter form of the splitting op (nothing to copy between pieces)."""
+
+    def forward(self, x):
+        h = self.layers[0](x)
+        out = torch.empty_like(h)
+        torch.ops.magi_cg_gpu_test.mix_out(h, out)
+        h = torch.relu(self.layers[1](out))
+        out2 = torch.empty_like(h)
+        torch.ops.magi_cg_gpu_test.mix_out(h, out2)
+        return self.layers[2](out2) + x
+
+
+def test_out_parameter_splitting_op_replays_without_copies(cache_env, monkeypatch):
+    """Only the entry's input is copied into its static buffer on a replay; nothing between pieces."""
+    torch.manual_seed(0)
+    model = OutNet().cuda()
+    patch = {"splitting_ops": [OUT_OP], "cudagraph_mode": "PIECEWISE", "cudagraph_capture_sizes": SIZES}
+    compiled = magi_compile(model, method_name="forward", dynamic_arg_dims={"x": 0}, config_patch=patch)
+    with torch.no_grad():
+        for batch in (4, 2, 3, 8, 5, 4):
+            x = torch.randn(batch, 16, HIDDEN, device="cuda")
+            close(compiled(x), eager(model, x))
+        inputs = [torch.randn(batch, 16, HIDDEN, device="cuda") for batch in (3, 7)]
+        copies = []
+        copy = torch.Tensor.copy_
+        monkeypatch.setattr(
+            torch.Tensor, "copy_", lambda self, *a, **k: copies.append(self.shape) or copy(self, *a, **k)
+        )
+        with compilation_counter.expect(num_cudagraph_replays=2, num_cudagraph_captures=0):
+            outputs = [compiled(x).clone() for x in inputs]
+        monkeypatch.undo()
+        assert copies == [torch.Size([3, 16, HIDDEN]), torch.Size([7, 16, HIDDEN])], "one input copy per call"
+        for x, out in zip(inputs, outputs, strict=True):
+            close(out, eager(model, x))
+
+
 def test_output_contract_outputs_are_overwritten_by_the_next_call(cache_env):
     model, compiled = compiled_net("piecewise")
     with torch.no_grad():
