@@ -3,7 +3,8 @@
 A ``x.contiguous()``, ``x.to(...)`` or ``x.type_as(y)`` whose recorded result has the same
 dtype, device, sizes and strides as ``x`` returns ``x`` itself in eager mode, so using ``x``
 in its place is exact. Sizes are compared as symbolic expressions (no guard is added).
-Dead nodes are then removed, keeping every node that may have a side effect.
+Dead nodes are then removed, keeping every node that may have a side effect (a call of an op
+that mutates an argument included).
 """
 
 from __future__ import annotations
@@ -43,12 +44,23 @@ def _is_noop(node: fx.Node) -> bool:
     return before is not None and before == after
 
 
+def _mutates(target: object) -> bool:
+    """Whether ``target`` is an op (or an op packet, any of its overloads) whose schema mutates
+    an argument."""
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        return any(getattr(target, name)._schema.is_mutable for name in target.overloads())
+    return isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable
+
+
 def _is_impure(node: fx.Node) -> bool:
     """FX's purity test, except that a method call is impure unless it is a known no-op
-    conversion: FX treats every ``call_method`` as pure, which would drop an unused ``x.add_(1)``."""
+    conversion (FX treats every ``call_method`` as pure, which would drop an unused
+    ``x.add_(1)``), and a call of an op packet with a mutable schema is impure (torch 2.11's test
+    looks at ``OpOverload`` schemas only, which would drop an unused call of a custom op that
+    writes into an ``out`` argument, as an out-parameter splitting op does)."""
     if node.op == "call_method":
         return node.target not in _NOOP_METHODS
-    return node.is_impure()
+    return node.is_impure() or (node.op == "call_function" and _mutates(node.target))
 
 
 def eliminate_noops_and_dead_code(gm: fx.GraphModule) -> None:

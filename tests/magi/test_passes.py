@@ -38,6 +38,35 @@ def test_removes_noops_and_dead_nodes_keeps_side_effects():
     torch.testing.assert_close(buffer, before + 1)
 
 
+@torch.library.custom_op("magi_passes_test::fill_out", mutates_args=("out",))
+def fill_out(x: torch.Tensor, out: torch.Tensor) -> None:
+    out.copy_(x * 3)
+
+
+@fill_out.register_fake
+def _(x, out):
+    return None
+
+
+def writes_into_out(x):
+    out = torch.empty_like(x)
+    torch.ops.magi_passes_test.fill_out(x, out)  # returns nothing: only its mutation is used
+    return out + 1
+
+
+def test_an_unused_call_of_a_mutating_custom_op_stays():
+    """An out-parameter op has no users in the graph; torch 2.11's own purity test dropped it
+    (it reads the schema of an OpOverload, not of the packet Dynamo records)."""
+    x = torch.randn(3, 4)
+    gm = capture_graph(writes_into_out, x)
+    calls = [node for node in gm.graph.nodes if node.op == "call_function" and "fill_out" in str(node.target)]
+    assert len(calls) == 1 and not calls[0].users, "the op's call has no users in the graph"
+    assert isinstance(calls[0].target, (torch._ops.OpOverloadPacket, torch._ops.OpOverload))
+    eliminate_noops_and_dead_code(gm)
+    assert [node for node in gm.graph.nodes if "fill_out" in str(node.target)], "the mutating op was removed"
+    torch.testing.assert_close(gm(x)[0], x * 3 + 1)
+
+
 def test_real_conversions_stay():
     def convert(x):
         return x.to(torch.float16).t().contiguous()
