@@ -18,7 +18,9 @@ size is captured on the first call that needs it (``capture_all``: the first cal
 every size, largest first, and no later call captures). Each capture follows one warm-up run;
 all graphs of one entry (all pieces, all sizes) share one memory pool, which the largest size,
 captured first, sizes; graphs are replayed one at a time, never concurrently. Capture time and memory
-(growth of reserved CUDA memory) per size are logged at INFO and recorded in
+(growth of reserved CUDA memory; the allocator's cache is not emptied, so a capture on first use
+in the middle of a run does not make later allocations pay for new segments) per size are
+logged at INFO and recorded in
 ``capture_records`` (totals in ``compilation_counter``).
 
 Addresses. ``PIECEWISE`` captures each compiled piece (:class:`PieceGraphs`) while splitting
@@ -457,7 +459,6 @@ class GraphDispatcher:
 
     def _capture(self, size: int, static_args: list[Any]) -> None:
         torch.cuda.synchronize()
-        torch.cuda.empty_cache()
         reserved = torch.cuda.memory_reserved()
         start = time.perf_counter()
         if self.mode is CudaGraphMode.FULL:
@@ -476,7 +477,6 @@ class GraphDispatcher:
                 self.session.capturing = False
         torch.cuda.synchronize()
         seconds = time.perf_counter() - start
-        torch.cuda.empty_cache()
         grown = torch.cuda.memory_reserved() - reserved
         compilation_counter.num_cudagraph_captures += 1
         compilation_counter.cudagraph_capture_us += round(seconds * 1e6)
