@@ -48,11 +48,20 @@ may confirm or refute them.
     an implicit `None` in place of the try's returned result), and either a comment next to it
     (the lines directly above the `try`, inside the try body or in the handler) says which failure
     is expected ("will raise a RuntimeError if no XLA device is configured", "may fail in CPU-only
-    containers", "not available"; "# flag the error" is not one) or the statement right after the
-    try warns
+    containers", "not available", "can not be serialized", "could not be determined"; "# flag the
+    error" is not one) or the statement right after the try warns
     (`warnings.warn`, logging at warning level or above): nothing. The try guards one operation and
     the fallback is a stated or announced default, not a hidden one (`import torch_npu` returning
-    "not available"; a memory query that falls through to "the figure is incorrect" warning);
+    "not available"; a memory query that falls through to "the figure is incorrect" warning). An
+    `if` without calls in its test that only falls back to constants (`if git_hash is None:
+    git_hash = "UNKNOWN"`) normalises the operation's answer and is no second operation;
+  - a *version probe*: the try only reads an imported library's version and works on it
+    (`cudnn.backend_version() < N`, `map(int, cudnn.__version__.split(".")[:2])`), under
+    `except Exception`, with a constant fallback: nothing; an unreadable version means the feature
+    gated on it is not usable (`_version_probe`; any other call keeps the finding);
+  - an *error handed on*: the handler returns the caught exception or its text as one element of a
+    tuple result (`return str(e), float("inf")`: a candidate that loses a selection), its other
+    statements only logging: nothing, the failure travels with the result (`_hands_error_on`);
   - a *package probe*: the try's first statement looks up an installed distribution
     (`importlib.metadata.version/metadata/distribution/requires/files`), its other statements only
     work on the answer (each call uses a name the try assigned), and the handler falls back to a
@@ -78,13 +87,16 @@ may confirm or refute them.
     of only logging, `pass`, `continue`, `break` and bare `return`/`return None`: P3
     `broad-except.diagnostics`;
   - swallows with a comment in the handler saying why that is fine (safe, fallback, best effort,
-    expected, optional, ...; "# flag the error" is not a reason): P2 `broad-except.documented`;
+    expected, optional, "we never want to break user code", ...; "# flag the error" is not a reason): P2 `broad-except.documented`;
   - swallows otherwise: P0 `broad-except.swallows`.
 - `except RuntimeError` that swallows, with no `torch.OutOfMemoryError` re-raise before it (an
   earlier handler or an `isinstance` check that raises): P0; with the OOM re-raise but a try body
   holding more than one call: P2. Filters and guarded probes (above) are not reported: a filter
   re-raises what its test does not recognise, and a guarded probe's comment names the
   `RuntimeError` it expects from its one call (`xm.xla_device()` without an XLA configuration).
+  A narrow handler of a one-call try whose comment names the failure it expects and whose
+  alternative calls nothing (`old.data = new.data` when `swap_tensors` "is not permitted") is not
+  reported either (`_named_alternative`); one that runs other work (`return eager(fn)`) is.
   A try whose calls all go to the standard library (`_stdlib_only`: `threading.stack_size`,
   `os.remove`; not `importlib`, `pickle`, `copy`, ... which run the caller's code) is not reported
   either: it cannot raise an OOM, a compiler error or the repository's own subclasses.
@@ -133,7 +145,8 @@ _WORDY = re.compile(r"[^\W\d_]{3,}")
 # a handler comment documents a safe-direction fallback when it says why swallowing is fine
 _JUSTIFIED = re.compile(
     r"\bsafe|fall(s|ing)?[ -]?back|best[ -]effort|intentional|deliberate|on purpose|expected|optional"
-    r"|never (fail|break|block)|must not (fail|break|block)|only (slower|a warning)|harmless|安全|回退|尽力",
+    r"|never (?:\w+ )?(?:to )?(fail|break|block)|(must|should|do|does) ?n[o']?t (?:\w+ to )?(fail|break|block)"
+    r"|only (slower|a warning)|harmless|安全|回退|尽力",
     re.IGNORECASE,
 )
 # words (of the file path and the enclosing qualified name, split at `/`, `.`, `_` and case changes)
@@ -186,7 +199,8 @@ _LOUD_LEVELS = frozenset(["warning", "warn", "error", "critical", "exception"])
 # a comment next to a one-statement try that says which failure is expected there
 _EXPECTED_FAILURE = re.compile(
     r"\b(rais(e|es|ed|ing)|throws?|fail(s|ed|ing)?|unavailable|unsupported|missing"
-    r"|not (be )?(available|supported|installed|found|present|configured))\b",
+    r"|not (be )?(available|supported|installed|found|present|configured|permitted|allowed)"
+    r"|can ?not|could ?n[o']?t|unable to)\b",
     re.IGNORECASE,
 )
 # standard-library modules whose functions run code the caller passes or names (imports, pickled
@@ -601,7 +615,7 @@ def _guarded_probe(
     fallback announced by a warning right after the try (see the module docstring). A handler that
     falls off the end of a function whose try returns a result (an implicit `None` result) is not
     one. `after`: the statement following the try in its block, if any."""
-    operations = [stmt for stmt in node.body if not _constant_default(stmt)]
+    operations = [stmt for stmt in node.body if not _constant_default(stmt) and not _normalises(stmt)]
     if len(operations) != 1 or not handler.body or not all(_constant_default(stmt) for stmt in handler.body):
         return False
     falls_through = not isinstance(handler.body[-1], ast.Return)
@@ -617,6 +631,120 @@ def _guarded_probe(
     inside = _comment_lines(ctx, node.lineno, handler.end_lineno or handler.lineno)
     text = " ".join([*above, *inside])
     return bool(_EXPECTED_FAILURE.search(text) or _JUSTIFIED.search(text))
+
+
+def _normalises(stmt: ast.stmt) -> bool:
+    """An `if` without calls in its test whose branches only fall back to constants
+    (`if git_hash is None: git_hash = "UNKNOWN"`): it normalises the operation's answer, it is no
+    second operation."""
+    if not isinstance(stmt, ast.If) or any(isinstance(sub, ast.Call) for sub in ast.walk(stmt.test)):
+        return False
+    return all(_constant_default(sub) or _normalises(sub) for sub in [*stmt.body, *stmt.orelse])
+
+
+def _names_expected_failure(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """A comment directly above the try, in its body or in the handler names the failure the try
+    expects (`_EXPECTED_FAILURE`: "if swap_tensors is not permitted", "raises when ..."); a reason
+    alone ("# fall back") names none."""
+    above: list[str] = []
+    index = node.lineno - 2
+    while index >= 0 and ctx.lines[index].strip().startswith("#"):
+        above.insert(0, ctx.lines[index].strip().lstrip("#").strip())
+        index -= 1
+    body_end = node.body[-1].end_lineno or node.body[-1].lineno
+    inside = [
+        *_comment_lines(ctx, node.lineno, body_end),
+        *_comment_lines(ctx, handler.lineno, handler.end_lineno or handler.lineno),
+    ]
+    return bool(_EXPECTED_FAILURE.search(" ".join([*above, *inside])))
+
+
+def _named_alternative(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """A narrow handler (not a catch-all) of a try of one statement with calls, whose comment names
+    the failure it expects (`_names_expected_failure`), and whose alternative calls nothing but
+    logging: it only rebinds values at hand (`torch.utils.swap_tensors` "not permitted when the
+    tensor has weakrefs" -> `old.data = new.data`), the author's other route for that documented
+    case. Used for `except RuntimeError`. A handler that runs other work (`return eager(fn)`) stays
+    reported: an OOM of the try would be taken for the documented case and the work re-run."""
+    names = caught_names(handler)
+    if names is None or BROAD & set(names) or len(node.body) != 1 or len(_call_statements(node.body)) != 1:
+        return False
+    calls = (sub for stmt in handler.body for sub in ast.walk(stmt) if isinstance(sub, ast.Call))
+    if not all(is_logging_call(call) for call in calls):
+        return False
+    return _names_expected_failure(ctx, node, handler)
+
+
+def _hands_error_on(handler: ast.ExceptHandler) -> bool:
+    """The handler returns the caught exception, or its text, as one element of a tuple result
+    (`return str(e), float("inf")`, `return None, e`), its other statements only logging: the
+    failure travels to the caller with the result (a candidate that loses a selection, an
+    errors-as-values API). A bare `return str(e)` looks like a normal result and is no such hand-on."""
+    if handler.name is None or not handler.body:
+        return False
+    last = handler.body[-1]
+    if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Tuple)):
+        return False
+    if not all(isinstance(stmt, ast.Expr) and is_logging_call(stmt.value) for stmt in handler.body[:-1]):
+        return False
+
+    def carries(element: ast.expr) -> bool:
+        if isinstance(element, ast.Name):
+            return element.id == handler.name
+        return (
+            isinstance(element, ast.Call)
+            and isinstance(element.func, ast.Name)
+            and element.func.id in ("str", "repr")
+            and len(element.args) == 1
+            and isinstance(element.args[0], ast.Name)
+            and element.args[0].id == handler.name
+        )
+
+    return any(carries(element) for element in last.value.elts)
+
+
+def _version_probe(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler, imports: dict[str, str]) -> bool:
+    """A try that only reads an imported library's version and works on it
+    (`cudnn.backend_version() < 92400`, `map(int, cudnn.__version__.split(".")[:2])`), with an
+    `except Exception` handler that only falls back to a constant: a version that cannot be read or
+    parsed means the feature gated on it is not usable, the same answer as a version too old. Every
+    call in the try must be a version query of a module this file imports (a name or attribute with
+    `version` in it on its function's path, `<module>.<...>`), take one as an argument, or work on a
+    name the try assigned; any other call (`pynvml.nvmlInit()`, the repository's own
+    `self.installed_version()`) keeps the finding, and so does a bare or `BaseException` handler
+    (Ctrl+C is no unreadable version)."""
+    if caught_names(handler) != ["Exception"] or not node.body or not handler.body:
+        return False
+    if not all(_constant_default(stmt) for stmt in handler.body):
+        return False
+
+    def mentions_version(expr: ast.AST) -> bool:
+        root = expr
+        while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        if not (isinstance(root, ast.Name) and root.id in imports):
+            return False
+        for sub in ast.walk(expr):
+            name = sub.attr if isinstance(sub, ast.Attribute) else sub.id if isinstance(sub, ast.Name) else ""
+            if "version" in name.lower():
+                return True
+        return False
+
+    assigned: set[str] = set()
+    found = False
+    for stmt in node.body:
+        for call in (sub for sub in ast.walk(stmt) if isinstance(sub, ast.Call)):
+            if mentions_version(call.func):
+                found = True
+                continue
+            args = [*call.args, *(k.value for k in call.keywords)]
+            used = {sub.id for arg in [call.func, *args] for sub in ast.walk(arg) if isinstance(sub, ast.Name)}
+            if not (used & assigned or any(mentions_version(arg) for arg in args)):
+                return False
+        for sub in ast.walk(stmt):
+            if isinstance(sub, ast.Assign):
+                assigned |= {n.id for t in sub.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return found
 
 
 def _following(tree: ast.AST) -> dict[int, ast.stmt | None]:
@@ -1081,11 +1209,14 @@ def check(ctx: FileContext) -> list[Finding]:
             if (
                 _guarded_probe(ctx, node, handler, following.get(id(node)))
                 or _package_probe(node, handler, imports)
+                or _version_probe(node, handler, imports)
                 or id(handler) in documented
             )
             and not _noqa_reason(ctx, handler)
         }
-        converting = {id(handler) for handler in node.handlers if _helper_raises(ctx, handler)}
+        converting = {
+            id(handler) for handler in node.handlers if _helper_raises(ctx, handler) or _hands_error_on(handler)
+        }
         for i, handler in enumerate(node.handlers):
             names = caught_names(handler)
             label = "except:" if names is None else f"except {ast.unparse(handler.type) if handler.type else ''}"
@@ -1132,7 +1263,12 @@ def check(ctx: FileContext) -> list[Finding]:
                 findings.append(
                     _handler_finding(ctx, handler, "caught-own-subclass", Severity.P2, message_id, params, extra=extra)
                 )
-            quiet = id(handler) in filters or id(handler) in probes or id(handler) in converting
+            quiet = (
+                id(handler) in filters
+                or id(handler) in probes
+                or id(handler) in converting
+                or _named_alternative(ctx, node, handler)
+            )
             fallback = "RuntimeError" in names and not _raises(handler.body) and not quiet
             if fallback and not _stdlib_only(node.body, imports):
                 oom = _oom_reraised(node, i)
