@@ -3,7 +3,7 @@
 Public API (used by `reviewbot review`, the service and the release notes):
 
     run_review(repo, base, head, *, pr_body=None, pr_title=None, suites="static", config=None,
-               progress=None, log_dir=None) -> Review
+               config_name=None, base_config=None, progress=None, log_dir=None) -> Review
 
 - Reviews exactly what the branch proposes to merge: the diff `merge-base(base, head)..head`.
 - `suites`: `none` runs no code of the revision (static rules and the static cache-key closure diff
@@ -15,9 +15,14 @@ Public API (used by `reviewbot review`, the service and the release notes):
   the machine lacks GPUs). Any other value is a comma-separated list of configured suite names.
   Every mode but `none` also runs the exception-injection experiment on the catch-all and
   `RuntimeError` fallback findings (`reviewbot.experiments.exception_injection`).
-- `config`: defaults to `.reviewbot.yml` at `head` (defaults when absent). A key root that names
+- `config`: defaults to `.reviewbot.yml` at `head` (defaults when absent); `config_name` says where
+  a given `config` comes from in the review's notes (`--config FILE`; default: the head's file).
+  `base_config`: the configuration of the merge-base side (its key roots and probe); default: the
+  merge base's committed `.reviewbot.yml` when it names key roots (the key may have moved), else
+  `config` (`reviewbot review --config` passes its file for both sides). A key root that names
   nothing at the merge base or at head raises `ConfigError`; one that exists at one revision only
-  is a note of the review.
+  is a note of the review. Without key roots the review opens with a note that the cache-key
+  checks are off, and why.
 - `progress`: called with one line per stage (the CLI prints them on stderr).
 
 `Review` carries the verdict, the findings (each with severity, rule, path, line range,
@@ -48,7 +53,7 @@ from reviewbot.failure_coverage import Executed, FailureCoverage, Measured
 from reviewbot.findings import Finding, apply_evidence_policy
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange import KeyChange, detect_key_change
-from reviewbot.repo_config import ConfigError, RepoConfig, load_config
+from reviewbot.repo_config import CONFIG_FILE, ConfigError, RepoConfig, load_config
 from reviewbot.results.schema import SuiteResult
 from reviewbot.review import ChangeSummary, FileStat, Review, Signal
 from reviewbot.ruff import SELECT as RUFF_CODES
@@ -191,6 +196,8 @@ def run_review(
     pr_title: str | None = None,
     suites: str = "static",
     config: RepoConfig | None = None,
+    config_name: str | None = None,
+    base_config: RepoConfig | None = None,
     progress: ProgressFn | None = None,
     log_dir: Path | None = None,
 ) -> Review:
@@ -203,6 +210,8 @@ def run_review(
             merge_base = git.merge_base(base, head_sha)
             if config is None:
                 config = load_config(git.path, head_sha)
+            if config_name is None and git.read(head_sha, CONFIG_FILE) is not None:
+                config_name = f"the head's {CONFIG_FILE}"
             suite_names = _suites_to_run(suites, config)
             changes = diff_files(git, merge_base, head_sha)
             commits = [
@@ -229,7 +238,7 @@ def run_review(
         key_change: KeyChange | None = None
         with clock.stage("cache_key"):
             if config.key_roots:
-                base_config = _base_config(git, merge_base, config)
+                base_config = base_config or _base_config(git, merge_base, config)
                 key_change = detect_key_change(
                     git,
                     merge_base,
@@ -318,19 +327,21 @@ def run_review(
         language=config.language,
         suites_mode=suites,
         timings=timings,
-        notes=_checks_off(config) + _root_notes(key_change),
+        notes=_checks_off(config, config_name) + _root_notes(key_change),
     )
 
 
-def _checks_off(config: RepoConfig) -> list[str]:
-    """What this review does not check for want of configuration, and why."""
+def _checks_off(config: RepoConfig, config_name: str | None) -> list[str]:
+    """What this review does not check for want of configuration, and why (`config_name`: where
+    `config` comes from; None: the head has no `.reviewbot.yml`)."""
     if config.key_roots:
         return []
+    why = f"no `cache_key.roots` in {config_name}" if config_name else f"the head has no {CONFIG_FILE}"
     return [
         (
-            "cache-key checks off: no `cache_key.roots` in the head's .reviewbot.yml, so key changes, "
-            "key-sharing configurations, stale key docs and config fields the key ignores are not checked; "
-            "list the functions and config classes that build the key there (docs/reviewbot.md)"
+            f"cache-key checks off: {why}, so key changes, key-sharing configurations, stale key docs and "
+            "config fields the key ignores are not checked; `reviewbot init` proposes the functions and "
+            "config classes that build the key (docs/reviewbot.md)"
         )
     ]
 

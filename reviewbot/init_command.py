@@ -46,6 +46,8 @@ def _fail(message: str) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.force and not args.write:
         return _fail("--force only goes with --write")
+    if not args.repo.is_dir():
+        return _fail(f"--repo {args.repo}: no such directory")
     with GitRepo(args.repo) as git:
         if git.git("rev-parse", "--git-dir", check=False).strip() == "":
             return _fail(f"{args.repo} is not a git repository")

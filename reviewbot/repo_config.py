@@ -227,12 +227,20 @@ def _config_error(exc: ValidationError) -> ConfigError:
     return ConfigError(f"{key}: {text}")
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line for a YAML syntax error: what the parser found and where (1-based)."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"{exc.problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return " ".join(str(exc).split())
+
+
 def parse_config(text: str) -> RepoConfig:
     """Validate YAML text; an empty document gives the defaults."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{CONFIG_FILE}: not valid YAML: {exc}") from exc
+        raise ConfigError(f"not valid YAML: {_yaml_problem(exc)}") from None
     if data is None:
         return RepoConfig()
     try:

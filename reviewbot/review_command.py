@@ -128,16 +128,30 @@ def _warn_uncommitted_config(root: Path, head: str) -> None:
     if keys == []:
         return
     which = f"top-level keys {', '.join(keys)}" if keys else "not comparable as YAML mappings"
-    print(
-        f"reviewbot review: warning: the working tree's {CONFIG_FILE} differs from the one committed at the "
-        f"reviewed head ({which}); the committed one is used, pass --config {CONFIG_FILE} to try yours",
-        file=sys.stderr,
-    )
+    if committed is None:
+        what = (
+            f"the working tree has a {CONFIG_FILE} ({which}) but the reviewed head has none committed; the "
+            f"defaults are used, pass --config {CONFIG_FILE} to try yours"
+        )
+    elif not working.is_file():
+        what = f"{CONFIG_FILE} is committed at the reviewed head but deleted in the working tree; the committed one is used"
+    else:
+        what = (
+            f"the working tree's {CONFIG_FILE} differs from the one committed at the reviewed head ({which}); "
+            f"the committed one is used, pass --config {CONFIG_FILE} to try yours"
+        )
+    print(f"reviewbot review: warning: {what}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.suites not in SUITE_MODES and not re.fullmatch(r"[\w.-]+(,[\w.-]+)*", args.suites):
         return _fail(f"--suites must be one of {', '.join(SUITE_MODES)} or comma-separated suite names")
+    if not args.repo.is_dir():
+        return _fail(f"--repo {args.repo}: no such directory")
+    if args.out is not None and args.out.is_dir():
+        return _fail(f"--out {args.out}: is a directory (name a file)")
+    if args.out is not None and not args.out.parent.is_dir():
+        return _fail(f"--out {args.out}: no such directory {args.out.parent}")
     with GitRepo(args.repo) as git:
         if git.git("rev-parse", "--git-dir", check=False).strip() == "":
             return _fail(f"{args.repo} is not a git repository")
@@ -192,6 +206,8 @@ def run(args: argparse.Namespace) -> int:
             pr_title=args.pr_title,
             suites=args.suites,
             config=config,
+            config_name=f"--config {args.config}" if args.config is not None else None,
+            base_config=config if args.config is not None else None,
             progress=_progress,
         )
     except ConfigError as exc:

@@ -108,3 +108,35 @@ def test_run_regression_selecting_nothing(tmp_path: Path) -> None:
 def test_cache_key_from_env_with_a_malformed_value(tmp_path: Path) -> None:
     proc = _run(["-m", "magi_compiler.cache_key", "--explain", "--from-env"], tmp_path, MAGI_COMPILE_AOT="maybe")
     _one_line(proc, "MAGI_COMPILE_AOT='maybe' is not a boolean")
+
+
+def test_review_and_init_with_a_repo_that_does_not_exist(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-dir"
+    for command in ("review", "init"):
+        _one_line(_run(["-m", "reviewbot", command, "--repo", str(missing)], tmp_path), f"--repo {missing}: no such")
+
+
+def test_review_out_in_a_missing_directory_or_on_a_directory(git_repo: Path, tmp_path: Path) -> None:
+    # refused before reviewing: nothing printed, nothing saved
+    saved = git_repo / ".reviewbot" / "reviews"
+    before = sorted(saved.iterdir()) if saved.is_dir() else []
+    out = tmp_path / "no-such-dir" / "review.md"
+    proc = _run(["-m", "reviewbot", "review", "--repo", str(git_repo), "--out", str(out)], tmp_path)
+    _one_line(proc, f"--out {out}: no such directory {out.parent}")
+    assert proc.stdout == ""
+    _one_line(
+        _run(["-m", "reviewbot", "review", "--repo", str(git_repo), "--out", str(tmp_path)], tmp_path), "is a directory"
+    )
+    assert (sorted(saved.iterdir()) if saved.is_dir() else []) == before
+
+
+def test_a_configuration_that_is_not_yaml_is_one_line_naming_the_place(git_repo: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yml"
+    broken.write_text("cache_key: [\n")
+    proc = _run(["-m", "reviewbot", "review", "--repo", str(git_repo), "--config", str(broken)], tmp_path)
+    _one_line(proc, f"--config {broken}: not valid YAML: ", "(line 2, column 1)")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(git_repo), str(clone)], check=True)
+    (clone / ".reviewbot.yml").write_text("suites:\n  unit: {command: pytest\n")
+    proc = _run(["-m", "reviewbot", "init", "--repo", str(clone), "--check"], tmp_path)
+    _one_line(proc, "reviewbot init: .reviewbot.yml: not valid YAML: ", "line 3")

@@ -229,3 +229,46 @@ def test_imports_under_type_checking_are_followed(tmp_path: Path) -> None:
     config = parse_config(f"cache_key:\n  roots: [{METHOD_ROOT}]\n")
     change = detect_key_change(repo.path, "main", "config-field", config, probe=False)
     assert [c.name for c in change.closure_changes] == ["mycc.config.CompileConfig"]
+
+
+def test_cli_config_replaces_the_committed_file_at_the_merge_base_too(tmp_path: Path) -> None:
+    # the committed file names the roots but a probe that cannot run; the trial file fixes the
+    # probe: the review must use it at base and head alike (trying it needs no commit on the base)
+    repo = compiler_repo(tmp_path / "mycc", YML.replace("python probe.py", "python no_such_probe.py"))
+    repo.branch("feature")
+    repo.commit({"mycc/backend.py": HELPER_CHANGE}, "version patched")
+    committed = _review(repo, "--suites", "static", "--format", "json")
+    assert committed.returncode == 0, committed.stderr
+    assert json.loads(committed.stdout)["key_change"]["probe_status"] == "failed"
+    trial = tmp_path / "trial.yml"
+    trial.write_text(YML)
+    tried = _review(repo, "--suites", "static", "--format", "json", "--config", str(trial))
+    assert tried.returncode == 0, tried.stderr
+    change = json.loads(tried.stdout)["key_change"]
+    assert (change["probe_status"], change["status"]) == ("ok", "confirmed"), change["probe_error"]
+    assert change["factors_changed"] == ["version"]
+
+
+def test_zero_configuration_says_which_checks_are_off_and_where_the_file_is(tmp_path: Path) -> None:
+    repo = compiler_repo(tmp_path / "mycc")
+    repo.branch("feature")
+    repo.commit({"mycc/backend.py": HELPER_CHANGE}, "version patched")
+    plain = run_reviewbot(repo, "review", "--format", "text")  # --suites static, the default
+    assert plain.returncode == 0 and "warning" not in plain.stderr, plain.stderr
+    note = next(line for line in plain.stdout.splitlines() if "cache-key checks off" in line)
+    assert "the head has no .reviewbot.yml" in note and "reviewbot init proposes" in note, note
+
+    # an uncommitted file: the warning says the head has none, and the defaults are what is used
+    (repo.path / ".reviewbot.yml").write_text(YML)
+    warned = _review(repo, "--format", "json")
+    warnings = [line for line in warned.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "the reviewed head has none committed" in warnings[0], warned.stderr
+    assert "top-level keys cache_key" in warnings[0] and "--config .reviewbot.yml" in warnings[0]
+    assert json.loads(warned.stdout)["key_change"] is None
+
+    # a --config file without roots is named as the reason
+    rootless = tmp_path / "rootless.yml"
+    rootless.write_text("language: en\n")
+    named = _review(repo, "--format", "json", "--config", str(rootless))
+    [note] = [n for n in json.loads(named.stdout)["notes"] if "cache-key checks off" in n]
+    assert f"no `cache_key.roots` in --config {rootless}" in note
