@@ -328,6 +328,7 @@ def run_review(
         suites_mode=suites,
         timings=timings,
         notes=_checks_off(config, config_name) + _root_notes(key_change),
+        suites_configured=list(config.suites),
     )
 
 

@@ -74,6 +74,8 @@ class Review:
     suites_mode: str
     timings: dict[str, float]
     notes: list[str] = dataclasses.field(default_factory=list)
+    # the suites the configuration names (run or not): says why none ran when none did
+    suites_configured: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def verdict(self) -> Verdict:
@@ -116,4 +118,5 @@ class Review:
             "suites_mode": self.suites_mode,
             "timings": self.timings,
             "notes": self.notes,
+            "suites_configured": self.suites_configured,
         }

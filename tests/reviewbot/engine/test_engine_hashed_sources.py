@@ -113,6 +113,17 @@ def test_an_unlisted_file_is_not_a_key_change_and_the_listing_is_cached(toy: Rep
     assert not [line for line in lines if "running the probe" in line]
 
 
+def test_the_summary_says_when_the_probe_ran_only_to_list_hashed_files(toy: Repo) -> None:
+    first = _review(toy, "util")
+    assert first.key_change is not None and first.key_change.sources_origin == "probe"
+    text = render_markdown(first)
+    assert "The key probe did not compare keys (it does only when the closure changed); it ran at the merge base" in text
+    assert "The key probe did not run" not in text
+    again = _review(toy, "util")  # the listing is cached now: the probe did not run at all
+    assert again.key_change is not None and again.key_change.sources_origin == "cache"
+    assert "The key probe did not run: it runs only when the closure changed." in render_markdown(again)
+
+
 def test_a_change_that_only_adds_files_runs_no_probe(toy: Repo) -> None:
     review = _review(toy, "new-file")
     assert review.key_change is not None and review.key_change.sources_origin == ""

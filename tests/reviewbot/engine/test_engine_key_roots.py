@@ -257,6 +257,7 @@ def test_zero_configuration_says_which_checks_are_off_and_where_the_file_is(tmp_
     assert plain.returncode == 0 and "warning" not in plain.stderr, plain.stderr
     note = next(line for line in plain.stdout.splitlines() if "cache-key checks off" in line)
     assert "the head has no .reviewbot.yml" in note and "reviewbot init proposes" in note, note
+    assert "No suites were run: none is configured" in plain.stdout
 
     # an uncommitted file: the warning says the head has none, and the defaults are what is used
     (repo.path / ".reviewbot.yml").write_text(YML)
