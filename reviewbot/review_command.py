@@ -38,7 +38,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "when a P0-BLOCKER stands (0 otherwise), so it works as a pre-push hook. When head equals the base "
         "(nothing to merge, e.g. on main right after install) it says so and reviews the last commit "
         "(HEAD~1..HEAD) instead. Progress lines go to stderr. Configuration: the .reviewbot.yml committed at "
-        "the reviewed head (as pull-request reviews read it), or --config FILE; a working-tree .reviewbot.yml "
+        "the reviewed head (as pull-request reviews read it), or --config FILE (at both revisions); a "
+        "working-tree .reviewbot.yml "
         "that differs from the committed one is named in a warning, not used.",
     )
     parser.add_argument(
@@ -77,8 +78,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--config",
         type=Path,
         default=None,
-        help="read the configuration from this file instead of the .reviewbot.yml committed at the head "
-        "(to try a configuration before committing it)",
+        help="read the configuration from this file instead of the committed .reviewbot.yml, at the head "
+        "and at the merge base (to try a configuration before committing it)",
     )
     parser.set_defaults(func=run)
 
