@@ -140,3 +140,21 @@ def test_a_configuration_that_is_not_yaml_is_one_line_naming_the_place(git_repo:
     (clone / ".reviewbot.yml").write_text("suites:\n  unit: {command: pytest\n")
     proc = _run(["-m", "reviewbot", "init", "--repo", str(clone), "--check"], tmp_path)
     _one_line(proc, "reviewbot init: .reviewbot.yml: not valid YAML: ", "line 3")
+
+
+def test_serve_and_worker_with_a_port_out_of_range_or_an_unsupported_database(tmp_path: Path) -> None:
+    base = {"REVIEWBOT_WEBHOOK_SECRET": "s", "REVIEWBOT_GITHUB_TOKEN": "t"}
+    database = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    _one_line(
+        _run(["-m", "reviewbot", "serve", "--port", "99999"], tmp_path, REVIEWBOT_DATABASE_URL=database, **base),
+        "port (--port): Input should be less than or equal to 65535",
+    )
+    for command in ("serve", "worker"):
+        proc = _run(["-m", "reviewbot", command], tmp_path, REVIEWBOT_DATABASE_URL="mysql://u:hunter2@h/db", **base)
+        _one_line(proc, "database_url (env REVIEWBOT_DATABASE_URL): 'mysql' is not a supported database")
+        assert "hunter2" not in proc.stderr
+    _one_line(
+        _run(["-m", "reviewbot", "serve", "--database-url", "no url"], tmp_path, **base),
+        "database_url (--database-url): not a database URL",
+    )
+    assert not (tmp_path / "db.sqlite3").exists()
