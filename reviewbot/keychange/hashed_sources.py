@@ -76,7 +76,8 @@ def base_listing(
     progress: Callable[[str], None] = logger.info,
 ) -> Listing | None:
     """The files the key hashes at `base` (a full commit id), per factor. `known`: a probe run at
-    `base` this review already made (used when it succeeded); `run`: may the probe run when neither
+    `base` this review already made (used when it succeeded; when it failed, the probe is not run
+    again for the listing: it would fail the same way, at the same cost); `run`: may the probe run when neither
     that nor a cached listing exists; `root`: the cache directory (default `cache_root(git)`);
     `progress`: told when the probe runs and how it went.
     None when the listing is not known (the probe failed, timed out or was not allowed to run)."""
@@ -90,7 +91,7 @@ def base_listing(
             return Listing(parse_probe_sources(path.read_text(encoding="utf-8")), FROM_CACHE)
         except ValueError as exc:  # a damaged cache file (JSONDecodeError is a ValueError): probe again
             logger.warning("ignoring the cached hashed-file listing %s: %s", path, exc)
-    if not run:
+    if not run or known is not None:
         return None
     progress(f"cache key: running the probe at base {base[:12]} for the files the key hashes")
     result = run_probe(git, base, probe)
