@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         if git.git("rev-parse", "--git-dir", check=False).strip() == "":
             return _fail(f"{args.repo} is not a git repository")
         if not git.has_revision(args.revision):
-            return _fail(f"--revision {args.revision!r} names no commit in {args.repo}")
+            return _fail(f"--revision {args.revision!r} names no commit in {args.repo.resolve()}")
         root = git.toplevel()
     target = root / CONFIG_FILE
     if args.check:

@@ -157,10 +157,10 @@ def run(args: argparse.Namespace) -> int:
         if git.git("rev-parse", "--git-dir", check=False).strip() == "":
             return _fail(f"{args.repo} is not a git repository")
         if not git.has_revision(args.head):
-            return _fail(f"--head {args.head!r} names no revision in {args.repo}")
+            return _fail(f"--head {args.head!r} names no revision in {args.repo.resolve()}")
         head = git.rev_parse(args.head)
         if args.base is not None and not git.has_revision(args.base):
-            return _fail(f"--base {args.base!r} names no revision in {args.repo}")
+            return _fail(f"--base {args.base!r} names no revision in {args.repo.resolve()}")
         try:
             base = args.base or _default_base(git)
         except ValueError as exc:

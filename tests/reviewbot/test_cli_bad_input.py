@@ -56,7 +56,7 @@ def _one_line(proc: subprocess.CompletedProcess, *fragments: str) -> None:
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
-        (["--base", "no-such-rev"], ["--base 'no-such-rev' names no revision"]),
+        (["--base", "no-such-rev"], ["--base 'no-such-rev' names no revision in /"]),
         (["--head", "no-such-rev"], ["--head 'no-such-rev' names no revision"]),
         (["--suites", "no_such_suite"], ["unknown suite(s) no_such_suite"]),
         (["--suites", "a;b"], ["--suites must be one of"]),
