@@ -59,6 +59,14 @@ def cache_root(git: GitRepo) -> Path:
     return reviewbot_dir(git.toplevel()) / "hashed-sources"
 
 
+def setup_note(probe: ProbeConfig) -> str:
+    """What a progress line announcing a run of `probe` adds when the probe has a `setup`: its
+    environment is built first when none is cached, which may take minutes (an install)."""
+    if probe.setup is None:
+        return ""
+    return " (first building its environment with cache_key.probe.setup unless one is cached for these dependencies)"
+
+
 def _cache_file(root: Path, base: str, probe: ProbeConfig) -> Path:
     """One file per base commit and probe configuration (another command may list other files)."""
     recipe = json.dumps([probe.command, probe.python, probe.setup])
@@ -93,7 +101,7 @@ def base_listing(
             logger.warning("ignoring the cached hashed-file listing %s: %s", path, exc)
     if not run or known is not None:
         return None
-    progress(f"cache key: running the probe at base {base[:12]} for the files the key hashes")
+    progress(f"cache key: running the probe at base {base[:12]} for the files the key hashes{setup_note(probe)}")
     result = run_probe(git, base, probe)
     progress(f"cache key: probe at base {result.status} in {result.seconds:.1f}s")
     if result.status != "ok":

@@ -273,3 +273,18 @@ def test_zero_configuration_says_which_checks_are_off_and_where_the_file_is(tmp_
     named = _review(repo, "--format", "json", "--config", str(rootless))
     [note] = [n for n in json.loads(named.stdout)["notes"] if "cache-key checks off" in n]
     assert f"no `cache_key.roots` in --config {rootless}" in note
+
+
+def test_cli_probe_with_a_setup_environment_says_it_builds_one(tmp_path: Path) -> None:
+    repo = compiler_repo(tmp_path / "mycc", YML)
+    repo.branch("feature")
+    repo.commit({"mycc/backend.py": HELPER_CHANGE}, "version patched")
+    trial = tmp_path / "setup.yml"
+    trial.write_text(YML.replace("    timeout_s: 60\n", "    timeout_s: 60\n    setup: python -c pass\n"))
+    proc = _review(repo, "--suites", "static", "--format", "json", "--config", str(trial))
+    assert proc.returncode == 0, proc.stderr
+    change = json.loads(proc.stdout)["key_change"]
+    assert change["status"] == "confirmed", change["probe_error"]
+    announced = [line for line in proc.stderr.splitlines() if "first building its environment" in line]
+    assert len(announced) == 2 and "running the probe at base" in announced[0], proc.stderr
+    assert len(list((repo.path / ".reviewbot" / "probe-envs").glob("*/bin/python"))) == 1  # one for both
