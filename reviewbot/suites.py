@@ -68,10 +68,13 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 
 def _cause(log_tail: str) -> str:
     """`: LINE` for the last line of a log tail that names an error (`ModuleNotFoundError: ...`,
-    pytest's `E   ...`, `ERROR: ...`), else "": why a suite ran no test."""
+    pytest's `E   ...`, `ERROR: ...`, a program that cannot be executed), else "": why a suite ran
+    no test."""
     for line in reversed(log_tail.splitlines()):
         text = line.removeprefix("E").strip() if line.startswith("E ") else line.strip()
-        if re.search(r"\b\w*(Error|Exception)\b|^ERROR\b|^error:", text):
+        if re.search(
+            r"\b\w*(Error|Exception)\b|^ERROR\b|^error:|No such file or directory|command not found|: not found$", text
+        ):
             return f": {text[:200]}"
     return ""
 

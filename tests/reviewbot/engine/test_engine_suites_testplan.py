@@ -146,6 +146,8 @@ def test_a_suite_that_runs_no_tests_says_the_error_that_stopped_it(repo: Repo, t
     assert result.status == "error" and not result.tests
     assert result.detail.startswith(f"exited with code {result.returncode} without running tests: ")
     assert result.detail.endswith("ModuleNotFoundError: No module named 'no_such_dependency'"), result.detail
+    (missing,) = run_suites(repo.path, "main", [SuiteConfig("tool", 'sh -c "no_such_tool_h14"')], log_dir=tmp_path)
+    assert missing.status == "error" and missing.detail.endswith("no_such_tool_h14: not found"), missing.detail
 
 
 def test_the_review_says_why_no_suite_ran(repo: Repo, tmp_path: Path) -> None:
