@@ -26,6 +26,7 @@ from reviewbot.gitrepo import GitRepo
 from reviewbot.render import render_markdown
 from reviewbot.render.terminal import to_terminal, wants_colour
 from reviewbot.repo_config import CONFIG_FILE, LANGUAGES, ConfigError, differing_keys, load_config, load_config_file
+from reviewbot.review import Note
 from reviewbot.suites import reviewbot_dir
 
 
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             return _fail(str(exc))
         branch = git.current_branch() if args.head == "HEAD" else args.head
-        notes: list[str] = []
+        notes: list[Note] = []
         if git.merge_base(base, head) == head:
             if not git.has_revision(f"{head}~1"):
                 print(
@@ -174,11 +175,7 @@ def run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 0
-            note = (
-                f"{args.head} is already contained in {base}: nothing is proposed to merge. "
-                f"Reviewing the last commit ({args.head}~1..{args.head}) instead."
-            )
-            notes.append(note)
+            notes.append(Note("review-note.head-is-base", {"head": args.head, "base": base}))
             base = f"{head}~1"
         root = git.toplevel()
     try:
@@ -196,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     if args.pr_body is not None and not args.pr_body.is_file():
         return _fail(f"--pr-body {args.pr_body}: no such file")
     for note in notes:
-        _progress(note)
+        _progress(note.text())
     pr_body = args.pr_body.read_text() if args.pr_body else None
     try:
         review = run_review(
@@ -207,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
             pr_title=args.pr_title,
             suites=args.suites,
             config=config,
-            config_name=f"--config {args.config}" if args.config is not None else None,
+            config_file=str(args.config) if args.config is not None else None,
             base_config=config if args.config is not None else None,
             progress=_progress,
         )

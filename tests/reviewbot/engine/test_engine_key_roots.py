@@ -17,6 +17,7 @@ from engine_gitrepos import Repo, sub
 from reviewbot.engine import run_review
 from reviewbot.findings import EvidenceKind
 from reviewbot.keychange import detect_key_change
+from reviewbot.render import render_markdown
 from reviewbot.repo_config import ConfigError, differing_keys, parse_config
 
 METHOD_ROOT = "mycc.backend.MyBackend.cache_dir"
@@ -96,9 +97,12 @@ def test_roots_present_at_one_revision_are_notes(repo: Repo) -> None:
     assert review.key_change is not None
     assert review.key_change.roots_added == ("mycc.backend.MyBackend.stats_fingerprint",)
     assert review.key_change.roots_removed == ("mycc.backend.MyBackend.log_stats",)
-    added = [n for n in review.notes if "`mycc.backend.MyBackend.stats_fingerprint` is added" in n]
-    removed = [n for n in review.notes if "`mycc.backend.MyBackend.log_stats` is removed" in n]
-    assert len(added) == 1 and len(removed) == 1, review.notes
+    texts = [note.text("en") for note in review.notes]
+    added = [n for n in texts if "`mycc.backend.MyBackend.stats_fingerprint` is added" in n]
+    removed = [n for n in texts if "`mycc.backend.MyBackend.log_stats` is removed" in n]
+    assert len(added) == 1 and len(removed) == 1, texts
+    zh = render_markdown(review, "zh")  # the notes are in the review's language like the rest
+    assert "> 说明: 缓存键根 `mycc.backend.MyBackend.stats_fingerprint` 由本次改动新增" in zh, zh[:600]
 
 
 def test_a_misspelled_root_is_an_error_naming_it(repo: Repo) -> None:
