@@ -121,12 +121,17 @@ def _fail(message: str) -> int:
 
 
 def _warn_uncommitted_config(root: Path, head: str) -> None:
-    """One stderr line when the working tree's `.reviewbot.yml` differs from the one at `head`,
-    which is the one used."""
-    working = root / CONFIG_FILE
+    """One stderr line when the working tree's `.reviewbot.yml` has uncommitted changes (it
+    differs from the one committed at the checked-out HEAD) that the review does not see (it
+    differs from the one at `head`, which is the one used). Comparisons are by value."""
+    working_path = root / CONFIG_FILE
+    working = working_path.read_text() if working_path.is_file() else None
     with GitRepo(root) as git:
+        checked_out = git.read("HEAD", CONFIG_FILE)
         committed = git.read(head, CONFIG_FILE)
-    keys = differing_keys(committed, working.read_text() if working.is_file() else None)
+    if differing_keys(checked_out, working) == []:
+        return  # nothing uncommitted: reviewing another head with its own file is expected
+    keys = differing_keys(committed, working)
     if keys == []:
         return
     which = f"top-level keys {', '.join(keys)}" if keys else "not comparable as YAML mappings"
@@ -135,8 +140,8 @@ def _warn_uncommitted_config(root: Path, head: str) -> None:
             f"the working tree has a {CONFIG_FILE} ({which}) but the reviewed head has none committed; the "
             f"defaults are used, pass --config {CONFIG_FILE} to try yours"
         )
-    elif not working.is_file():
-        what = f"{CONFIG_FILE} is committed at the reviewed head but deleted in the working tree; the committed one is used"
+    elif working is None:
+        what = f"{CONFIG_FILE} is deleted in the working tree; the one committed at the reviewed head is used"
     else:
         what = (
             f"the working tree's {CONFIG_FILE} differs from the one committed at the reviewed head ({which}); "

@@ -292,3 +292,21 @@ def test_cli_probe_with_a_setup_environment_says_it_builds_one(tmp_path: Path) -
     announced = [line for line in proc.stderr.splitlines() if "first building its environment" in line]
     assert len(announced) == 2 and "running the probe at base" in announced[0], proc.stderr
     assert len(list((repo.path / ".reviewbot" / "probe-envs").glob("*/bin/python"))) == 1  # one for both
+
+
+def test_no_warning_for_another_head_whose_file_differs_from_an_unedited_checkout(tmp_path: Path) -> None:
+    repo = compiler_repo(tmp_path / "mycc")  # main: no .reviewbot.yml
+    repo.branch("feature")
+    repo.commit({".reviewbot.yml": YML, "mycc/backend.py": HELPER_CHANGE}, "configure and patch")
+    repo.checkout("main")
+    other = _review(repo, "--head", "feature", "--format", "json")
+    assert other.returncode == 0 and "reviewbot review: warning" not in other.stderr, other.stderr
+    assert json.loads(other.stdout)["key_change"]["roots"] == [METHOD_ROOT]  # feature's own file
+    repo.checkout("feature")
+    (repo.path / ".reviewbot.yml").unlink()
+    deleted = _review(repo, "--format", "json")
+    warnings = [line for line in deleted.stderr.splitlines() if line.startswith("reviewbot review: warning")]
+    assert warnings == [
+        "reviewbot review: warning: .reviewbot.yml is deleted in the working tree; the one committed at the "
+        "reviewed head is used"
+    ], deleted.stderr
