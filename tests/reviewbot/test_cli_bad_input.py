@@ -4,6 +4,7 @@ blocking review). Each case runs the real command in a fresh process."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -158,3 +159,17 @@ def test_serve_and_worker_with_a_port_out_of_range_or_an_unsupported_database(tm
         "database_url (--database-url): not a database URL",
     )
     assert not (tmp_path / "db.sqlite3").exists()
+
+
+def test_release_notes_with_github_unreachable_or_out_on_a_directory(git_repo: Path, tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = ["-m", "reviewbot", "release-notes", "--repo", str(git_repo), "--from", "HEAD~1", "--to", "HEAD"]
+    proc = _run([*argv, "--github", "a/b"], tmp_path, GITHUB_API_URL=f"http://127.0.0.1:{port}")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("reviewbot release-notes:")]
+    assert errors == [
+        f"reviewbot release-notes: --github a/b: cannot reach http://127.0.0.1:{port}: [Errno 111] Connection refused"
+    ]
+    _one_line(_run([*argv, "--out", str(tmp_path)], tmp_path), f"--out {tmp_path}: is a directory")
