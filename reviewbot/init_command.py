@@ -11,7 +11,7 @@ from pathlib import Path
 
 from reviewbot.gitrepo import GitRepo
 from reviewbot.init_config import check_config, propose_config
-from reviewbot.repo_config import CONFIG_FILE
+from reviewbot.repo_config import CONFIG_FILE, ConfigError, read_config_text
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -58,7 +58,11 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         if not target.is_file():
             return _fail(f"{target}: no such file (run `reviewbot init --write` first)")
-        problems = check_config(root, target.read_text(), args.revision)
+        try:
+            text = read_config_text(target)
+        except ConfigError as exc:
+            return _fail(f"{CONFIG_FILE}: {exc}")
+        problems = check_config(root, text, args.revision)
         for problem in problems:
             print(f"reviewbot init: {CONFIG_FILE}: {problem}", file=sys.stderr)
         if problems:

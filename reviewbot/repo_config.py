@@ -267,11 +267,20 @@ def parse_config(text: str) -> RepoConfig:
     )
 
 
-def load_config_file(path: Path) -> RepoConfig:
-    """Read and validate a configuration file outside git (`reviewbot review --config FILE`)."""
+def read_config_text(path: Path) -> str:
+    """The text of a configuration file on disk; ConfigError when it is missing or not UTF-8."""
     if not path.is_file():
         raise ConfigError("no such file")
-    return parse_config(path.read_text())
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text (byte {exc.start})") from None
+
+
+def load_config_file(path: Path) -> RepoConfig:
+    """Read and validate a configuration file outside git (`reviewbot review --config FILE`)."""
+    return parse_config(read_config_text(path))
 
 
 def differing_keys(committed: str | None, working: str | None) -> list[str] | None:
@@ -298,7 +307,7 @@ def load_config(repo: Path | str, revision: str | None = None) -> RepoConfig:
     """
     if revision is None:
         path = Path(repo) / CONFIG_FILE
-        return parse_config(path.read_text()) if path.is_file() else RepoConfig()
+        return parse_config(read_config_text(path)) if path.is_file() else RepoConfig()
     with GitRepo(repo) as git:
         text = git.read(revision, CONFIG_FILE)
     return parse_config(text) if text is not None else RepoConfig()

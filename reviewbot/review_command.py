@@ -125,7 +125,8 @@ def _warn_uncommitted_config(root: Path, head: str) -> None:
     differs from the one committed at the checked-out HEAD) that the review does not see (it
     differs from the one at `head`, which is the one used). Comparisons are by value."""
     working_path = root / CONFIG_FILE
-    working = working_path.read_text() if working_path.is_file() else None
+    # not UTF-8: replaced characters, so it is "not comparable" or differs, never a traceback
+    working = working_path.read_text(errors="replace") if working_path.is_file() else None
     with GitRepo(root) as git:
         checked_out = git.read("HEAD", CONFIG_FILE)
         committed = git.read(head, CONFIG_FILE)
@@ -197,9 +198,12 @@ def run(args: argparse.Namespace) -> int:
             return _fail(f"--suites names unknown suite(s) {', '.join(unknown)}; configured {where}: {configured}")
     if args.pr_body is not None and not args.pr_body.is_file():
         return _fail(f"--pr-body {args.pr_body}: no such file")
+    try:
+        pr_body = args.pr_body.read_bytes().decode("utf-8") if args.pr_body else None
+    except UnicodeDecodeError as exc:
+        return _fail(f"--pr-body {args.pr_body}: not UTF-8 text (byte {exc.start})")
     for note in notes:
         _progress(note.text())
-    pr_body = args.pr_body.read_text() if args.pr_body else None
     try:
         review = run_review(
             root,

@@ -173,3 +173,20 @@ def test_release_notes_with_github_unreachable_or_out_on_a_directory(git_repo: P
         f"reviewbot release-notes: --github a/b: cannot reach http://127.0.0.1:{port}: [Errno 111] Connection refused"
     ]
     _one_line(_run([*argv, "--out", str(tmp_path)], tmp_path), f"--out {tmp_path}: is a directory")
+
+
+def test_files_that_are_not_utf8_are_one_line(git_repo: Path, tmp_path: Path) -> None:
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("language: en  # caf\xe9\n".encode("latin-1"))
+    review = ["-m", "reviewbot", "review", "--repo", str(git_repo), "--suites", "none"]
+    _one_line(_run([*review, "--pr-body", str(latin1)], tmp_path), f"--pr-body {latin1}: not UTF-8 text (byte 19)")
+    _one_line(_run([*review, "--config", str(latin1)], tmp_path), f"--config {latin1}: not UTF-8 text (byte 19)")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(git_repo), str(clone)], check=True)
+    (clone / ".reviewbot.yml").write_bytes(latin1.read_bytes())
+    check = _run(["-m", "reviewbot", "init", "--repo", str(clone), "--check"], tmp_path)
+    _one_line(check, "reviewbot init: .reviewbot.yml: not UTF-8 text (byte 19)")
+    # the working-tree warning reads it too, and names it instead of failing
+    warned = _run(["-m", "reviewbot", "review", "--repo", str(clone), "--suites", "none", "--base", "HEAD~1"], tmp_path)
+    assert warned.returncode == 0 and "Traceback" not in warned.stderr, warned.stderr
+    assert "warning: the working tree has a .reviewbot.yml (top-level keys language)" in warned.stderr
