@@ -227,20 +227,12 @@ def _config_error(exc: ValidationError) -> ConfigError:
     return ConfigError(f"{key}: {text}")
 
 
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """One line for a YAML syntax error: what the parser found and where (1-based)."""
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
-        mark = exc.problem_mark
-        return f"{exc.problem} (line {mark.line + 1}, column {mark.column + 1})"
-    return " ".join(str(exc).split())
-
-
 def parse_config(text: str) -> RepoConfig:
     """Validate YAML text; an empty document gives the defaults."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {_yaml_problem(exc)}") from None
+        raise ConfigError(f"not valid YAML: {validation.yaml_problem(exc)}") from None
     if data is None:
         return RepoConfig()
     try:
@@ -271,11 +263,10 @@ def read_config_text(path: Path) -> str:
     """The text of a configuration file on disk; ConfigError when it is missing or not UTF-8."""
     if not path.is_file():
         raise ConfigError("no such file")
-    data = path.read_bytes()
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"not UTF-8 text (byte {exc.start})") from None
+        return validation.decode_utf8(path.read_bytes())
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def load_config_file(path: Path) -> RepoConfig:

@@ -320,7 +320,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _file_values(config_path: str) -> dict[str, Any]:
     if not Path(config_path).is_file():
         raise ValueError(f"--config {config_path}: no such file")
-    data = yaml.safe_load(Path(config_path).read_text()) or {}
+    try:
+        text = validation.decode_utf8(Path(config_path).read_bytes())
+    except ValueError as exc:
+        raise ValueError(f"--config {config_path}: {exc}") from None
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"--config {config_path}: not valid YAML: {validation.yaml_problem(exc)}") from None
     if not isinstance(data, dict):
         # ValueError, as for every bad setting: the commands report it as one line
         raise ValueError(f"{config_path}: expected a mapping of settings")  # noqa: TRY004

@@ -190,3 +190,20 @@ def test_files_that_are_not_utf8_are_one_line(git_repo: Path, tmp_path: Path) ->
     warned = _run(["-m", "reviewbot", "review", "--repo", str(clone), "--suites", "none", "--base", "HEAD~1"], tmp_path)
     assert warned.returncode == 0 and "Traceback" not in warned.stderr, warned.stderr
     assert "warning: the working tree has a .reviewbot.yml (top-level keys language)" in warned.stderr
+
+
+def test_serve_and_worker_settings_file_not_yaml_or_not_utf8(tmp_path: Path) -> None:
+    broken = tmp_path / "settings.yml"
+    broken.write_text("port: [1\n")
+    for command in ("serve", "worker"):
+        _one_line(
+            _run(["-m", "reviewbot", command, "--config", str(broken)], tmp_path),
+            f"reviewbot {command}: --config {broken}: not valid YAML: ",
+            "(line 2, column 1)",
+        )
+    latin1 = tmp_path / "latin1.yml"
+    latin1.write_bytes("host: caf\xe9\n".encode("latin-1"))
+    _one_line(
+        _run(["-m", "reviewbot", "serve"], tmp_path, REVIEWBOT_CONFIG=str(latin1)),
+        f"reviewbot serve: --config {latin1}: not UTF-8 text (byte 9)",
+    )
