@@ -207,3 +207,30 @@ def test_serve_and_worker_settings_file_not_yaml_or_not_utf8(tmp_path: Path) -> 
         _run(["-m", "reviewbot", "serve"], tmp_path, REVIEWBOT_CONFIG=str(latin1)),
         f"reviewbot serve: --config {latin1}: not UTF-8 text (byte 9)",
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--gpus", "-1"], "--gpus must be 0 or more, got -1"),
+        (["--timeout-cap", "0"], "--timeout-cap must be positive, got 0"),
+        (["--repo", "/no/such/dir"], "--repo /no/such/dir: no such directory"),
+    ],
+)
+def test_run_regression_bad_arguments(tmp_path: Path, args: list[str], fragment: str) -> None:
+    proc = _run(["ci/run_regression.py", "--out-dir", str(tmp_path / "out"), *args], tmp_path, cwd=REPO_ROOT)
+    _one_line(proc, f"run_regression: {fragment}")
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_regression_out_dir_on_a_file_or_repo_not_a_repository(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    proc = _run(["ci/run_regression.py", "--out-dir", str(a_file)], tmp_path, cwd=REPO_ROOT)
+    _one_line(proc, f"--out-dir {a_file}: exists and is not a directory")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    proc = _run(
+        ["ci/run_regression.py", "--out-dir", str(tmp_path / "o"), "--repo", str(plain)], tmp_path, cwd=REPO_ROOT
+    )
+    _one_line(proc, f"--repo {plain} is not a git repository")
