@@ -109,6 +109,9 @@ def test_run_regression_selecting_nothing(tmp_path: Path) -> None:
 def test_cache_key_from_env_with_a_malformed_value(tmp_path: Path) -> None:
     proc = _run(["-m", "magi_compiler.cache_key", "--explain", "--from-env"], tmp_path, MAGI_COMPILE_AOT="maybe")
     _one_line(proc, "MAGI_COMPILE_AOT='maybe' is not a boolean")
+    # a level name is checked when the configuration is built, not only when an entry is
+    proc = _run(["-m", "magi_compiler.cache_key", "--explain", "--from-env"], tmp_path, MAGI_COMPILE_LOG_LEVEL="LOUD")
+    _one_line(proc, "log_level='LOUD' is not a logging level", "MAGI_COMPILE_LOG_LEVEL")
 
 
 def test_review_and_init_with_a_repo_that_does_not_exist(tmp_path: Path) -> None:
