@@ -22,6 +22,8 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from magi_compiler.log import parse_level
+
 ENV_PREFIX = "MAGI_COMPILE_"
 FSDP_ENV_PREFIX = "MAGI_COMPILE_FSDP__"
 
@@ -137,6 +139,8 @@ class CompileConfig:
             raise TypeError(f"fsdp must be an FSDPConfig, got {type(self.fsdp).__name__}")
         if not isinstance(self.cudagraph_mode, CudaGraphMode):
             raise TypeError(f"cudagraph_mode must be a CudaGraphMode, got {self.cudagraph_mode!r}")
+        if self.log_level.strip():  # checked here, not only when an entry is built, so a typo fails at once
+            parse_level(self.log_level, "log_level")
         sizes = self.cudagraph_capture_sizes
         if (
             not isinstance(sizes, list)

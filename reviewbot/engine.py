@@ -3,7 +3,7 @@
 Public API (used by `reviewbot review`, the service and the release notes):
 
     run_review(repo, base, head, *, pr_body=None, pr_title=None, suites="static", config=None,
-               progress=None, log_dir=None) -> Review
+               config_file=None, base_config=None, progress=None, log_dir=None) -> Review
 
 - Reviews exactly what the branch proposes to merge: the diff `merge-base(base, head)..head`.
 - `suites`: `none` runs no code of the revision (static rules and the static cache-key closure diff
@@ -15,9 +15,15 @@ Public API (used by `reviewbot review`, the service and the release notes):
   the machine lacks GPUs). Any other value is a comma-separated list of configured suite names.
   Every mode but `none` also runs the exception-injection experiment on the catch-all and
   `RuntimeError` fallback findings (`reviewbot.experiments.exception_injection`).
-- `config`: defaults to `.reviewbot.yml` at `head` (defaults when absent). A key root that names
+- `config`: defaults to `.reviewbot.yml` at `head` (defaults when absent); `config_file` names the
+  file a given `config` was read from instead of the committed one (`--config FILE`), for the
+  review's notes.
+  `base_config`: the configuration of the merge-base side (its key roots and probe); default: the
+  merge base's committed `.reviewbot.yml` when it names key roots (the key may have moved), else
+  `config` (`reviewbot review --config` passes its file for both sides). A key root that names
   nothing at the merge base or at head raises `ConfigError`; one that exists at one revision only
-  is a note of the review.
+  is a note of the review. Without key roots the review opens with a note that the cache-key
+  checks are off, and why.
 - `progress`: called with one line per stage (the CLI prints them on stderr).
 
 `Review` carries the verdict, the findings (each with severity, rule, path, line range,
@@ -48,9 +54,9 @@ from reviewbot.failure_coverage import Executed, FailureCoverage, Measured
 from reviewbot.findings import Finding, apply_evidence_policy
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange import KeyChange, detect_key_change
-from reviewbot.repo_config import ConfigError, RepoConfig, load_config
+from reviewbot.repo_config import CONFIG_FILE, ConfigError, RepoConfig, load_config
 from reviewbot.results.schema import SuiteResult
-from reviewbot.review import ChangeSummary, FileStat, Review, Signal
+from reviewbot.review import ChangeSummary, FileStat, Note, Review, Signal
 from reviewbot.ruff import SELECT as RUFF_CODES
 from reviewbot.ruff import run_ruff
 from reviewbot.rules import FILE_RULES, FileContext, encoding, key_docs, suite_results
@@ -191,6 +197,8 @@ def run_review(
     pr_title: str | None = None,
     suites: str = "static",
     config: RepoConfig | None = None,
+    config_file: str | None = None,
+    base_config: RepoConfig | None = None,
     progress: ProgressFn | None = None,
     log_dir: Path | None = None,
 ) -> Review:
@@ -203,6 +211,7 @@ def run_review(
             merge_base = git.merge_base(base, head_sha)
             if config is None:
                 config = load_config(git.path, head_sha)
+            head_has_file = git.read(head_sha, CONFIG_FILE) is not None
             suite_names = _suites_to_run(suites, config)
             changes = diff_files(git, merge_base, head_sha)
             commits = [
@@ -229,7 +238,7 @@ def run_review(
         key_change: KeyChange | None = None
         with clock.stage("cache_key"):
             if config.key_roots:
-                base_config = _base_config(git, merge_base, config)
+                base_config = base_config or _base_config(git, merge_base, config)
                 key_change = detect_key_change(
                     git,
                     merge_base,
@@ -318,34 +327,27 @@ def run_review(
         language=config.language,
         suites_mode=suites,
         timings=timings,
-        notes=_checks_off(config) + _root_notes(key_change),
+        notes=_checks_off(config, config_file, head_has_file) + _root_notes(key_change),
+        suites_configured=list(config.suites),
     )
 
 
-def _checks_off(config: RepoConfig) -> list[str]:
-    """What this review does not check for want of configuration, and why."""
+def _checks_off(config: RepoConfig, config_file: str | None, head_has_file: bool) -> list[Note]:
+    """What this review does not check for want of configuration, and why (`config_file`: the file
+    given instead of the committed one)."""
     if config.key_roots:
         return []
-    return [
-        (
-            "cache-key checks off: no `cache_key.roots` in the head's .reviewbot.yml, so key changes, "
-            "key-sharing configurations, stale key docs and config fields the key ignores are not checked; "
-            "list the functions and config classes that build the key there (docs/reviewbot.md)"
-        )
-    ]
+    if config_file is not None:
+        return [Note("review-note.checks-off-config", {"path": config_file})]
+    return [Note("review-note.checks-off-no-roots" if head_has_file else "review-note.checks-off-no-file")]
 
 
-def _root_notes(key_change: KeyChange | None) -> list[str]:
+def _root_notes(key_change: KeyChange | None) -> list[Note]:
     """Configured key roots that exist at one revision only: the change adds or removes them."""
     if key_change is None:
         return []
-    notes = [
-        f"cache-key root `{root}` is added by this change (absent at the merge base)" for root in key_change.roots_added
-    ]
-    notes += [
-        f"cache-key root `{root}` is removed by this change (absent at head): drop it from `cache_key.roots`"
-        for root in key_change.roots_removed
-    ]
+    notes = [Note("review-note.root-added", {"root": root}) for root in key_change.roots_added]
+    notes += [Note("review-note.root-removed", {"root": root}) for root in key_change.roots_removed]
     return notes
 
 

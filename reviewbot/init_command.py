@@ -11,7 +11,7 @@ from pathlib import Path
 
 from reviewbot.gitrepo import GitRepo
 from reviewbot.init_config import check_config, propose_config
-from reviewbot.repo_config import CONFIG_FILE
+from reviewbot.repo_config import CONFIG_FILE, ConfigError, read_config_text
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -46,17 +46,23 @@ def _fail(message: str) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.force and not args.write:
         return _fail("--force only goes with --write")
+    if not args.repo.is_dir():
+        return _fail(f"--repo {args.repo}: no such directory")
     with GitRepo(args.repo) as git:
         if git.git("rev-parse", "--git-dir", check=False).strip() == "":
             return _fail(f"{args.repo} is not a git repository")
         if not git.has_revision(args.revision):
-            return _fail(f"--revision {args.revision!r} names no commit in {args.repo}")
+            return _fail(f"--revision {args.revision!r} names no commit in {args.repo.resolve()}")
         root = git.toplevel()
     target = root / CONFIG_FILE
     if args.check:
         if not target.is_file():
             return _fail(f"{target}: no such file (run `reviewbot init --write` first)")
-        problems = check_config(root, target.read_text(), args.revision)
+        try:
+            text = read_config_text(target)
+        except ConfigError as exc:
+            return _fail(f"{CONFIG_FILE}: {exc}")
+        problems = check_config(root, text, args.revision)
         for problem in problems:
             print(f"reviewbot init: {CONFIG_FILE}: {problem}", file=sys.stderr)
         if problems:

@@ -232,7 +232,7 @@ def parse_config(text: str) -> RepoConfig:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{CONFIG_FILE}: not valid YAML: {exc}") from exc
+        raise ConfigError(f"not valid YAML: {validation.yaml_problem(exc)}") from None
     if data is None:
         return RepoConfig()
     try:
@@ -259,11 +259,19 @@ def parse_config(text: str) -> RepoConfig:
     )
 
 
-def load_config_file(path: Path) -> RepoConfig:
-    """Read and validate a configuration file outside git (`reviewbot review --config FILE`)."""
+def read_config_text(path: Path) -> str:
+    """The text of a configuration file on disk; ConfigError when it is missing or not UTF-8."""
     if not path.is_file():
         raise ConfigError("no such file")
-    return parse_config(path.read_text())
+    try:
+        return validation.decode_utf8(path.read_bytes())
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def load_config_file(path: Path) -> RepoConfig:
+    """Read and validate a configuration file outside git (`reviewbot review --config FILE`)."""
+    return parse_config(read_config_text(path))
 
 
 def differing_keys(committed: str | None, working: str | None) -> list[str] | None:
@@ -290,7 +298,7 @@ def load_config(repo: Path | str, revision: str | None = None) -> RepoConfig:
     """
     if revision is None:
         path = Path(repo) / CONFIG_FILE
-        return parse_config(path.read_text()) if path.is_file() else RepoConfig()
+        return parse_config(read_config_text(path)) if path.is_file() else RepoConfig()
     with GitRepo(repo) as git:
         text = git.read(revision, CONFIG_FILE)
     return parse_config(text) if text is not None else RepoConfig()

@@ -9,6 +9,7 @@ import dataclasses
 from collections import Counter
 from typing import Any
 
+from reviewbot import messages
 from reviewbot.findings import Finding, Severity
 from reviewbot.keychange import KeyChange
 from reviewbot.results.schema import SuiteResult
@@ -56,6 +57,18 @@ class Signal:
 
 
 @dataclasses.dataclass(frozen=True)
+class Note:
+    """A line at the top of the review: what it did not check, or checked differently, and why.
+    `message_id` names a `review-note.*` text of the message catalogs."""
+
+    message_id: str
+    params: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def text(self, language: str = "en") -> str:
+        return messages.render(self.message_id, self.params, language).message
+
+
+@dataclasses.dataclass(frozen=True)
 class Verdict:
     blocking: bool
     counts: dict[str, int]
@@ -73,7 +86,9 @@ class Review:
     language: str
     suites_mode: str
     timings: dict[str, float]
-    notes: list[str] = dataclasses.field(default_factory=list)
+    notes: list[Note] = dataclasses.field(default_factory=list)
+    # the suites the configuration names (run or not): says why none ran when none did
+    suites_configured: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def verdict(self) -> Verdict:
@@ -115,5 +130,6 @@ class Review:
             "language": self.language,
             "suites_mode": self.suites_mode,
             "timings": self.timings,
-            "notes": self.notes,
+            "notes": [note.text(self.language) for note in self.notes],
+            "suites_configured": self.suites_configured,
         }

@@ -26,6 +26,7 @@ from reviewbot.gitrepo import GitRepo
 from reviewbot.render import render_markdown
 from reviewbot.render.terminal import to_terminal, wants_colour
 from reviewbot.repo_config import CONFIG_FILE, LANGUAGES, ConfigError, differing_keys, load_config, load_config_file
+from reviewbot.review import Note
 from reviewbot.suites import reviewbot_dir
 
 
@@ -38,7 +39,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "when a P0-BLOCKER stands (0 otherwise), so it works as a pre-push hook. When head equals the base "
         "(nothing to merge, e.g. on main right after install) it says so and reviews the last commit "
         "(HEAD~1..HEAD) instead. Progress lines go to stderr. Configuration: the .reviewbot.yml committed at "
-        "the reviewed head (as pull-request reviews read it), or --config FILE; a working-tree .reviewbot.yml "
+        "the reviewed head (as pull-request reviews read it), or --config FILE (at both revisions); a "
+        "working-tree .reviewbot.yml "
         "that differs from the committed one is named in a warning, not used.",
     )
     parser.add_argument(
@@ -77,8 +79,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--config",
         type=Path,
         default=None,
-        help="read the configuration from this file instead of the .reviewbot.yml committed at the head "
-        "(to try a configuration before committing it)",
+        help="read the configuration from this file instead of the committed .reviewbot.yml, at the head "
+        "and at the merge base (to try a configuration before committing it)",
     )
     parser.set_defaults(func=run)
 
@@ -119,39 +121,59 @@ def _fail(message: str) -> int:
 
 
 def _warn_uncommitted_config(root: Path, head: str) -> None:
-    """One stderr line when the working tree's `.reviewbot.yml` differs from the one at `head`,
-    which is the one used."""
-    working = root / CONFIG_FILE
+    """One stderr line when the working tree's `.reviewbot.yml` has uncommitted changes (it
+    differs from the one committed at the checked-out HEAD) that the review does not see (it
+    differs from the one at `head`, which is the one used). Comparisons are by value."""
+    working_path = root / CONFIG_FILE
+    # not UTF-8: replaced characters, so it is "not comparable" or differs, never a traceback
+    working = working_path.read_text(errors="replace") if working_path.is_file() else None
     with GitRepo(root) as git:
+        checked_out = git.read("HEAD", CONFIG_FILE)
         committed = git.read(head, CONFIG_FILE)
-    keys = differing_keys(committed, working.read_text() if working.is_file() else None)
+    if differing_keys(checked_out, working) == []:
+        return  # nothing uncommitted: reviewing another head with its own file is expected
+    keys = differing_keys(committed, working)
     if keys == []:
         return
     which = f"top-level keys {', '.join(keys)}" if keys else "not comparable as YAML mappings"
-    print(
-        f"reviewbot review: warning: the working tree's {CONFIG_FILE} differs from the one committed at the "
-        f"reviewed head ({which}); the committed one is used, pass --config {CONFIG_FILE} to try yours",
-        file=sys.stderr,
-    )
+    if committed is None:
+        what = (
+            f"the working tree has a {CONFIG_FILE} ({which}) but the reviewed head has none committed; the "
+            f"defaults are used, pass --config {CONFIG_FILE} to try yours"
+        )
+    elif working is None:
+        what = f"{CONFIG_FILE} is deleted in the working tree; the one committed at the reviewed head is used"
+    else:
+        what = (
+            f"the working tree's {CONFIG_FILE} differs from the one committed at the reviewed head ({which}); "
+            f"the committed one is used, pass --config {CONFIG_FILE} to try yours"
+        )
+    print(f"reviewbot review: warning: {what}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.suites not in SUITE_MODES and not re.fullmatch(r"[\w.-]+(,[\w.-]+)*", args.suites):
         return _fail(f"--suites must be one of {', '.join(SUITE_MODES)} or comma-separated suite names")
+    if not args.repo.is_dir():
+        return _fail(f"--repo {args.repo}: no such directory")
+    if args.out is not None and args.out.is_dir():
+        return _fail(f"--out {args.out}: is a directory (name a file)")
+    if args.out is not None and not args.out.parent.is_dir():
+        return _fail(f"--out {args.out}: no such directory {args.out.parent}")
     with GitRepo(args.repo) as git:
         if git.git("rev-parse", "--git-dir", check=False).strip() == "":
             return _fail(f"{args.repo} is not a git repository")
         if not git.has_revision(args.head):
-            return _fail(f"--head {args.head!r} names no revision in {args.repo}")
+            return _fail(f"--head {args.head!r} names no revision in {args.repo.resolve()}")
         head = git.rev_parse(args.head)
         if args.base is not None and not git.has_revision(args.base):
-            return _fail(f"--base {args.base!r} names no revision in {args.repo}")
+            return _fail(f"--base {args.base!r} names no revision in {args.repo.resolve()}")
         try:
             base = args.base or _default_base(git)
         except ValueError as exc:
             return _fail(str(exc))
         branch = git.current_branch() if args.head == "HEAD" else args.head
-        notes: list[str] = []
+        notes: list[Note] = []
         if git.merge_base(base, head) == head:
             if not git.has_revision(f"{head}~1"):
                 print(
@@ -159,11 +181,7 @@ def run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 0
-            note = (
-                f"{args.head} is already contained in {base}: nothing is proposed to merge. "
-                f"Reviewing the last commit ({args.head}~1..{args.head}) instead."
-            )
-            notes.append(note)
+            notes.append(Note("review-note.head-is-base", {"head": args.head, "base": base}))
             base = f"{head}~1"
         root = git.toplevel()
     try:
@@ -180,9 +198,12 @@ def run(args: argparse.Namespace) -> int:
             return _fail(f"--suites names unknown suite(s) {', '.join(unknown)}; configured {where}: {configured}")
     if args.pr_body is not None and not args.pr_body.is_file():
         return _fail(f"--pr-body {args.pr_body}: no such file")
+    try:
+        pr_body = args.pr_body.read_bytes().decode("utf-8") if args.pr_body else None
+    except UnicodeDecodeError as exc:
+        return _fail(f"--pr-body {args.pr_body}: not UTF-8 text (byte {exc.start})")
     for note in notes:
-        _progress(note)
-    pr_body = args.pr_body.read_text() if args.pr_body else None
+        _progress(note.text())
     try:
         review = run_review(
             root,
@@ -192,6 +213,8 @@ def run(args: argparse.Namespace) -> int:
             pr_title=args.pr_title,
             suites=args.suites,
             config=config,
+            config_file=str(args.config) if args.config is not None else None,
+            base_config=config if args.config is not None else None,
             progress=_progress,
         )
     except ConfigError as exc:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -63,6 +64,19 @@ def available_gpus() -> int:
 def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     text = path.read_text(errors="replace") if path.is_file() else ""
     return "\n".join(text.splitlines()[-lines:])
+
+
+def _cause(log_tail: str) -> str:
+    """`: LINE` for the last line of a log tail that names an error (`ModuleNotFoundError: ...`,
+    pytest's `E   ...`, `ERROR: ...`, a program that cannot be executed), else "": why a suite ran
+    no test."""
+    for line in reversed(log_tail.splitlines()):
+        text = line.removeprefix("E").strip() if line.startswith("E ") else line.strip()
+        if re.search(
+            r"\b\w*(Error|Exception)\b|^ERROR\b|^error:|No such file or directory|command not found|: not found$", text
+        ):
+            return f": {text[:200]}"
+    return ""
 
 
 ProgressFn = Callable[[str], None]
@@ -197,7 +211,7 @@ def _run_one(
             result = dataclasses.replace(result, tests=tuple(tests), bench=tuple(bench))
     if rc is not None and not detail:
         if not result.tests and rc not in (0, 1):
-            detail = f"exited with code {rc} without running tests"
+            detail = f"exited with code {rc} without running tests" + _cause(result.log_tail)
         elif not junit.is_file():
             detail = f"exited with code {rc} and wrote no JUnit report"
         elif result.failures or rc != 0:

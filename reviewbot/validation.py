@@ -4,6 +4,7 @@ The loaders (`reviewbot.repo_config`, `reviewbot.release_notes.settings`, `revie
 validate with pydantic models and turn a `ValidationError`'s first problem into one line naming the
 key the way the file spells it (`suites.unit.gpus: expected int, got str`,
 `cache_key.roots[1]: expected str, got int`): pydantic's own multi-line text never reaches a user.
+`yaml_problem` does the same for a YAML syntax error, `decode_utf8` for a file that is not UTF-8.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import types
 import typing
 from typing import Any
 
+import yaml
 from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
@@ -130,3 +132,19 @@ def _step(kind: Any, part: int | str) -> Any:
     if typing.get_origin(kind) in (dict, list, tuple) and args:
         return args[-1] if args[-1] is not Ellipsis else args[0]
     return None
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line for a YAML syntax error: what the parser found and where (1-based)."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"{exc.problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return " ".join(str(exc).split())
+
+
+def decode_utf8(data: bytes) -> str:
+    """`data` as UTF-8 text; ValueError `not UTF-8 text (byte N)` otherwise."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text (byte {exc.start})") from None

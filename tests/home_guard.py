@@ -64,8 +64,10 @@ def _walk(root: Path) -> Iterator[tuple[str, Entry]]:
 
 
 def _repo_paths(repo: Path) -> Snapshot:
+    # safe.directory: the suites of this repository also run in the reviewbot sandbox, under a uid
+    # that does not own the checkout, where git refuses the repository as of "dubious ownership"
     out = subprocess.run(
-        ["git", "status", "--porcelain=v1", "--untracked-files=all", "--ignored", "-z"],
+        ["git", "-c", f"safe.directory={repo}", "status", "--porcelain=v1", "--untracked-files=all", "--ignored", "-z"],
         cwd=repo,
         capture_output=True,
         text=True,

@@ -95,3 +95,25 @@ def test_a_write_to_the_real_home_fails_the_run(tmp_path: Path) -> None:
     assert f"+ {real_home}/.cache/leak" in proc.stdout
     assert "fine" not in proc.stdout.split("tests wrote outside")[1]
     assert sorted(p.name for p in (real_home / ".cache").iterdir()) == ["leak"]
+
+
+def test_the_junit_report_asked_for_is_not_a_leak(tmp_path: Path) -> None:
+    # the suite runner (reviewbot.suites, ci/run_regression.py) runs pytest in a sandbox whose HOME
+    # is its scratch directory and asks for the JUnit report there
+    real_home = tmp_path / "real-home"
+    (real_home / ".cache").mkdir(parents=True)
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    (inner / "test_inner.py").write_text(INNER)
+    report = real_home / "suite.xml"
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ISOLATED_VARIABLES},
+        "HOME": str(real_home),
+        "PYTHONPATH": str(REPO_ROOT),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", "-p", "no:cacheprovider"]
+    argv += [f"--junitxml={report}", "-k", "own_home", str(inner)]
+    proc = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "tests wrote outside" not in proc.stdout and report.is_file()

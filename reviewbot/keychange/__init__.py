@@ -59,7 +59,7 @@ from reviewbot.keychange.closure import (
     resolvable_roots,
 )
 from reviewbot.keychange.fields import field_coverage
-from reviewbot.keychange.hashed_sources import base_listing, listable_paths
+from reviewbot.keychange.hashed_sources import base_listing, listable_paths, setup_note
 from reviewbot.keychange.probe import ProbeRun, changed_sources, run_probe
 from reviewbot.repo_config import ConfigError, ProbeConfig, RepoConfig
 
@@ -413,9 +413,11 @@ def detect_key_change(
         return result
     old: ProbeRun | None = None
     if config.probe is not None and want_probe:
-        progress("cache key: running the probe at base")
+        progress(f"cache key: running the probe at base{setup_note(base_config.probe or config.probe)}")
         old = run_probe(git, base, base_config.probe or config.probe)
-        progress(f"cache key: probe at base {old.status} in {old.seconds:.1f}s; running it at head")
+        progress(
+            f"cache key: probe at base {old.status} in {old.seconds:.1f}s; running it at head{setup_note(config.probe)}"
+        )
         new = run_probe(git, head, config.probe)
         progress(f"cache key: probe at head {new.status} in {new.seconds:.1f}s")
         _merge_probe(result, old, new)

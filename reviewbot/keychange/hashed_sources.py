@@ -59,6 +59,14 @@ def cache_root(git: GitRepo) -> Path:
     return reviewbot_dir(git.toplevel()) / "hashed-sources"
 
 
+def setup_note(probe: ProbeConfig) -> str:
+    """What a progress line announcing a run of `probe` adds when the probe has a `setup`: its
+    environment is built first when none is cached, which may take minutes (an install)."""
+    if probe.setup is None:
+        return ""
+    return " (first building its environment with cache_key.probe.setup unless one is cached for these dependencies)"
+
+
 def _cache_file(root: Path, base: str, probe: ProbeConfig) -> Path:
     """One file per base commit and probe configuration (another command may list other files)."""
     recipe = json.dumps([probe.command, probe.python, probe.setup])
@@ -76,7 +84,8 @@ def base_listing(
     progress: Callable[[str], None] = logger.info,
 ) -> Listing | None:
     """The files the key hashes at `base` (a full commit id), per factor. `known`: a probe run at
-    `base` this review already made (used when it succeeded); `run`: may the probe run when neither
+    `base` this review already made (used when it succeeded; when it failed, the probe is not run
+    again for the listing: it would fail the same way, at the same cost); `run`: may the probe run when neither
     that nor a cached listing exists; `root`: the cache directory (default `cache_root(git)`);
     `progress`: told when the probe runs and how it went.
     None when the listing is not known (the probe failed, timed out or was not allowed to run)."""
@@ -90,9 +99,9 @@ def base_listing(
             return Listing(parse_probe_sources(path.read_text(encoding="utf-8")), FROM_CACHE)
         except ValueError as exc:  # a damaged cache file (JSONDecodeError is a ValueError): probe again
             logger.warning("ignoring the cached hashed-file listing %s: %s", path, exc)
-    if not run:
+    if not run or known is not None:
         return None
-    progress(f"cache key: running the probe at base {base[:12]} for the files the key hashes")
+    progress(f"cache key: running the probe at base {base[:12]} for the files the key hashes{setup_note(probe)}")
     result = run_probe(git, base, probe)
     progress(f"cache key: probe at base {result.status} in {result.seconds:.1f}s")
     if result.status != "ok":

@@ -3,7 +3,8 @@
 
 Progress lines go to stderr; the notes go to stdout, or to `--out`. `--draft-release` always
 posts the markdown body, whatever `--format` prints. Exit code 2 for bad input (unknown ref,
-malformed `--github`, invalid `.reviewbot.yml`, a published release with the draft's tag).
+malformed `--github`, a GitHub API that cannot be reached or refuses the repository or token,
+invalid `.reviewbot.yml`, a published release with the draft's tag, `--out` naming a directory).
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
     if args.draft_release and not args.github:
         print("reviewbot release-notes: --draft-release needs --github OWNER/REPO", file=sys.stderr)
         return 2
+    if args.out is not None and args.out.is_dir():
+        print(f"reviewbot release-notes: --out {args.out}: is a directory (name a file)", file=sys.stderr)
+        return 2
     try:
         notes = build_notes(args)
     except ValueError as exc:  # unknown ref, bad --github, invalid .reviewbot.yml (ConfigError)
@@ -100,12 +104,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     if args.draft_release:
-        repo = _connect(args.github)
         try:
+            repo = _connect(args.github)
             release, created = github_lookup.upsert_draft_release(
                 repo, args.draft_release, args.draft_release, to_markdown(notes), notes.to_sha
             )
-        except ValueError as exc:  # a published release already has the tag
+        except ValueError as exc:  # GitHub unreachable or refusing; a published release already has the tag
             print(f"reviewbot release-notes: {exc}", file=sys.stderr)
             return 2
         _progress(f"{'created' if created else 'updated'} draft release {args.draft_release}: {release.html_url}")

@@ -8,8 +8,10 @@ server) and `GITHUB_TOKEN`.
 from __future__ import annotations
 
 import logging
+import re
 
-from github import Auth, Github, UnknownObjectException
+import requests
+from github import Auth, Github, GithubException, UnknownObjectException
 from github.GitRelease import GitRelease
 from github.Repository import Repository
 
@@ -22,11 +24,20 @@ DEFAULT_API_URL = "https://api.github.com"
 
 def connect(full_name: str, token: str | None, api_url: str = DEFAULT_API_URL) -> Repository:
     """The repository `OWNER/REPO` (one GET, which also checks the token can see it); no token:
-    anonymous access."""
+    anonymous access. ValueError (one line) when the API cannot be reached or refuses the request
+    (an unknown repository, a bad token): the command's input or environment is wrong."""
     if full_name.count("/") != 1 or not all(full_name.split("/")):
         raise ValueError(f"--github: expected OWNER/REPO, got {full_name!r}")
     client = Github(base_url=api_url.rstrip("/"), auth=Auth.Token(token) if token else None)
-    return client.get_repo(full_name)
+    try:
+        return client.get_repo(full_name)
+    except GithubException as exc:
+        message = exc.data.get("message") if isinstance(exc.data, dict) else None
+        raise ValueError(f"--github {full_name}: {api_url} answered {exc.status} ({message or 'no message'})") from None
+    except requests.ConnectionError as exc:
+        errno_text = re.search(r"\[Errno -?\d+\] [^'\")]+", str(exc))
+        reason = errno_text.group(0) if errno_text else " ".join(str(exc).split())[:200]
+        raise ValueError(f"--github {full_name}: cannot reach {api_url}: {reason}") from None
 
 
 def enrich(changes: list[Change], repo: Repository) -> list[Change]:

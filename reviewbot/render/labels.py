@@ -34,6 +34,10 @@ LABELS: dict[str, dict[str, str]] = {
         "exist at the base), so no existing cache is invalidated.",
         "key_unchanged": "The cache key's static closure is unchanged ({n} definitions compared).",
         "probe_not_needed": "The key probe did not run: it runs only when the closure changed.",
+        "probe_listing_only": (
+            "The key probe did not compare keys (it does only when the closure changed); it ran at the merge "
+            "base to list the files the key hashes by their bytes."
+        ),
         "probe_not_configured": "No key probe is configured (`cache_key.probe` in .reviewbot.yml).",
         "key_roots_missing": "None of the configured cache-key roots exist at either revision.",
         "closure_changes": "Changed definitions in the key closure",
@@ -62,6 +66,11 @@ LABELS: dict[str, dict[str, str]] = {
         "detail": "Detail",
         "suites": "Suite results",
         "no_suites": "No suites were run (mode `{mode}`).",
+        "no_suites_configured": "No suites were run: none is configured (`suites` in .reviewbot.yml).",
+        "no_suites_gpu": (
+            "No suites were run: mode `static` runs only the suites that need no GPU, and every configured "
+            "suite ({names}) needs one (`--suites all` or a suite's name runs it)."
+        ),
         "suite": "Suite",
         "result": "Result",
         "tests": "Tests",
@@ -115,6 +124,7 @@ LABELS: dict[str, dict[str, str]] = {
         "key_introduced": "本次改动首次引入缓存键（闭包中有 {n} 个定义；base 中不存在这些根），因此不会使任何现有缓存失效。",
         "key_unchanged": "缓存键的静态闭包未变化（比较了 {n} 个定义）。",
         "probe_not_needed": "键探针未运行：只有闭包变化时才运行。",
+        "probe_listing_only": "键探针未比较键（只有闭包变化时才比较）；它在合并基点运行，以列出缓存键按字节哈希的文件。",
         "probe_not_configured": "未配置键探针（.reviewbot.yml 中的 `cache_key.probe`）。",
         "key_roots_missing": "配置的缓存键根在两个版本中都不存在。",
         "closure_changes": "缓存键闭包中变化的定义",
@@ -141,6 +151,11 @@ LABELS: dict[str, dict[str, str]] = {
         "detail": "详情",
         "suites": "测试套件结果",
         "no_suites": "未运行任何测试套件（模式 `{mode}`）。",
+        "no_suites_configured": "未运行任何测试套件：没有配置任何套件（.reviewbot.yml 中的 `suites`）。",
+        "no_suites_gpu": (
+            "未运行任何测试套件：模式 `static` 只运行不需要 GPU 的套件，而每个已配置的套件（{names}）都需要 GPU"
+            "（`--suites all` 或套件名会运行它）。"
+        ),
         "suite": "套件",
         "result": "结果",
         "tests": "测试数",

@@ -111,6 +111,8 @@ def run_regression(
     started = _now()
     out_dir = out_dir.resolve()  # the suites run in a worktree elsewhere: their report paths must be absolute
     with GitRepo(repo) as git:
+        if git.git("rev-parse", "--git-dir", check=False).strip() == "":
+            raise ValueError(f"--repo {repo} is not a git repository")
         if not git.has_revision(revision):
             raise ValueError(f"revision {revision!r} is not a commit in {repo}")
         sha = git.rev_parse(revision)
@@ -193,8 +195,25 @@ def _print_summary(results: RegressionResults) -> None:
     print(f"{'PASSED' if results.passed else 'FAILED'}: {results.summary()}", file=sys.stderr)
 
 
+def _bad_argument(args: argparse.Namespace) -> str:
+    """The first argument that cannot work, as one line ("" when none)."""
+    if not args.repo.is_dir():
+        return f"--repo {args.repo}: no such directory"
+    if args.out_dir.exists() and not args.out_dir.is_dir():
+        return f"--out-dir {args.out_dir}: exists and is not a directory"
+    if args.gpus is not None and args.gpus < 0:
+        return f"--gpus must be 0 or more, got {args.gpus}"
+    if args.timeout_cap is not None and args.timeout_cap <= 0:
+        return f"--timeout-cap must be positive, got {args.timeout_cap:g}"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    problem = _bad_argument(args)
+    if problem:
+        print(f"run_regression: {problem}", file=sys.stderr)
+        return 2
 
     def progress(line: str) -> None:
         print(f"[run_regression] {line}", file=sys.stderr, flush=True)

@@ -47,6 +47,25 @@ def _names(value: Any) -> Any:
     return tuple(part for part in value.replace(",", " ").split() if part)
 
 
+def _database_url(value: Any) -> Any:
+    """A SQLAlchemy URL of SQLite or PostgreSQL, the databases the service runs on: checked here so
+    a typo is one line at start, not a traceback from the engine. The URL is never echoed (it may
+    hold a password)."""
+    if not isinstance(value, str):
+        return value
+    from sqlalchemy.engine import make_url  # here: the CLI's parser imports this module, not SQLAlchemy
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        backend = make_url(value).get_backend_name()
+    except ArgumentError:
+        raise ValueError(f"not a database URL (expected {DATABASE_URL_FORMS})") from None
+    if backend not in ("sqlite", "postgresql"):
+        raise ValueError(f"{backend!r} is not a supported database (expected {DATABASE_URL_FORMS})")
+    return value
+
+
+DATABASE_URL_FORMS = "sqlite:///FILE or postgresql+psycopg://USER@HOST/DB"
 Flag = Annotated[bool, BeforeValidator(_bool)]
 Names = Annotated[tuple[str, ...], BeforeValidator(_names)]
 
@@ -57,7 +76,7 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
 
     host: str = Field("127.0.0.1", description="address to listen on")
-    port: int = Field(8080, description="port to listen on")
+    port: int = Field(8080, ge=0, le=65535, description="port to listen on")
     webhook_secret: str = Field(
         "",
         description=(
@@ -92,7 +111,7 @@ class Settings(BaseModel):
             "/app -> '<slug>[bot]')"
         ),
     )
-    database_url: str = Field(
+    database_url: Annotated[str, BeforeValidator(_database_url)] = Field(
         "sqlite:///reviewbot-service.sqlite3",
         description=(
             "SQLAlchemy URL of the state database (deliveries, jobs, reviews, suite runs); PostgreSQL: "
@@ -301,7 +320,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _file_values(config_path: str) -> dict[str, Any]:
     if not Path(config_path).is_file():
         raise ValueError(f"--config {config_path}: no such file")
-    data = yaml.safe_load(Path(config_path).read_text()) or {}
+    try:
+        text = validation.decode_utf8(Path(config_path).read_bytes())
+    except ValueError as exc:
+        raise ValueError(f"--config {config_path}: {exc}") from None
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"--config {config_path}: not valid YAML: {validation.yaml_problem(exc)}") from None
     if not isinstance(data, dict):
         # ValueError, as for every bad setting: the commands report it as one line
         raise ValueError(f"{config_path}: expected a mapping of settings")  # noqa: TRY004

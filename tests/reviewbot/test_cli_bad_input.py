@@ -4,6 +4,7 @@ blocking review). Each case runs the real command in a fresh process."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -56,7 +57,7 @@ def _one_line(proc: subprocess.CompletedProcess, *fragments: str) -> None:
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
-        (["--base", "no-such-rev"], ["--base 'no-such-rev' names no revision"]),
+        (["--base", "no-such-rev"], ["--base 'no-such-rev' names no revision in /"]),
         (["--head", "no-such-rev"], ["--head 'no-such-rev' names no revision"]),
         (["--suites", "no_such_suite"], ["unknown suite(s) no_such_suite"]),
         (["--suites", "a;b"], ["--suites must be one of"]),
@@ -108,3 +109,131 @@ def test_run_regression_selecting_nothing(tmp_path: Path) -> None:
 def test_cache_key_from_env_with_a_malformed_value(tmp_path: Path) -> None:
     proc = _run(["-m", "magi_compiler.cache_key", "--explain", "--from-env"], tmp_path, MAGI_COMPILE_AOT="maybe")
     _one_line(proc, "MAGI_COMPILE_AOT='maybe' is not a boolean")
+    # a level name is checked when the configuration is built, not only when an entry is
+    proc = _run(["-m", "magi_compiler.cache_key", "--explain", "--from-env"], tmp_path, MAGI_COMPILE_LOG_LEVEL="LOUD")
+    _one_line(proc, "log_level='LOUD' is not a logging level", "MAGI_COMPILE_LOG_LEVEL")
+
+
+def test_review_and_init_with_a_repo_that_does_not_exist(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-dir"
+    for command in ("review", "init"):
+        _one_line(_run(["-m", "reviewbot", command, "--repo", str(missing)], tmp_path), f"--repo {missing}: no such")
+
+
+def test_review_out_in_a_missing_directory_or_on_a_directory(git_repo: Path, tmp_path: Path) -> None:
+    # refused before reviewing: nothing printed, nothing saved
+    saved = git_repo / ".reviewbot" / "reviews"
+    before = sorted(saved.iterdir()) if saved.is_dir() else []
+    out = tmp_path / "no-such-dir" / "review.md"
+    proc = _run(["-m", "reviewbot", "review", "--repo", str(git_repo), "--out", str(out)], tmp_path)
+    _one_line(proc, f"--out {out}: no such directory {out.parent}")
+    assert proc.stdout == ""
+    _one_line(
+        _run(["-m", "reviewbot", "review", "--repo", str(git_repo), "--out", str(tmp_path)], tmp_path), "is a directory"
+    )
+    assert (sorted(saved.iterdir()) if saved.is_dir() else []) == before
+
+
+def test_a_configuration_that_is_not_yaml_is_one_line_naming_the_place(git_repo: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yml"
+    broken.write_text("cache_key: [\n")
+    proc = _run(["-m", "reviewbot", "review", "--repo", str(git_repo), "--config", str(broken)], tmp_path)
+    _one_line(proc, f"--config {broken}: not valid YAML: ", "(line 2, column 1)")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(git_repo), str(clone)], check=True)
+    (clone / ".reviewbot.yml").write_text("suites:\n  unit: {command: pytest\n")
+    proc = _run(["-m", "reviewbot", "init", "--repo", str(clone), "--check"], tmp_path)
+    _one_line(proc, "reviewbot init: .reviewbot.yml: not valid YAML: ", "line 3")
+
+
+def test_serve_and_worker_with_a_port_out_of_range_or_an_unsupported_database(tmp_path: Path) -> None:
+    base = {"REVIEWBOT_WEBHOOK_SECRET": "s", "REVIEWBOT_GITHUB_TOKEN": "t"}
+    database = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    _one_line(
+        _run(["-m", "reviewbot", "serve", "--port", "99999"], tmp_path, REVIEWBOT_DATABASE_URL=database, **base),
+        "port (--port): Input should be less than or equal to 65535",
+    )
+    for command in ("serve", "worker"):
+        proc = _run(["-m", "reviewbot", command], tmp_path, REVIEWBOT_DATABASE_URL="mysql://u:hunter2@h/db", **base)
+        _one_line(proc, "database_url (env REVIEWBOT_DATABASE_URL): 'mysql' is not a supported database")
+        assert "hunter2" not in proc.stderr
+    _one_line(
+        _run(["-m", "reviewbot", "serve", "--database-url", "no url"], tmp_path, **base),
+        "database_url (--database-url): not a database URL",
+    )
+    assert not (tmp_path / "db.sqlite3").exists()
+
+
+def test_release_notes_with_github_unreachable_or_out_on_a_directory(git_repo: Path, tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = ["-m", "reviewbot", "release-notes", "--repo", str(git_repo), "--from", "HEAD~1", "--to", "HEAD"]
+    proc = _run([*argv, "--github", "a/b"], tmp_path, GITHUB_API_URL=f"http://127.0.0.1:{port}")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("reviewbot release-notes:")]
+    assert errors == [
+        f"reviewbot release-notes: --github a/b: cannot reach http://127.0.0.1:{port}: [Errno 111] Connection refused"
+    ]
+    _one_line(_run([*argv, "--out", str(tmp_path)], tmp_path), f"--out {tmp_path}: is a directory")
+
+
+def test_files_that_are_not_utf8_are_one_line(git_repo: Path, tmp_path: Path) -> None:
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("language: en  # caf\xe9\n".encode("latin-1"))
+    review = ["-m", "reviewbot", "review", "--repo", str(git_repo), "--suites", "none"]
+    _one_line(_run([*review, "--pr-body", str(latin1)], tmp_path), f"--pr-body {latin1}: not UTF-8 text (byte 19)")
+    _one_line(_run([*review, "--config", str(latin1)], tmp_path), f"--config {latin1}: not UTF-8 text (byte 19)")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(git_repo), str(clone)], check=True)
+    (clone / ".reviewbot.yml").write_bytes(latin1.read_bytes())
+    check = _run(["-m", "reviewbot", "init", "--repo", str(clone), "--check"], tmp_path)
+    _one_line(check, "reviewbot init: .reviewbot.yml: not UTF-8 text (byte 19)")
+    # the working-tree warning reads it too, and names it instead of failing
+    warned = _run(["-m", "reviewbot", "review", "--repo", str(clone), "--suites", "none", "--base", "HEAD~1"], tmp_path)
+    assert warned.returncode == 0 and "Traceback" not in warned.stderr, warned.stderr
+    assert "warning: the working tree has a .reviewbot.yml (top-level keys language)" in warned.stderr
+
+
+def test_serve_and_worker_settings_file_not_yaml_or_not_utf8(tmp_path: Path) -> None:
+    broken = tmp_path / "settings.yml"
+    broken.write_text("port: [1\n")
+    for command in ("serve", "worker"):
+        _one_line(
+            _run(["-m", "reviewbot", command, "--config", str(broken)], tmp_path),
+            f"reviewbot {command}: --config {broken}: not valid YAML: ",
+            "(line 2, column 1)",
+        )
+    latin1 = tmp_path / "latin1.yml"
+    latin1.write_bytes("host: caf\xe9\n".encode("latin-1"))
+    _one_line(
+        _run(["-m", "reviewbot", "serve"], tmp_path, REVIEWBOT_CONFIG=str(latin1)),
+        f"reviewbot serve: --config {latin1}: not UTF-8 text (byte 9)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--gpus", "-1"], "--gpus must be 0 or more, got -1"),
+        (["--timeout-cap", "0"], "--timeout-cap must be positive, got 0"),
+        (["--repo", "/no/such/dir"], "--repo /no/such/dir: no such directory"),
+    ],
+)
+def test_run_regression_bad_arguments(tmp_path: Path, args: list[str], fragment: str) -> None:
+    proc = _run(["ci/run_regression.py", "--out-dir", str(tmp_path / "out"), *args], tmp_path, cwd=REPO_ROOT)
+    _one_line(proc, f"run_regression: {fragment}")
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_regression_out_dir_on_a_file_or_repo_not_a_repository(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    proc = _run(["ci/run_regression.py", "--out-dir", str(a_file)], tmp_path, cwd=REPO_ROOT)
+    _one_line(proc, f"--out-dir {a_file}: exists and is not a directory")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    proc = _run(
+        ["ci/run_regression.py", "--out-dir", str(tmp_path / "o"), "--repo", str(plain)], tmp_path, cwd=REPO_ROOT
+    )
+    _one_line(proc, f"--repo {plain} is not a git repository")

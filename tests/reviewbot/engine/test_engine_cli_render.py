@@ -132,8 +132,9 @@ def test_no_findings_says_what_was_checked(repo: Repo) -> None:
     text = render_markdown(run_review(repo.path, "main", "clean", suites="none"))
     assert "No findings. This is not a blanket approval; what was checked:" in text
     assert "LGTM" not in text
+    assert "unused key parameters\n\n### 3. Goal completeness" in text  # the list ends before the heading
     # no .reviewbot.yml: the review opens with what it does not check and why
-    assert "cache-key checks off: no `cache_key.roots`" in text
+    assert "cache-key checks off: the head has no .reviewbot.yml" in text and "`reviewbot init` proposes" in text
     assert text.index("cache-key checks off") < text.index("1. Summary of the change")
 
 

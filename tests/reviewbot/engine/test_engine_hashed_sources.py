@@ -20,6 +20,7 @@ from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange.hashed_sources import cache_root, listable_paths
 from reviewbot.keychange.probe import changed_sources
 from reviewbot.render import render_markdown
+from reviewbot.repo_config import parse_config
 from reviewbot.review import Review
 from reviewbot.rules.cache_key import announces_key_change
 from reviewbot.service.review_call import _cache_label
@@ -111,6 +112,29 @@ def test_an_unlisted_file_is_not_a_key_change_and_the_listing_is_cached(toy: Rep
     assert _cache_label(change) is False
     assert any("listing from the cache" in line for line in lines)
     assert not [line for line in lines if "running the probe" in line]
+
+
+def test_the_summary_says_when_the_probe_ran_only_to_list_hashed_files(toy: Repo) -> None:
+    first = _review(toy, "util")
+    assert first.key_change is not None and first.key_change.sources_origin == "probe"
+    text = render_markdown(first)
+    assert (
+        "The key probe did not compare keys (it does only when the closure changed); it ran at the merge base" in text
+    )
+    assert "The key probe did not run" not in text
+    again = _review(toy, "util")  # the listing is cached now: the probe did not run at all
+    assert again.key_change is not None and again.key_change.sources_origin == "cache"
+    assert "The key probe did not run: it runs only when the closure changed." in render_markdown(again)
+
+
+def test_a_probe_that_failed_at_base_is_not_run_again_for_the_listing(toy: Repo) -> None:
+    broken = parse_config("cache_key:\n  roots: [toyc.key.key_factors]\n  probe: {command: python -m toyc.nope}\n")
+    lines: list[str] = []
+    review = _review(toy, "new-factor", lines, config=broken, base_config=broken)
+    change = review.key_change
+    assert change is not None and change.probe_status == "failed" and change.sources_origin == "unknown"
+    assert len([line for line in lines if "running the probe at base" in line]) == 1, lines
+    assert _cached_listings(toy) == []
 
 
 def test_a_change_that_only_adds_files_runs_no_probe(toy: Repo) -> None:

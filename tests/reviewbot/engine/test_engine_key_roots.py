@@ -17,6 +17,7 @@ from engine_gitrepos import Repo, sub
 from reviewbot.engine import run_review
 from reviewbot.findings import EvidenceKind
 from reviewbot.keychange import detect_key_change
+from reviewbot.render import render_markdown
 from reviewbot.repo_config import ConfigError, differing_keys, parse_config
 
 METHOD_ROOT = "mycc.backend.MyBackend.cache_dir"
@@ -96,9 +97,12 @@ def test_roots_present_at_one_revision_are_notes(repo: Repo) -> None:
     assert review.key_change is not None
     assert review.key_change.roots_added == ("mycc.backend.MyBackend.stats_fingerprint",)
     assert review.key_change.roots_removed == ("mycc.backend.MyBackend.log_stats",)
-    added = [n for n in review.notes if "`mycc.backend.MyBackend.stats_fingerprint` is added" in n]
-    removed = [n for n in review.notes if "`mycc.backend.MyBackend.log_stats` is removed" in n]
-    assert len(added) == 1 and len(removed) == 1, review.notes
+    texts = [note.text("en") for note in review.notes]
+    added = [n for n in texts if "`mycc.backend.MyBackend.stats_fingerprint` is added" in n]
+    removed = [n for n in texts if "`mycc.backend.MyBackend.log_stats` is removed" in n]
+    assert len(added) == 1 and len(removed) == 1, texts
+    zh = render_markdown(review, "zh")  # the notes are in the review's language like the rest
+    assert "> 说明: 缓存键根 `mycc.backend.MyBackend.stats_fingerprint` 由本次改动新增" in zh, zh[:600]
 
 
 def test_a_misspelled_root_is_an_error_naming_it(repo: Repo) -> None:
@@ -229,3 +233,80 @@ def test_imports_under_type_checking_are_followed(tmp_path: Path) -> None:
     config = parse_config(f"cache_key:\n  roots: [{METHOD_ROOT}]\n")
     change = detect_key_change(repo.path, "main", "config-field", config, probe=False)
     assert [c.name for c in change.closure_changes] == ["mycc.config.CompileConfig"]
+
+
+def test_cli_config_replaces_the_committed_file_at_the_merge_base_too(tmp_path: Path) -> None:
+    # the committed file names the roots but a probe that cannot run; the trial file fixes the
+    # probe: the review must use it at base and head alike (trying it needs no commit on the base)
+    repo = compiler_repo(tmp_path / "mycc", YML.replace("python probe.py", "python no_such_probe.py"))
+    repo.branch("feature")
+    repo.commit({"mycc/backend.py": HELPER_CHANGE}, "version patched")
+    committed = _review(repo, "--suites", "static", "--format", "json")
+    assert committed.returncode == 0, committed.stderr
+    assert json.loads(committed.stdout)["key_change"]["probe_status"] == "failed"
+    trial = tmp_path / "trial.yml"
+    trial.write_text(YML)
+    tried = _review(repo, "--suites", "static", "--format", "json", "--config", str(trial))
+    assert tried.returncode == 0, tried.stderr
+    change = json.loads(tried.stdout)["key_change"]
+    assert (change["probe_status"], change["status"]) == ("ok", "confirmed"), change["probe_error"]
+    assert change["factors_changed"] == ["version"]
+
+
+def test_zero_configuration_says_which_checks_are_off_and_where_the_file_is(tmp_path: Path) -> None:
+    repo = compiler_repo(tmp_path / "mycc")
+    repo.branch("feature")
+    repo.commit({"mycc/backend.py": HELPER_CHANGE}, "version patched")
+    plain = run_reviewbot(repo, "review", "--format", "text")  # --suites static, the default
+    assert plain.returncode == 0 and "warning" not in plain.stderr, plain.stderr
+    note = next(line for line in plain.stdout.splitlines() if "cache-key checks off" in line)
+    assert "the head has no .reviewbot.yml" in note and "reviewbot init proposes" in note, note
+    assert "No suites were run: none is configured" in plain.stdout
+
+    # an uncommitted file: the warning says the head has none, and the defaults are what is used
+    (repo.path / ".reviewbot.yml").write_text(YML)
+    warned = _review(repo, "--format", "json")
+    warnings = [line for line in warned.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "the reviewed head has none committed" in warnings[0], warned.stderr
+    assert "top-level keys cache_key" in warnings[0] and "--config .reviewbot.yml" in warnings[0]
+    assert json.loads(warned.stdout)["key_change"] is None
+
+    # a --config file without roots is named as the reason
+    rootless = tmp_path / "rootless.yml"
+    rootless.write_text("language: en\n")
+    named = _review(repo, "--format", "json", "--config", str(rootless))
+    [note] = [n for n in json.loads(named.stdout)["notes"] if "cache-key checks off" in n]
+    assert f"no `cache_key.roots` in --config {rootless}" in note
+
+
+def test_cli_probe_with_a_setup_environment_says_it_builds_one(tmp_path: Path) -> None:
+    repo = compiler_repo(tmp_path / "mycc", YML)
+    repo.branch("feature")
+    repo.commit({"mycc/backend.py": HELPER_CHANGE}, "version patched")
+    trial = tmp_path / "setup.yml"
+    trial.write_text(YML.replace("    timeout_s: 60\n", "    timeout_s: 60\n    setup: python -c pass\n"))
+    proc = _review(repo, "--suites", "static", "--format", "json", "--config", str(trial))
+    assert proc.returncode == 0, proc.stderr
+    change = json.loads(proc.stdout)["key_change"]
+    assert change["status"] == "confirmed", change["probe_error"]
+    announced = [line for line in proc.stderr.splitlines() if "first building its environment" in line]
+    assert len(announced) == 2 and "running the probe at base" in announced[0], proc.stderr
+    assert len(list((repo.path / ".reviewbot" / "probe-envs").glob("*/bin/python"))) == 1  # one for both
+
+
+def test_no_warning_for_another_head_whose_file_differs_from_an_unedited_checkout(tmp_path: Path) -> None:
+    repo = compiler_repo(tmp_path / "mycc")  # main: no .reviewbot.yml
+    repo.branch("feature")
+    repo.commit({".reviewbot.yml": YML, "mycc/backend.py": HELPER_CHANGE}, "configure and patch")
+    repo.checkout("main")
+    other = _review(repo, "--head", "feature", "--format", "json")
+    assert other.returncode == 0 and "reviewbot review: warning" not in other.stderr, other.stderr
+    assert json.loads(other.stdout)["key_change"]["roots"] == [METHOD_ROOT]  # feature's own file
+    repo.checkout("feature")
+    (repo.path / ".reviewbot.yml").unlink()
+    deleted = _review(repo, "--format", "json")
+    warnings = [line for line in deleted.stderr.splitlines() if line.startswith("reviewbot review: warning")]
+    assert warnings == [
+        "reviewbot review: warning: .reviewbot.yml is deleted in the working tree; the one committed at the "
+        "reviewed head is used"
+    ], deleted.stderr

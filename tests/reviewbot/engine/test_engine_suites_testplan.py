@@ -134,6 +134,36 @@ def test_runner_reports_a_command_that_runs_no_tests_plainly(repo: Repo, tmp_pat
     assert "exited with code 4" in result.detail
 
 
+def test_a_suite_that_runs_no_tests_says_the_error_that_stopped_it(repo: Repo, tmp_path: Path) -> None:
+    # the reviewed project's dependency is missing from the environment the suite runs in
+    (result,) = run_suites(
+        repo.path,
+        "main",
+        [SuiteConfig("unit", f"python -m pytest -q {NO_PLUGINS} tests/test_calc.py")],
+        log_dir=tmp_path,
+        overlay={"tests/conftest.py": "import no_such_dependency\n"},
+    )
+    assert result.status == "error" and not result.tests
+    assert result.detail.startswith(f"exited with code {result.returncode} without running tests: ")
+    assert result.detail.endswith("ModuleNotFoundError: No module named 'no_such_dependency'"), result.detail
+    (missing,) = run_suites(repo.path, "main", [SuiteConfig("tool", 'sh -c "no_such_tool_h14"')], log_dir=tmp_path)
+    assert missing.status == "error" and missing.detail.endswith("no_such_tool_h14: not found"), missing.detail
+
+
+def test_the_review_says_why_no_suite_ran(repo: Repo, tmp_path: Path) -> None:
+    gpu_only = parse_config("suites:\n  gpu_a: {command: pytest, gpus: 1}\n  gpu_b: {command: pytest, gpus: 2}\n")
+    text = render_markdown(run_review(repo.path, "main", "fix-add", suites="static", config=gpu_only))
+    assert (
+        "No suites were run: mode `static` runs only the suites that need no GPU, and every configured suite "
+        "(gpu_a, gpu_b) needs one" in text
+    )
+    none = render_markdown(run_review(repo.path, "main", "fix-add", suites="static", config=parse_config("")))
+    assert "No suites were run: none is configured (`suites` in .reviewbot.yml)." in none
+    assert "No suites were run (mode `none`)." in render_markdown(
+        run_review(repo.path, "main", "fix-add", suites="none", config=gpu_only)
+    )
+
+
 def test_test_plan_verification_and_suite_findings(repo: Repo, tmp_path: Path) -> None:
     review = run_review(repo.path, "main", "fix-add", pr_body=PR_BODY, suites="unit", log_dir=tmp_path)
     rows = {row.test: row for row in review.test_plan}

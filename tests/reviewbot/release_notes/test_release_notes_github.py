@@ -100,3 +100,11 @@ def test_draft_release_needs_github(repo, capsys):
     argv = ["release-notes", "--repo", str(repo.path), "--from", "v0.1.0", "--to", "HEAD", "--draft-release", "v1"]
     assert main(argv) == 2
     assert "--draft-release needs --github OWNER/REPO" in capsys.readouterr().err
+
+
+def test_a_repository_github_does_not_know_is_one_line_and_exit_2(repo, github, capsys):
+    repo.squash_pr(41, "fix: x", {"x.py": "X = 1\n"})
+    argv = ["release-notes", "--repo", str(repo.path), "--from", "v0.1.0", "--to", "HEAD", "--github", "magi/unknown"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"reviewbot release-notes: --github magi/unknown: {github.base_url} answered 404 ("), err
