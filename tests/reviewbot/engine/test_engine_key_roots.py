@@ -307,6 +307,8 @@ def test_no_warning_for_another_head_whose_file_differs_from_an_unedited_checkou
     deleted = _review(repo, "--format", "json")
     warnings = [line for line in deleted.stderr.splitlines() if line.startswith("reviewbot review: warning")]
     assert warnings == [
-        "reviewbot review: warning: .reviewbot.yml is deleted in the working tree; the one committed at the "
-        "reviewed head is used"
+        (
+            "reviewbot review: warning: .reviewbot.yml is deleted in the working tree; the one committed at the "
+            "reviewed head is used"
+        )
     ], deleted.stderr
