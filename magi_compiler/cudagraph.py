@@ -18,9 +18,9 @@ size is captured on the first call that needs it (``capture_all``: the first cal
 every size, largest first, and no later call captures). Each capture follows one warm-up run;
 all graphs of one entry (all pieces, all sizes) share one memory pool, which the largest size,
 captured first, sizes; graphs are replayed one at a time, never concurrently. Capture time and memory
-(growth of reserved CUDA memory; the allocator's cache is not emptied, so a capture on first use
-in the middle of a run does not make later allocations pay for new segments) per size are
-logged at INFO and recorded in
+(growth of reserved CUDA memory around the capture; Magi does not empty the allocator's cache
+for the measurement, though ``torch.cuda.graph`` itself does when it starts each graph) per size
+are logged at INFO and recorded in
 ``capture_records`` (totals in ``compilation_counter``).
 
 Addresses. ``PIECEWISE`` captures each compiled piece (:class:`PieceGraphs`) while splitting
