@@ -344,6 +344,22 @@ def box(tree: Path, *, force: bool = False, keep: Sequence[str] = (), own: Seque
         shutil.rmtree(scratch)
 
 
+def give_back(root: Path, uid: int) -> None:
+    """Take back a tree a box of `uid` wrote (a cached environment): what `uid` owns becomes this
+    process's, read-only to everyone else (no write, setuid or setgid bits); so later boxes may read
+    and run it, never change it. Entries of other owners (hard links to files of others) are left
+    alone, and links are never followed."""
+    for directory, dirs, files in os.walk(root):
+        for path in [directory, *(os.path.join(directory, name) for name in dirs + files)]:
+            info = os.lstat(path)
+            if info.st_uid != uid:
+                continue
+            os.chown(path, os.geteuid(), os.getegid(), follow_symlinks=False)
+            if not stat.S_ISLNK(info.st_mode):
+                readable = 0o555 if stat.S_ISDIR(info.st_mode) else 0o444
+                os.chmod(path, (stat.S_IMODE(info.st_mode) & 0o755) | readable)
+
+
 def _chown_tree(root: Path, uid: int) -> None:
     os.chown(root, uid, uid, follow_symlinks=False)
     for directory, dirs, files in os.walk(root):

@@ -12,7 +12,9 @@ Three cases, by `cache_key.probe` (`reviewbot.repo_config.ProbeConfig`):
   interpreter; no system site-packages) and `setup` run in it once, both in a box of the
   revision's worktree (`setup` with network, the environment's `bin` first on `PATH`: nothing the
   revision's configuration names runs outside a box); the probe then runs that environment's
-  interpreter. Environments are cached under `probe_env_root` keyed on the base interpreter, the setup
+  interpreter. Once built, the environment belongs to the bot's user again and probes see it
+  read-only: the probe of one revision (one PR's code) cannot change what the probes of the
+  other revisions sharing it run. Environments are cached under `probe_env_root` keyed on the base interpreter, the setup
   command and the revision's dependency files (`DEPENDENCY_FILES` and `requirements*.txt` at the
   top of the tree), so revisions with the same dependencies share one. A lock file serialises
   builders of one key; an environment whose setup failed or was interrupted is rebuilt next time.
@@ -32,7 +34,7 @@ from pathlib import Path
 
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import ProbeConfig
-from reviewbot.sandbox import Box, Captured, SandboxError, box, build_argv, child_env
+from reviewbot.sandbox import Box, Captured, SandboxError, box, build_argv, child_env, give_back
 from reviewbot.suites import reviewbot_dir
 
 DEPENDENCY_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
@@ -53,13 +55,12 @@ class ProbeSetupError(RuntimeError):
 @dataclasses.dataclass(frozen=True)
 class Interpreter:
     """`python`: what a leading `python` of the probe command becomes; `env`: variables added to
-    the probe's environment; `keep`/`own`: what a sandboxed run sees / is handed (`reviewbot.sandbox.box`);
-    `mask_bot`: whether `reviewbot` must be masked on the probe's path."""
+    the probe's environment; `keep`: what a sandboxed run sees besides its tree (`reviewbot.sandbox.box`),
+    read-only; `mask_bot`: whether `reviewbot` must be masked on the probe's path."""
 
     python: str
     env: dict[str, str] = dataclasses.field(default_factory=dict)
     keep: tuple[str, ...] = ()
-    own: tuple[Path, ...] = ()
     mask_bot: bool = False
 
 
@@ -123,8 +124,7 @@ def prepare(git: GitRepo, revision: str, tree: Path, probe: ProbeConfig, env_roo
     return Interpreter(
         venv_python,
         env={"VIRTUAL_ENV": str(venv)},
-        keep=installation_paths(base),
-        own=(venv,),
+        keep=(*installation_paths(base), str(venv)),
     )
 
 
@@ -143,6 +143,8 @@ def _build(tree: Path, probe: ProbeConfig, base: str, venv: Path) -> None:
         env["PATH"] = os.pathsep.join((str(venv / "bin"), env["PATH"]))
         argv = build_argv(probe.setup, python=str(venv / "bin" / "python"))
         run = _setup_run(runs, argv, env, probe.setup_timeout_s, network=True)
+        if runs.uid is not None:  # the probes of every revision sharing it read it; none may change it
+            give_back(venv, runs.uid)
     if run.returncode != 0:
         raise ProbeSetupError(f"cache_key.probe.setup: exited with code {run.returncode}:\n{_tail(run)}")
     (venv / READY_MARK).write_text(probe.setup + "\n")

@@ -103,7 +103,7 @@ def run_probe(
         except ProbeSetupError as exc:
             result.error = str(exc)
             return result
-        with box(tree, keep=interpreter.keep, own=interpreter.own) as runs:
+        with box(tree, keep=interpreter.keep) as runs:
             argv = build_argv(probe.command, python=interpreter.python)
             env = child_env(tree, runs.scratch, {"PYTHONHASHSEED": str(hash_seed), **interpreter.env})
             if interpreter.mask_bot:

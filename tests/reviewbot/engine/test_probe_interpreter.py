@@ -15,6 +15,7 @@ from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange.interpreter import READY_MARK, dependency_digest
 from reviewbot.keychange.probe import run_probe
 from reviewbot.repo_config import ConfigError, ProbeConfig, parse_config
+from reviewbot.sandbox import availability
 from tests.reviewbot.engine.engine_gitrepos import Repo
 
 # prints which of the modules it tries are importable, where `revmod` comes from, and sys.path
@@ -116,6 +117,42 @@ def test_setup_environment_is_built_once_and_holds_the_dependencies(tmp_path: Pa
     assert (venv / "setup-runs").read_text() == "x"  # the cached environment was reused
     with pytest.raises(ModuleNotFoundError):
         __import__("depmod")  # nothing entered the bot's environment
+
+
+# The probe of a revision that has an `attack` file tries to plant a `.pth` file (run at every start
+# of the interpreter) in the shared environment; every probe reports whether one ran before it.
+POISONING_PROBE = """
+import json, os, sysconfig
+attempt = "none"
+if os.path.exists("attack"):
+    try:
+        with open(os.path.join(sysconfig.get_paths()["purelib"], "zz_poison.pth"), "w") as pth:
+            pth.write("import os; os.environ['POISONED'] = 'yes'\\n")
+        attempt = "planted"
+    except OSError as exc:
+        attempt = type(exc).__name__
+factors = {"poisoned": os.environ.get("POISONED", "no"), "attempt": attempt}
+print(json.dumps({"cases": {"c": {"factors": factors, "key": "k"}}}))
+"""
+
+
+@pytest.mark.skipif(not availability().ok, reason=f"no sandbox on this machine: {availability().reason}")
+def test_one_revisions_probe_cannot_change_the_shared_environment(tmp_path: Path) -> None:
+    """Revisions with the same dependencies share one setup environment: a PR's probe that writes
+    into it would run its code in the probes of every later revision (other PRs, the base side)."""
+    repo = Repo(tmp_path / "repo")
+    repo.commit({"probe.py": POISONING_PROBE, "requirements.txt": "x\n"}, "initial")
+    probe, envs = ProbeConfig("python probe.py", setup="python -c pass"), tmp_path / "envs"
+    attacker = repo.commit({"attack": "1"}, "attacker")
+    victim = repo.commit({"attack": None}, "victim")
+    with GitRepo(repo.path) as git:
+        runs = [run_probe(git, rev, probe, env_root=envs) for rev in (attacker, victim)]
+    assert [run.status for run in runs] == ["ok", "ok"], [run.error for run in runs]
+    assert runs[0].cases["c"]["factors"] == {"poisoned": "no", "attempt": "PermissionError"}
+    assert runs[1].cases["c"]["factors"] == {"poisoned": "no", "attempt": "none"}
+    (venv,) = [p for p in envs.iterdir() if p.is_dir()]
+    owners = {path.lstat().st_uid for path in [venv, *venv.rglob("*")]}
+    assert owners == {os.geteuid()}, owners  # nothing of it stays with the box's uid
 
 
 def test_environment_key_follows_the_dependency_files_only(tmp_path: Path) -> None:
