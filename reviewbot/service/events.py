@@ -39,6 +39,8 @@ _FORMATS: dict[str, tuple[re.Pattern[str], str]] = {
     "repo": (re.compile(r"[A-Za-z0-9_.-]{1,39}/[A-Za-z0-9_.-]{1,100}"), "an owner/name repository"),
     "sha": (re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?"), "a commit SHA"),
     "login": (re.compile(r"[A-Za-z0-9-]{1,39}(?:\[bot\])?"), "a GitHub login"),
+    # GitHub's webhook timestamps; `/rerun-gpu` compares them as strings (`jobs.pushed_after`)
+    "time": (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"), "a UTC time such as 2026-01-31T12:00:00Z"),
 }
 
 
@@ -115,6 +117,7 @@ _FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, bool], ...]] = {
         (("pull_request", "base", "repo", "clone_url"), "str", False),
         (("pull_request", "base", "ref"), "str", False),
         (("pull_request", "draft"), "bool", False),
+        (("pull_request", "updated_at"), "time", False),
         (("installation",), "object", False),
         (("installation", "id"), "int", False),
     ),
@@ -127,6 +130,7 @@ _FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, bool], ...]] = {
         (("comment", "body"), "str", True),
         (("comment", "user", "login"), "login", True),
         (("comment", "user", "type"), "str", False),
+        (("comment", "created_at"), "time", False),
         (("installation",), "object", False),
         (("installation", "id"), "int", False),
     ),

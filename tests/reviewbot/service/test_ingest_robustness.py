@@ -171,13 +171,24 @@ def test_signed_payloads_of_any_shape_never_get_a_5xx_and_the_service_lives_on(s
     assert job.state == "done", service.log()
 
 
-def test_a_number_as_comment_body_is_refused_and_comments_after_it_still_work(service, github, project):
+def test_a_number_as_comment_body_or_a_time_of_another_form_is_refused_and_comments_after_it_still_work(service, github, project):
     project.open_pull(2, good_core())
     poison = copy.deepcopy(COMMENT_BASE)
     poison["comment"]["body"] = 12345
     response = service.deliver("issue_comment", poison)
     assert response.status_code == 400
     assert response.json()["reason"] == "payload field comment.body must be a string, not int"
+    # the times `/rerun-gpu` compares as strings: another type or form would make them compare wrongly
+    late = copy.deepcopy(COMMENT_BASE)
+    late["comment"]["created_at"] = {"when": "later"}
+    response = service.deliver("issue_comment", late)
+    assert response.status_code == 400
+    assert response.json()["reason"].startswith("payload field comment.created_at must be a UTC time"), response.text
+    pushed = copy.deepcopy(PR_BASE)
+    pushed["pull_request"]["updated_at"] = "2026-01-31 12:00:00+00:00"
+    response = service.deliver("pull_request", pushed)
+    assert response.status_code == 400
+    assert "payload field pull_request.updated_at must be a UTC time" in response.json()["reason"], response.text
     after = service.comment_event(project.full_name, 2, "/help", "alice")
     assert service.outcome(after) == "queued"
     [job] = service.wait_jobs_settled(project.full_name, 2)
