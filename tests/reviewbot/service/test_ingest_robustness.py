@@ -171,7 +171,9 @@ def test_signed_payloads_of_any_shape_never_get_a_5xx_and_the_service_lives_on(s
     assert job.state == "done", service.log()
 
 
-def test_a_number_as_comment_body_or_a_time_of_another_form_is_refused_and_comments_after_it_still_work(service, github, project):
+def test_a_number_as_comment_body_or_a_time_of_another_form_is_refused_and_comments_after_it_still_work(
+    service, github, project
+):
     project.open_pull(2, good_core())
     poison = copy.deepcopy(COMMENT_BASE)
     poison["comment"]["body"] = 12345
