@@ -378,22 +378,25 @@ def run_command_job(ctx: JobContext) -> str:
 def _head_to_run(ctx: JobContext, pull: Any, sha_prefix: str) -> tuple[str, str]:
     """The head `/rerun-gpu` runs: (sha, '') or ('', why not).
 
-    `/rerun-gpu <sha>` names it: a prefix (7+ hex digits) of the PR's current head. Without one,
-    on a fork PR, the comment authorises the head its author saw: refused when a push arrived
-    after the comment was written (a recorded `synchronize` delivery at or after its time on
-    GitHub's clock) or when the head is no longer the one the service knew when it took the
-    comment in. A same-repository PR runs its current head.
+    `/rerun-gpu <sha>` names it: a prefix (7+ hex digits) of the PR's current head; on a fork PR,
+    not a head pushed after the comment was written (a prefix that short can be matched by a
+    commit made for it). Without one, on a fork PR, the comment authorises the head its author
+    saw: refused when a push arrived after the comment was written (a recorded `synchronize`
+    delivery at or after its time on GitHub's clock) or when the head is no longer the one the
+    service knew when it took the comment in. A same-repository PR runs its current head.
     """
     job, current = ctx.job, pull.head.sha
-    if sha_prefix:
-        if current.startswith(sha_prefix):
-            return current, ""
+    if sha_prefix and not current.startswith(sha_prefix):
         return "", f"`{sha_prefix}` is not this PR's head"
     if not is_fork(pull.raw_data):
         return current, ""
     seen, written = str(job.args.get("head_seen") or ""), str(job.args.get("comment_created_at") or "")
     with ctx.sessions() as session:
         later = jobs.pushed_after(session, job.repo, job.pr, written) if written else []
+    if sha_prefix:
+        if current in later:
+            return "", f"`{current[:12]}`, which `{sha_prefix}` names, was pushed after your comment was written"
+        return current, ""
     if later:
         return "", f"a push (`{later[-1][:12]}`) reached this PR after your comment was written"
     if not seen or not written:

@@ -126,6 +126,16 @@ def test_a_push_delivered_before_the_comment_still_counts(service, github, tmp_p
     [refusal] = _replies(github, project, 2)
     assert f"a push (`{second[:12]}`) reached this PR after your comment was written" in refusal
 
+    # The explicit form names the head, but a commit can be made to match a short prefix: a head
+    # pushed after the comment was written is not the one its author looked at.
+    named = _comment(service, github, project, 2, f"/rerun-gpu {second[:7]} smoke", "maintainer", written)
+    service.outcome(named)
+    service.wait_jobs_settled(project.full_name, 2)
+    assert _authorised(service, project) == []
+    assert f"`{second[:12]}`, which `{second[:7]}` names, was pushed after your comment was written" in (
+        _replies(github, project, 2)[-1]
+    )
+
     service.outcome(_comment(service, github, project, 2, "/rerun-gpu smoke", "maintainer", time.time() + 1))
     wait_until(lambda: _gpu_final(github, project, second), timeout=120, what="the GPU run")
     service.wait_jobs_settled(project.full_name, 2)
