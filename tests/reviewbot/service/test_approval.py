@@ -132,8 +132,9 @@ def test_a_push_delivered_before_the_comment_still_counts(service, github, tmp_p
     service.outcome(named)
     service.wait_jobs_settled(project.full_name, 2)
     assert _authorised(service, project) == []
-    assert f"`{second[:12]}`, which `{second[:7]}` names, was pushed after your comment was written" in (
-        _replies(github, project, 2)[-1]
+    assert (
+        f"`{second[:12]}`, which `{second[:7]}` names, was pushed after your comment was written"
+        in (_replies(github, project, 2)[-1])
     )
 
     service.outcome(_comment(service, github, project, 2, "/rerun-gpu smoke", "maintainer", time.time() + 1))
