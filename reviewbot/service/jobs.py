@@ -54,13 +54,14 @@ def enqueue(
 
 def has_job_for_head(session: Session, repo: str, pr: int, kind: str, head_sha: str) -> bool:
     """Whether a job of `kind` for the PR's `head_sha` is pending, running or finished (done or
-    failed; a superseded or cancelled one does not count)."""
+    failed). A superseded or cancelled one does not count, nor a running one told to stop (a late
+    delivery of an older push stops the current head's job, which then ends without posting)."""
     covered = select(Job.id).where(
         Job.repo == repo,
         Job.pr == pr,
         Job.kind == kind,
         Job.head_sha == head_sha,
-        Job.state.in_(("pending", "running", "done", "failed")),
+        Job.state.in_(("pending", "done", "failed")) | ((Job.state == "running") & (Job.stop_reason == "")),
     )
     return session.scalar(covered.limit(1)) is not None
 
@@ -106,7 +107,8 @@ def claim(sessions: sessionmaker, worker_id: str, lease_s: float, exclusive_kind
 
     A job of `exclusive_kinds` (the kinds that write the PR's summary comment: the worker passes
     `registry.pr_exclusive_kinds()`) waits while another job of `exclusive_kinds` of the same PR
-    runs (and has not been told to stop): two writers could each create a summary comment. Jobs of
+    runs and has not been told to stop, or is of the same head even if told to stop (its last write
+    may still land after the new job's): two writers could each create a summary comment. Jobs of
     other kinds neither wait nor hold a PR.
 
     Atomic across workers: the final UPDATE is conditional on the job still being claimable. On
@@ -154,7 +156,8 @@ def _lock_pr(session: Session, job: Job) -> bool:
 
 def _pr_busy(session: Session, job: Job, now: float, exclusive_kinds: Collection[str]) -> bool:
     """Whether another job of `exclusive_kinds` of the job's PR is running under a live lease and
-    has not been told to stop."""
+    has not been told to stop, or is of the same head (told to stop, it may still be sending its
+    last write: a `pending` status landing after the new job's final one would stay)."""
     running = select(Job.id).where(
         Job.repo == job.repo,
         Job.pr == job.pr,
@@ -162,7 +165,7 @@ def _pr_busy(session: Session, job: Job, now: float, exclusive_kinds: Collection
         Job.id != job.id,
         Job.state == "running",
         Job.lease_until >= now,
-        Job.stop_reason == "",
+        (Job.stop_reason == "") | (Job.head_sha == job.head_sha),
     )
     return session.scalar(running.limit(1)) is not None
 
