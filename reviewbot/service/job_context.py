@@ -9,9 +9,10 @@ import logging
 import threading
 from typing import Self
 
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import sessionmaker
 
-from reviewbot.service import jobs, store
+from reviewbot.service import health, jobs, store
 from reviewbot.service.db import Job
 from reviewbot.service.github_api import GitHub
 from reviewbot.service.settings import Settings
@@ -45,6 +46,8 @@ class JobContext:
         self._heartbeat = threading.Thread(target=self._beat, name=f"lease-{job.id}", daemon=True)
 
     def _beat(self) -> None:
+        """Renew the lease every third of it; a database that fails a renewal (locked, read-only,
+        unreachable for a moment) is tried again at the next beat, while the lease still runs."""
         interval = self.settings.job_lease_seconds / 3
         while not self._done.wait(interval):
             try:
@@ -53,6 +56,8 @@ class JobContext:
                 logger.error("%s", exc)
                 self._lost = True
                 return
+            except OperationalError as exc:
+                logger.error("job %d: lease not renewed, trying again: %s", self.job.id, health.first_line(exc))
 
     def __enter__(self) -> Self:
         self._heartbeat.start()

@@ -130,3 +130,25 @@ def test_external_workers_heartbeats_are_listed(fresh_service, github, tmp_path)
     [row] = [w for w in service.client.get("/healthz").json()["workers"] if w["pid"] == worker.pid]
     assert row["state"] == "stopped"
     assert service.client.get("/healthz").status_code == 200  # external workers come and go
+
+
+def test_a_database_blip_while_a_job_runs_keeps_its_lease_renewing(fresh_service, github, tmp_path):
+    """The job's lease thread meets a database that refuses writes for a moment: it says so and
+    renews at its next beat, so the job is not claimed a second time by the other job thread."""
+    service = fresh_service(worker_threads=2, job_lease_seconds=6).start()
+    project = Project(tmp_path, github, "octo/db-blip")
+    _, head = project.open_pull(1, good_core())
+    held = github.state.add_fault("POST", rf"/repos/{project.full_name}/statuses/{head}$", delay=5)
+    service.pull_event("opened", project.full_name, 1)
+    wait_until(lambda: held.times == 0, what="the review to start writing")
+    files = [
+        f"{service.db_path}{suffix}" for suffix in ("", "-wal", "-shm") if os.path.exists(f"{service.db_path}{suffix}")
+    ]
+    subprocess.run(["chattr", "+i", *files], check=True)
+    try:
+        wait_until(lambda: "lease not renewed, trying again" in service.log(), timeout=10, what="a failed renewal")
+    finally:
+        subprocess.run(["chattr", "-i", *files], check=True)
+    [job] = service.wait_jobs_settled(project.full_name, 1)
+    assert (job.state, job.attempts) == ("done", 1), service.log()
+    assert "Exception in thread" not in service.log()
