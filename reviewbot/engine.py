@@ -45,6 +45,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from reviewbot import pysource
 from reviewbot.diff import FileChange, diff_files
 from reviewbot.exception_index import ExceptionIndex, index_revision
 from reviewbot.experiments.exception_injection import candidates as injection_candidates
@@ -116,14 +117,7 @@ def _areas(changes: list[FileChange]) -> list[str]:
 
 
 def _parse(source: str | None) -> ast.Module | None:
-    if source is None:
-        return None
-    try:
-        return ast.parse(source)
-    except SyntaxError:
-        return None
-    except ValueError:  # Python 3.11 raises it for a NUL byte (3.12 a SyntaxError)
-        return None
+    return None if source is None else pysource.parse(source)
 
 
 def _keep(finding: Finding, change: FileChange, base_prints: set[str]) -> bool:

@@ -37,6 +37,7 @@ import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from reviewbot import pysource
 from reviewbot.gitrepo import GitRepo
 
 logger = logging.getLogger(__name__)
@@ -152,9 +153,8 @@ class ExceptionIndex:
         """Every function and method definition of the scanned sources (parsed on first use)."""
         found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         for rel, text in self._sources.items():
-            try:
-                tree = ast.parse(text, filename=rel)
-            except SyntaxError:
+            tree = pysource.parse(text, filename=rel)
+            if tree is None:
                 continue
             found.extend(node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
         return tuple(found)
@@ -348,10 +348,9 @@ def index_sources(sources: Mapping[str, str]) -> ExceptionIndex:
     raised: dict[str, set[str]] = {}
     for rel_text in sorted(sources):
         rel = Path(rel_text)
-        try:
-            tree = ast.parse(sources[rel_text], filename=rel_text)
-        except SyntaxError as exc:
-            logger.debug("exception index: %s does not parse (%s); skipped", rel_text, exc)
+        tree = pysource.parse(sources[rel_text], filename=rel_text)
+        if tree is None:
+            logger.debug("exception index: %s does not parse; skipped", rel_text)
             continue
         module = _module_name(rel)
         for node in _statements(tree.body):

@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from reviewbot import pysource
 from reviewbot.diff import FileChange
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import SuiteConfig
@@ -124,9 +125,8 @@ def locate_test(git: GitRepo, rev: str, path: str, name: str) -> tuple[int, int]
     text = git.read(rev, path)
     if text is None or name not in text:
         return None
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
+    tree = pysource.parse(text)
+    if tree is None:
         return None
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:

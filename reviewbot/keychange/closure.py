@@ -21,6 +21,7 @@ import copy
 import dataclasses
 import hashlib
 
+from reviewbot import pysource
 from reviewbot.gitrepo import GitRepo
 
 
@@ -130,9 +131,8 @@ class ModuleIndex:
         text = self.git.read(self.rev, path)
         if text is None:
             return None
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
+        tree = pysource.parse(text)
+        if tree is None:
             return None
         package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
         defs: dict[str, ast.stmt] = {}

@@ -21,6 +21,7 @@ import ast
 import functools
 from collections import Counter
 
+from reviewbot import pysource
 from reviewbot.findings import Finding, Severity
 from reviewbot.keychange.closure import unwind_attributes
 from reviewbot.rules.common import FileContext, contains_logging
@@ -103,9 +104,8 @@ def silent_conditions(sources: tuple[tuple[str, str], ...]) -> Counter[str]:
     source) pairs)."""
     keys: Counter[str] = Counter()
     for _, source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
+        tree = pysource.parse(source)
+        if tree is None:
             continue
         keys.update(
             condition_key(node.test)

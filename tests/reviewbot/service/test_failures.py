@@ -3,7 +3,8 @@
 - A poison PR (GitHub answers its pull request with a body the bot cannot use): its job is retried
   with backoff, then fails; the PR gets a summary saying the review could not run (no internals)
   and an `error` status; another PR opened meanwhile is reviewed, and the service stays healthy.
-- A PR with Python files that are not UTF-8 is reviewed like any other, with a `not-utf8` finding.
+- A PR with Python files that are not UTF-8 is reviewed like any other, with a `not-utf8` finding,
+  and one with files CPython cannot parse at all is reviewed without them.
 """
 
 from __future__ import annotations
@@ -83,9 +84,16 @@ def test_a_poison_pr_fails_alone_and_says_so(retrying_service, github, tmp_path)
 
 
 def test_non_utf8_sources_are_reviewed(service, github, tmp_path):
+    """Also beside files CPython cannot parse: nested past its parser's stack (MemoryError), an
+    expression too deep (RecursionError), a NUL byte past git's binary test (ValueError on 3.11)."""
     project = Project(tmp_path, github, "octo/latin1")
     latin = b'"""Helpers."""\nNAME = "caf\xe9"\n\n\ndef name() -> str:\n    return NAME\n'
-    _, head = project.open_pull(1, {"pkg/latin.py": latin, **good_core()})
+    unparsable = {
+        "pkg/deep_unary.py": "Y = " + "-" * 100_000 + "1\n",
+        "pkg/deep_sum.py": "Y = " + "+".join(["1"] * 200_000) + "\n",
+        "pkg/late_nul.py": "X = 1\n" + "# padding\n" * 1000 + "Z = '\x00'\n",
+    }
+    _, head = project.open_pull(1, {"pkg/latin.py": latin, **unparsable, **good_core()})
     service.pull_event("opened", project.full_name, 1)
     [job] = service.wait_jobs_settled(project.full_name, 1)
     assert job.state == "done", (job, service.log())
