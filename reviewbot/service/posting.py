@@ -215,7 +215,9 @@ def _set_check_run(gh: GitHub, repo: Any, sha: str, name: str, state: str, title
         fields["status"] = "in_progress"
     else:
         fields["status"] = "completed"
-        fields["conclusion"] = {"success": "success", "failure": "failure"}.get(state, "neutral")
+        # `error` (could not run) concludes `failure` too: GitHub counts `neutral` as passing for a
+        # required check, so a PR whose review cannot run would pass it
+        fields["conclusion"] = "success" if state == "success" else "failure"
 
     def find() -> Any:
         runs = list(repo.get_commit(sha).get_check_runs(check_name=name))

@@ -40,3 +40,13 @@ def test_app_reports_check_runs_with_an_installation_token(app_service, github, 
     ]
     assert github.state.statuses_for(project.full_name, head) == []
     assert len([c for c in github.state.comments_on(project.full_name, 1) if "reviewbot:summary" in c["body"]]) == 1
+
+    # A review that cannot run (an invalid .reviewbot.yml) must not pass a required check: GitHub
+    # counts a `neutral` conclusion as passing.
+    _, broken = project.open_pull(2, {**bad_core(), ".reviewbot.yml": "suites: 5\n"})
+    app_service.pull_event("opened", project.full_name, 2, installation_id=77)
+    [job] = app_service.wait_jobs_settled(project.full_name, 2)
+    assert job.state == "failed", app_service.log()
+    [run] = [r for r in github.state.check_runs.values() if r["_repo"] == project.full_name and r["head_sha"] == broken]
+    assert (run["status"], run["conclusion"]) == ("completed", "failure"), run
+    assert run["output"]["title"].startswith(".reviewbot.yml: suites"), run
