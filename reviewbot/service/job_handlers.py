@@ -173,7 +173,7 @@ def summary_body(head_sha: str, static_section: str, gpu_section: str) -> str:
     parts = [posting.SUMMARY_MARKER, f"## reviewbot: review of `{head_sha[:12]}`", static_section.strip()]
     if gpu_section:
         parts += ["### GPU regression suites", gpu_section.strip()]
-    return "\n\n".join(part for part in parts if part) + "\n"
+    return posting.fit("\n\n".join(part for part in parts if part) + "\n")
 
 
 def _publish_summary(ctx: JobContext, gh: GitHub, issue: Any, static_section: str, gpu_section: str) -> None:

@@ -28,6 +28,21 @@ _FP_RE = re.compile(r"<!-- reviewbot:fp:([0-9a-f]+) -->")
 STATIC_CONTEXT = "reviewbot/static"
 GPU_CONTEXT = "reviewbot/gpu-regression"
 CACHE_LABEL = "cache: invalidates"
+BODY_LIMIT = 65536  # characters GitHub takes in one comment (a 422 past it)
+_CUT_NOTE = "\n\n_(cut here: the rest is longer than GitHub takes in one comment, {limit:,} characters)_\n"
+
+
+def fit(body: str, limit: int = BODY_LIMIT) -> str:
+    """`body`, or its start with a note saying it was cut, `limit` characters at most (an open code
+    fence is closed before the note). Texts quote the PR's own output (a failure message, a test
+    id), which can be any length."""
+    if len(body) <= limit:
+        return body
+    note = _CUT_NOTE.format(limit=limit)
+    kept = body[: limit - len(note) - len("\n```")]
+    if kept.count("```") % 2:
+        kept += "\n```"
+    return kept + note
 
 
 class FindingLike(Protocol):
@@ -111,8 +126,8 @@ def inline_body(finding: FindingLike) -> str:
         parts.append(f"*Why:* {finding.why}")
     if finding.fix:
         parts.append(f"*Fix:* {finding.fix}")
-    parts.append(_FP_MARKER.format(finding.fingerprint))
-    return "\n\n".join(parts)
+    marker = _FP_MARKER.format(finding.fingerprint)
+    return fit("\n\n".join(parts), BODY_LIMIT - len(marker) - 2) + "\n\n" + marker
 
 
 def posted_fingerprints(gh: GitHub, pull: Any) -> set[str]:
@@ -176,7 +191,8 @@ def reply_once(gh: GitHub, issue: Any, key: str, text: str) -> None:
                 return comment
         return None
 
-    gh.upsert("reply_comment", find, lambda: issue.create_comment(f"{text}\n\n{marker}"))
+    body = fit(text, BODY_LIMIT - len(marker) - 2) + "\n\n" + marker
+    gh.upsert("reply_comment", find, lambda: issue.create_comment(body))
 
 
 def set_label(gh: GitHub, issue: Any, name: str, wanted: bool) -> bool:

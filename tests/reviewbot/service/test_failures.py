@@ -14,7 +14,7 @@ import itertools
 import pytest
 
 from tests.reviewbot.service.harness import Service
-from tests.reviewbot.service.scenario import Project, good_core
+from tests.reviewbot.service.scenario import Project, bad_core, good_core
 
 SUMMARY_MARKER = "<!-- reviewbot:summary -->"
 BACKOFF = 0.5
@@ -100,3 +100,21 @@ def test_non_utf8_sources_are_reviewed(service, github, tmp_path):
     [summary] = _summaries(github, project, 1)
     assert "`not-utf8`" in summary and "this file is not UTF-8 (first invalid byte on line 2)" in summary
     assert _static_states(github, project, head) == ["pending", "success"]
+
+
+def test_a_failure_message_longer_than_a_github_comment_still_gets_its_review(service, github, tmp_path):
+    """A suite's failure text is the PR author's: 100,000 characters on one line would make the
+    summary and the inline comment longer than GitHub takes (65,536 characters, 422 past it)."""
+    project = Project(tmp_path, github, "octo/long-failure")
+    files = bad_core()
+    files["tests_load/test_load.py"] += "\n\ndef test_loud():\n    assert False, 'x' * 100_000\n"
+    _, head = project.open_pull(1, files)
+    service.pull_event("opened", project.full_name, 1)
+    [job] = service.wait_jobs_settled(project.full_name, 1)
+    assert job.state == "done", (job, service.log())
+    [summary] = _summaries(github, project, 1)
+    assert len(summary) <= 65536 and "test_loud" in summary
+    assert "longer than GitHub takes" in summary
+    inline = [c["body"] for c in github.state.review_comments_on(project.full_name, 1)]
+    assert [b for b in inline if "test_loud" in b] and all(len(b) <= 65536 for b in inline), inline
+    assert _static_states(github, project, head) == ["pending", "failure"]

@@ -6,7 +6,7 @@ import urllib.parse
 from typing import Any
 
 from tests.reviewbot.fake_github.router import Request, Response, route
-from tests.reviewbot.fake_github.routes.common import not_found, repo_name, requester, unprocessable
+from tests.reviewbot.fake_github.routes.common import body_too_long, not_found, repo_name, requester, unprocessable
 
 REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
 
@@ -86,6 +86,8 @@ def create_comment(request: Request) -> Response:
     body = request.json().get("body")
     if not body:
         return unprocessable("Validation Failed", [{"field": "body", "code": "missing_field"}])
+    if refused := body_too_long(body):
+        return refused
     return Response(201, add_comment(request.state, name, number, body, requester(request)))
 
 
@@ -126,6 +128,8 @@ def edit_comment(request: Request) -> Response | dict[str, Any]:
     comment = _comment(request)
     if comment is None:
         return not_found()
+    if refused := body_too_long(request.json()["body"]):
+        return refused
     comment["body"] = request.json()["body"]
     comment["updated_at"] = request.state.now()
     comment["_edits"] += 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.reviewbot.fake_github.router import Request, Response, route
-from tests.reviewbot.fake_github.routes.common import not_found, repo_name, requester, unprocessable
+from tests.reviewbot.fake_github.routes.common import body_too_long, not_found, repo_name, requester, unprocessable
 
 
 def _pull(request: Request) -> dict[str, Any] | None:
@@ -48,6 +48,8 @@ def create_review(request: Request) -> Response | dict[str, Any]:
     name = repo_name(request)
     diff_lines = pull.get("_diff_lines")
     comments = data.get("comments") or []
+    if refused := body_too_long(data.get("body"), *(comment.get("body") for comment in comments)):
+        return refused
     for comment in comments:
         if "line" not in comment or comment.get("side", "RIGHT") not in ("RIGHT", "LEFT"):
             return unprocessable("Unprocessable Entity", [{"message": "line and side are required"}])
