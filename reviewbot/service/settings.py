@@ -205,6 +205,13 @@ class Settings(BaseModel):
     retry_max_wait_seconds: float = Field(900.0, description="longest wait for a rate-limit reset before retrying")
     github_timeout_seconds: float = Field(30.0, description="timeout of one GitHub API request")
     log_level: str = Field("INFO", description="level of the 'reviewbot' logger")
+    config_file: str = Field(
+        "",
+        description=(
+            "(set by the loader, not a setting) the YAML file the settings came from, `--config` or "
+            "REVIEWBOT_CONFIG: it may hold secrets, so PR code never sees it, like the secret files"
+        ),
+    )
 
     @property
     def values(self) -> dict[str, Any]:
@@ -274,9 +281,12 @@ class Setting(NamedTuple):
     is_bool: bool
 
 
+LOADER_FIELDS = ("config_file",)  # fields of `Settings` the loader fills in: no flag, variable or YAML key
+
 SETTINGS: tuple[Setting, ...] = tuple(
     Setting(name, field.default, field.description or "", field.annotation is bool)
     for name, field in Settings.model_fields.items()
+    if name not in LOADER_FIELDS
 )
 
 
@@ -332,7 +342,7 @@ def _file_values(config_path: str) -> dict[str, Any]:
         # ValueError, as for every bad setting: the commands report it as one line
         raise ValueError(f"{config_path}: expected a mapping of settings")  # noqa: TRY004
     for key in data:
-        if key not in Settings.model_fields:
+        if key not in Settings.model_fields or key in LOADER_FIELDS:
             raise ValueError(f"{config_path}: unknown setting {key!r}")
     return data
 
@@ -347,7 +357,8 @@ def load(args: argparse.Namespace | None = None, env: Mapping[str, str] | None =
     if config_path:
         for key, value in _file_values(config_path).items():
             values[key], sources[key] = value, config_path
-    for name in Settings.model_fields:
+        values["config_file"], sources["config_file"] = str(Path(config_path).resolve()), "--config"
+    for name in (setting.name for setting in SETTINGS):
         variable = f"{ENV_PREFIX}{name.upper()}"
         if variable in env:
             values[name], sources[name] = env[variable], f"env {variable}"

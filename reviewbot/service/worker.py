@@ -46,12 +46,12 @@ logger = logging.getLogger(__name__)
 
 def service_state_paths(settings: Settings) -> list[Path]:
     """What of the service a sandboxed run must not see: the SQLite file (and its journals), the
-    secret files, the work directory."""
+    secret files, the settings file (it may hold secrets too), the work directory."""
     paths = [Path(settings.work_dir)]
     if settings.database_url.startswith("sqlite:///"):
         database = settings.database_url.removeprefix("sqlite:///")
         paths += [Path(database + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
-    for name in ("webhook_secret_file", "github_token_file", "app_private_key_file"):
+    for name in ("webhook_secret_file", "github_token_file", "app_private_key_file", "config_file"):
         if settings.values[name]:
             paths.append(Path(settings.values[name]))
     return paths

@@ -39,6 +39,7 @@ DATABASE = {database!r}
 WORK_DIR = {work_dir!r}
 PORTS = [{ports}]
 SERVICE_PIDS = [{pids}]
+SETTINGS_FILE = {settings_file!r}
 
 
 def _parent(pid):
@@ -92,6 +93,15 @@ def test_the_database_cannot_be_opened_or_written():
         connection.commit()
 
 
+def test_the_settings_file_holds_no_secret_for_this_code():
+    try:
+        with open(SETTINGS_FILE) as settings:
+            data = settings.read()
+    except OSError:
+        return
+    assert not [s for s in SECRETS if s in data]
+
+
 def test_the_work_directory_is_out_of_reach():
     try:
         names = os.listdir(WORK_DIR)
@@ -115,6 +125,7 @@ def _escape_files(service: Service) -> dict[str, str]:
         work_dir=str(service.tmp / "work"),
         ports=", ".join(str(p) for p in (service.port, int(service.github.origin.rsplit(":", 1)[1]))),
         pids=str(service.server.pid),
+        settings_file=str(service.tmp / "reviewbot.yml"),
     )
     return {
         ".reviewbot.yml": f"suites:\n  escape:\n    command: python -m pytest -q -p no:cacheprovider {NO_PLUGINS} "
@@ -133,6 +144,20 @@ def _final(github, project, sha, context="reviewbot/static"):
     return states[-1] if states and states[-1] != "pending" else None
 
 
+@pytest.fixture(scope="module")
+def service(github, tmp_path_factory):
+    """Deployed with a settings file (`REVIEWBOT_CONFIG`) holding the token (only there) and the
+    secret (also in serve's environment, which wins)."""
+    tmp = tmp_path_factory.mktemp("service")
+    svc = Service(tmp, github)
+    settings_file = tmp / "reviewbot.yml"
+    settings_file.write_text(f"webhook_secret: {SECRET}\ngithub_token: {svc.env.pop('REVIEWBOT_GITHUB_TOKEN')}\n")
+    settings_file.chmod(0o644)
+    svc.env["REVIEWBOT_CONFIG"] = str(settings_file)
+    yield svc.start()
+    svc.stop()
+
+
 @pytest.mark.skipif(not availability().ok, reason=f"no sandbox on this machine: {availability().reason}")
 def test_pr_code_cannot_reach_secrets_database_or_service(service, github, tmp_path):
     project = Project(tmp_path, github, "octo/escape")
@@ -143,7 +168,8 @@ def test_pr_code_cannot_reach_secrets_database_or_service(service, github, tmp_p
     jobs = service.wait_jobs_settled(project.full_name, 1, timeout=180)
     assert [j.state for j in jobs] == ["done"], (jobs, service.log())
     body = _summary(github, project, 1)
-    assert "| `escape` | passed | 7✓ 0✗ 0⊘ |" in body, body
+    assert "| `escape` | passed | 8✓ 0✗ 0⊘ |" in body, body
+    assert (service.tmp / "reviewbot.yml").stat().st_mode & 0o777 == 0o600  # made private like the secret files
     assert _final(github, project, head) == "success"
     assert service.query("SELECT COUNT(*) AS n FROM authorisations")[0].n == authorisations
     assert service.server is not None and service.server.poll() is None
@@ -168,6 +194,7 @@ def test_pr_code_cannot_reach_secrets_database_or_service(service, github, tmp_p
         "test_the_service_processes_are_not_visible",
         "test_the_database_cannot_be_opened_or_written",
         "test_the_work_directory_is_out_of_reach",
+        "test_the_settings_file_holds_no_secret_for_this_code",
     } <= failed, run.stdout
     assert sum(name.startswith("test_the_service_and_github_cannot_be_reached") for name in failed) == 2
 
