@@ -63,6 +63,7 @@ from reviewbot.ruff import run_ruff
 from reviewbot.rules import FILE_RULES, FileContext, encoding, key_docs, suite_results
 from reviewbot.rules import cache_key as cache_key_rule
 from reviewbot.rules.common import QualnameIndex
+from reviewbot.severity import Severity
 from reviewbot.suites import run_suites
 from reviewbot.testplan import FAILS_AT_HEAD, TestPlanRow, verify_test_plan
 
@@ -172,6 +173,17 @@ def _suites_to_run(mode: str, config: RepoConfig) -> list[str]:
     return names
 
 
+def _base_overrides(git: GitRepo, merge_base: str) -> dict[str, Severity]:
+    """The merge base's `severity_overrides`: what is merged decides how severe a rule's findings
+    are, so a change cannot lower the severity of its own findings by editing `.reviewbot.yml`
+    (none when the merge base's file is invalid)."""
+    try:
+        return dict(load_config(git.path, merge_base).severity_overrides)
+    except ConfigError as exc:
+        logger.warning("base revision's .reviewbot.yml is invalid (%s); no severity overrides apply", exc)
+        return {}
+
+
 def _base_config(git: GitRepo, merge_base: str, config: RepoConfig) -> RepoConfig:
     """The merge base's `.reviewbot.yml` when it names key roots (they may have moved since), else `config`."""
     try:
@@ -203,9 +215,12 @@ def run_review(
         with clock.stage("diff"):
             head_sha = git.rev_parse(head)
             merge_base = git.merge_base(base, head_sha)
+            overrides = None if config is None else dict(config.severity_overrides)  # a given config's own
             if config is None:
                 config = load_config(git.path, head_sha)
             head_has_file = git.read(head_sha, CONFIG_FILE) is not None
+            if overrides is None:
+                overrides = _base_overrides(git, merge_base)
             suite_names = _suites_to_run(suites, config)
             changes = diff_files(git, merge_base, head_sha)
             commits = [
@@ -303,10 +318,7 @@ def run_review(
                 )
 
     findings = [
-        apply_evidence_policy(
-            f.with_severity(config.severity_overrides[f.rule]) if f.rule in config.severity_overrides else f
-        )
-        for f in findings
+        apply_evidence_policy(f.with_severity(overrides[f.rule]) if f.rule in overrides else f) for f in findings
     ]
     findings.sort(key=lambda f: (f.severity.rank, f.path, f.line_start, f.rule))
     timings = clock.finish()

@@ -97,3 +97,16 @@ def test_malformed_repo_config_fails_the_job_with_an_error_status_and_the_worker
     assert final_status(github, project, fine) == "success"
     health = service.client.get("/healthz").json()
     assert health["ok"] is True and [worker["state"] for worker in health["workers"]] == ["running"], health
+
+
+def test_a_pr_cannot_lower_the_severity_of_its_own_findings(service, github, project):
+    """`severity_overrides` come from the merge base: the PR's own `.reviewbot.yml` making the failing
+    test a P4 leaves its review blocking (it applies once merged)."""
+    files = bad_core()
+    files[".reviewbot.yml"] += "severity_overrides:\n  suite-failure: P4\n  broad-except: P4\n"
+    _, head = project.open_pull(7, files)
+    service.pull_event("opened", project.full_name, 7)
+    assert [j.state for j in service.wait_jobs_settled(project.full_name, 7)] == ["done"], service.log()
+    assert final_status(github, project, head) == "failure"
+    [summary] = summaries(github, project, 7)
+    assert "`P0-BLOCKER` 1" in summary["body"], summary["body"]
