@@ -40,6 +40,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -55,6 +56,7 @@ FRESH_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 EXIT_SETUP_FAILED = 125  # sandbox_enter.py's exit code when it could not build the sandbox
 _ENTER = Path(__file__).with_name("sandbox_enter.py")
 _hidden: set[str] = set()
+_budget = threading.local()  # `at`: the monotonic time this thread's runs must end by (`time_budget`)
 
 
 class SandboxError(RuntimeError):
@@ -114,6 +116,28 @@ def hide_service_state(paths: Iterable[Path | str]) -> None:
         if path.exists():
             path.chmod(path.stat().st_mode & 0o700)
         _hidden.add(str(path))
+
+
+@contextlib.contextmanager
+def time_budget(seconds: float) -> Iterator[None]:
+    """Runs this thread starts inside the block end `seconds` from now at the latest: each run's own
+    limit is cut to what is left (one started after that is killed at once and reported as killed at
+    its limit). The service bounds a review with it: the limits in a PR's `.reviewbot.yml` are the
+    PR author's, and a run that never ends would hold a worker for good."""
+    if seconds <= 0:
+        raise ValueError(f"time budget must be positive, got {seconds}")
+    outer = getattr(_budget, "at", None)
+    at = time.monotonic() + seconds
+    _budget.at = at if outer is None else min(outer, at)
+    try:
+        yield
+    finally:
+        _budget.at = outer
+
+
+def _within_budget(timeout_s: float) -> float:
+    at = getattr(_budget, "at", None)
+    return timeout_s if at is None else max(0.0, min(timeout_s, at - time.monotonic()))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,6 +263,7 @@ class Box:
         missing; `SandboxError` when the sandbox could not be built.
         """
         self._require_program(argv, env)
+        timeout_s = _within_budget(timeout_s)
         start = time.monotonic()
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
@@ -267,6 +292,7 @@ class Box:
         `FileNotFoundError` when the program is missing; `SandboxError` when the sandbox could
         not be built."""
         self._require_program(argv, env)
+        timeout_s = _within_budget(timeout_s)
         full = self._argv(argv, env, network)
         start = time.monotonic()
         proc = subprocess.Popen(

@@ -203,7 +203,7 @@ def run_review_job(ctx: JobContext) -> str:
     authorised = not fork or _authorised(ctx, job.head_sha)
     refusal = _sandbox_refusal(ctx, fork) if authorised else ""
     run_pr_code = authorised and not refusal
-    with _checkout(ctx, gh, pull) as path:
+    with _checkout(ctx, gh, pull) as path, sandbox.time_budget(ctx.settings.review_timeout_seconds):
         try:
             outcome = review(
                 path,

@@ -148,6 +148,14 @@ class Settings(BaseModel):
     job_retry_backoff_seconds: float = Field(
         10.0, description="wait before a job that hit an unexpected error runs again (doubles per attempt)"
     )
+    review_timeout_seconds: float = Field(
+        3600.0,
+        gt=0,
+        description=(
+            "time all runs of PR code in one review (suites, key probe, test plan, experiments) may take "
+            "together; each run's own limit (the PR's .reviewbot.yml) is cut to what is left"
+        ),
+    )
     unsandboxed: Flag = Field(
         False,
         description=(

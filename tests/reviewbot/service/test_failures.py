@@ -19,6 +19,7 @@ from tests.reviewbot.service.scenario import Project, bad_core, good_core
 SUMMARY_MARKER = "<!-- reviewbot:summary -->"
 BACKOFF = 0.5
 ATTEMPTS = 3
+REVIEW_BUDGET = 6
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +29,7 @@ def retrying_service(github, tmp_path_factory):
         github,
         job_max_attempts=ATTEMPTS,
         job_retry_backoff_seconds=BACKOFF,
+        review_timeout_seconds=REVIEW_BUDGET,
     ).start()
     yield svc
     svc.stop()
@@ -118,3 +120,25 @@ def test_a_failure_message_longer_than_a_github_comment_still_gets_its_review(se
     inline = [c["body"] for c in github.state.review_comments_on(project.full_name, 1)]
     assert [b for b in inline if "test_loud" in b] and all(len(b) <= 65536 for b in inline), inline
     assert _static_states(github, project, head) == ["pending", "failure"]
+
+
+def test_a_suite_that_never_ends_is_cut_at_the_review_budget(retrying_service, github, tmp_path):
+    """The PR's own `.reviewbot.yml` gives its suite a day; the review's budget ends it, and the PR
+    opened next is reviewed by the same (single-threaded) worker."""
+    service = retrying_service
+    project = Project(tmp_path, github, "octo/endless")
+    endless = {
+        ".reviewbot.yml": "suites:\n  endless:\n    command: python -c 'import time; time.sleep(86400)'\n"
+        "    gpus: 0\n    timeout_s: 86400\n",
+    }
+    _, head = project.open_pull(1, {**good_core(), **endless})
+    service.pull_event("opened", project.full_name, 1)
+    _, other_head = project.open_pull(2, good_core("\n\ndef other() -> int:\n    return 2\n"))
+    service.pull_event("opened", project.full_name, 2)
+    [job] = service.wait_jobs_settled(project.full_name, 1, timeout=60)
+    assert job.state == "done", service.log()
+    [summary] = _summaries(github, project, 1)
+    assert "| `endless` | timeout |" in summary, summary
+    assert _static_states(github, project, head)[-1] in ("success", "failure")
+    [other] = service.wait_jobs_settled(project.full_name, 2, timeout=60)
+    assert other.state == "done" and _static_states(github, project, other_head)[-1] == "success"
