@@ -53,6 +53,7 @@ ENV_ALLOWED = {"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH", "TOR
 ENV_ALLOWED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "OMP_", "MKL_")
 SANDBOX_USER = "reviewbot-sandbox"
 FRESH_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+FRESH_SIZE = "1g"  # each fresh tmpfs: memory of the machine, which a run may fill (it has no cgroup)
 EXIT_SETUP_FAILED = 125  # sandbox_enter.py's exit code when it could not build the sandbox
 _ENTER = Path(__file__).with_name("sandbox_enter.py")
 _hidden: set[str] = set()
@@ -249,6 +250,7 @@ class Box:
             "env": dict(env),
             "keep": [str(self.tree), str(self.scratch), *_outermost([*_interpreter_paths(), *self.keep]), unshare],
             "fresh": list(FRESH_DIRS),
+            "fresh_size": FRESH_SIZE,
             "hide": sorted(_hidden),
             "unshare": unshare,
         }

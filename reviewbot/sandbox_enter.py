@@ -9,8 +9,8 @@ builds the file view the revision's code gets, drops to the sandbox uid for good
 - `argv`, `cwd`, `env`: the command, its directory and its whole environment;
 - `keep`: paths the command sees at their own place (the worktree, its scratch directory, the
   interpreter, the `unshare` program), re-mounted after the masks below;
-- `fresh`: directories replaced by an empty world-writable tmpfs (/tmp, /var/tmp, /dev/shm): the
-  command sees no file another process left there and leaves none behind;
+- `fresh`: directories replaced by an empty world-writable tmpfs (/tmp, /var/tmp, /dev/shm) of
+  `fresh_size` each: the command sees no file another process left there and leaves none behind;
 - `hide`: the service's state (database, secret files, work directory): a directory becomes an
   empty tmpfs, a file a read-only mount of /dev/null without device access (opening it fails).
 
@@ -117,20 +117,22 @@ def _move_mount(fd: int, target: str) -> None:
     os.close(fd)
 
 
-def build_view(keep: list[str], fresh: list[str], hide: list[str]) -> None:
-    """Mount the command's file view (see the module docstring) in this private mount namespace."""
+def build_view(keep: list[str], fresh: list[str], hide: list[str], fresh_size: str) -> None:
+    """Mount the command's file view (see the module docstring) in this private mount namespace.
+    `fresh_size`: the size of each fresh tmpfs (tmpfs lives in memory: the run may fill it); the
+    masks are the root's, which the run cannot write to."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     kept = [(path, _open_tree(path)) for path in keep if os.path.exists(path)]
-    masks = [(path, "mode=1777") for path in fresh if os.path.isdir(path)]
+    masks = [(path, f"mode=1777,size={fresh_size}") for path in fresh if os.path.isdir(path)]
     for path, _ in kept:
         blocked = _blocked_ancestor(path)
         if blocked:
-            masks.append((blocked, "mode=0755"))
-    masks += [(path, "mode=0755") for path in hide if os.path.isdir(path)]
+            masks.append((blocked, "mode=0755,size=1m"))
+    masks += [(path, "mode=0755,size=1m") for path in hide if os.path.isdir(path)]
     mounted: list[str] = []
     for path, options in sorted(masks, key=lambda mask: len(mask[0])):
         if not any(_inside(path, done) for done in mounted):
-            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"{options},size=16g")
+            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, options)
             mounted.append(path)
     for path in hide:
         if os.path.isfile(path) and not any(_inside(path, done) for done in mounted):
@@ -150,7 +152,7 @@ def main(spec: dict) -> None:
     os.umask(0o022)
     _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
     _loopback_up()
-    build_view(spec["keep"], spec["fresh"], spec["hide"])
+    build_view(spec["keep"], spec["fresh"], spec["hide"], spec["fresh_size"])
     uid, gid = int(spec["uid"]), int(spec["gid"])
     assert uid != 0 and gid != 0, "the sandbox never runs as root"
     os.setgroups([])

@@ -87,3 +87,27 @@ def test_the_time_limit_ends_every_process_of_the_run(tmp_path: Path) -> None:
     while alive() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert alive() == []
+
+
+@pytest.mark.skipif(not sandbox.availability().ok, reason=f"no sandbox here: {sandbox.availability().reason}")
+def test_the_fresh_directories_hold_no_more_than_their_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """/tmp, /var/tmp and /dev/shm are tmpfs, which lives in the machine's memory: a run filling
+    them must meet their size, not the machine's end (the size is made small here)."""
+    monkeypatch.setattr(sandbox, "FRESH_SIZE", "4m")
+    tree = tmp_path / "wt"
+    tree.mkdir()
+    fill = (
+        "import errno, os, sys\n"
+        "for place in ('/dev/shm', '/tmp', '/var/tmp'):\n"
+        "    try:\n"
+        "        open(place + '/fill', 'wb').write(b'x' * (8 << 20))\n"
+        "    except OSError as exc:\n"
+        "        assert exc.errno == errno.ENOSPC, exc\n"
+        "        os.remove(place + '/fill')\n"
+        "    else:\n"
+        "        sys.exit(place + ' took 8 MB')\n"
+        "open('/tmp/small', 'wb').write(b'x' * (1 << 20))\n"
+    )
+    with sandbox.box(tree) as box:
+        run = box.run_captured([sys.executable, "-c", fill], sandbox.child_env(tree, box.scratch), 60)
+    assert run.returncode == 0, run.stderr
