@@ -165,9 +165,9 @@ class Worker:
         except Stopped as exc:
             logger.info("job %d stopped (%s): nothing posted", job.id, exc)
             return JobEnd("superseded" if str(exc) == "superseded" else "cancelled")
-        except ConfigError as exc:
-            logger.error("job %d failed: %s", job.id, exc)
-            return JobEnd("failed", str(exc))
+        except ConfigError as exc:  # the PR's .reviewbot.yml: its status already says so
+            logger.error("job %d failed: .reviewbot.yml: %s", job.id, exc)
+            return JobEnd("failed", f".reviewbot.yml: {exc}")
         except GitHubFailed as exc:  # already retried by `GitHub.call`
             logger.error("job %d failed: %s", job.id, exc)
             return job_handlers.give_up(
