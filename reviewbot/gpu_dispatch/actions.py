@@ -42,7 +42,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from reviewbot.gpu_dispatch import store
 from reviewbot.gpu_dispatch.artifacts import ArtifactError, fetch_results
 from reviewbot.gpu_dispatch.outcome import error_outcome, outcome_from_results
-from reviewbot.service import events, jobs, posting
+from reviewbot.service import jobs, posting
 from reviewbot.service.db import Job, make_sessionmaker
 from reviewbot.service.github_api import GitHub, GitHubFailed, OutcomeUnknown
 from reviewbot.service.gpu_dispatch import GpuOutcome, GpuRequest, register_dispatcher
@@ -194,19 +194,27 @@ class ActionsDispatcher:
         )
 
 
-def on_workflow_run(session: Session, delivery_id: str, payload: dict[str, Any], settings: Settings) -> str:
-    """`workflow_run` webhook: queue the result job of a completed run the bot dispatched.
+# What `on_workflow_run` reads; the webhook refuses (400) a payload that lacks one or has it of
+# another type, naming the field (`events.validate`)
+WORKFLOW_RUN_FIELDS = (
+    (("action",), "action", True),
+    (("repository", "full_name"), "repo", True),
+    (("workflow_run",), "object", True),
+    (("workflow_run", "id"), "int", True),
+    (("workflow_run", "path"), "str", False),
+    (("workflow_run", "display_title"), "str", False),
+    (("workflow_run", "name"), "str", False),
+    (("workflow_run", "html_url"), "str", False),
+    (("workflow_run", "conclusion"), "str", False),
+)
 
-    A payload lacking a field this needs is stored with an `ignored-malformed` outcome naming it
-    (the service's 400 path only covers the events it validates itself)."""
-    try:
-        action = events.require(payload, "action")
-        run = events.require(payload, "workflow_run")
-        events.require(payload, "workflow_run", "id")
-        full_name = events.require(payload, "repository", "full_name")
-    except events.BadPayload as exc:
-        logger.warning("workflow_run delivery %s ignored: %s", delivery_id, exc)
-        return f"ignored-malformed: {exc}"
+
+def on_workflow_run(session: Session, delivery_id: str, payload: dict[str, Any], settings: Settings) -> str:
+    """`workflow_run` webhook: queue the result job of a completed run the bot dispatched (the
+    payload passed `events.validate` with `WORKFLOW_RUN_FIELDS`)."""
+    action = payload["action"]
+    run = payload["workflow_run"]
+    full_name = payload["repository"]["full_name"]
     if action != "completed":
         return f"ignored-{action}"
     if not str(run.get("path", "")).endswith(f"/{WORKFLOW_FILE}"):
@@ -320,7 +328,7 @@ def run_deadline_job(ctx: JobContext) -> str:
 
 
 register_dispatcher("actions", ActionsDispatcher)
-register_event("workflow_run")(on_workflow_run)
+register_event("workflow_run", WORKFLOW_RUN_FIELDS)(on_workflow_run)
 # The result job writes the PR's summary: it takes turns with the PR's other summary writers. The
 # deadline job is parked as running for hours, so it must not hold the PR (see register_job).
 register_job(RESULT_JOB, pr_exclusive=True)(run_result_job)

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from reviewbot.service import commands, jobs
-from reviewbot.service.registry import EVENTS, EventHandler, register_event
+from reviewbot.service.registry import EVENT_FIELDS, EVENTS, EventHandler, register_event
 from reviewbot.service.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -139,8 +139,10 @@ _FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, bool], ...]] = {
 
 def validate(event: str, payload: dict[str, Any]) -> None:
     """Raise `BadPayload` naming the first field an event's handler needs that is missing or of
-    the wrong type or form (events without a handler are not checked: they are only recorded)."""
-    for path, kind, required in _FIELDS.get(event, ()):
+    the wrong type or form: the fields above for the built-in handlers, those a plug-in registered
+    with its handler (`register_event(name, fields)`) for the others (events without a handler
+    are not checked: they are only recorded)."""
+    for path, kind, required in _FIELDS.get(event) or EVENT_FIELDS.get(event) or ():
         value = require(payload, *path) if required else _optional(payload, *path)
         if value is not None:
             _check(value, kind, path)

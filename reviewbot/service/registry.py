@@ -50,13 +50,20 @@ class Registry(Generic[T]):
 
 EventHandler = Callable[[Session, str, dict[str, Any], Settings], str]
 EVENTS: Registry[EventHandler] = Registry("webhook event")
+# (path, kind, required) triples, as `events.validate` reads them
+FieldSpec = tuple[tuple[tuple[str, ...], str, bool], ...]
+EVENT_FIELDS: Registry[FieldSpec] = Registry("webhook event's fields")
 
 
-def register_event(name: str) -> Callable[[EventHandler], EventHandler]:
-    """Handle `X-GitHub-Event: name` deliveries (run by `ingest.py`, in the delivery's savepoint)."""
+def register_event(name: str, fields: FieldSpec = ()) -> Callable[[EventHandler], EventHandler]:
+    """Handle `X-GitHub-Event: name` deliveries (run by `ingest.py`, in the delivery's savepoint).
+    ``fields`` lists what the handler reads, for the webhook to refuse (400) a payload that lacks
+    one or has it of the wrong type (`events.validate`); a plug-in's handler passes its own."""
 
     def add(handler: EventHandler) -> EventHandler:
         EVENTS.add(name, handler)
+        if fields:
+            EVENT_FIELDS.add(name, fields)
         return handler
 
     return add

@@ -322,8 +322,19 @@ def test_workflow_runs_not_dispatched_by_the_bot_are_ignored(github, actions_ser
     broken = workflow_run_event(github.state, unknown, github.origin)
     del broken["workflow_run"]["id"]
     response = actions_service.deliver("workflow_run", broken)
-    assert _outcome(actions_service, response) == "ignored-malformed: payload lacks workflow_run.id"
+    assert response.status_code == 400, response.text
+    assert response.json()["reason"] == "payload lacks workflow_run.id"
+    broken["workflow_run"] = "completed"
+    response = actions_service.deliver("workflow_run", broken)
+    assert response.status_code == 400, response.text
+    assert response.json()["reason"] == "payload field workflow_run must be an object, not the string 'completed'"
+    broken = workflow_run_event(github.state, unknown, github.origin)
+    broken["workflow_run"]["display_title"] = ["req-999-deadbeef"]
+    response = actions_service.deliver("workflow_run", broken)
+    assert response.status_code == 400, response.text
+    assert response.json()["reason"] == "payload field workflow_run.display_title must be a string, not an array"
     assert not [j for j in actions_service.jobs(project.full_name, 1)]
+    assert actions_service.client.get("/healthz").status_code == 200, "the service keeps serving"
 
 
 def test_actions_dispatch_that_never_completes_times_out(tmp_path):
