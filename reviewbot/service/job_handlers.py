@@ -380,7 +380,9 @@ def _head_to_run(ctx: JobContext, pull: Any, sha_prefix: str) -> tuple[str, str]
 
     `/rerun-gpu <sha>` names it: a prefix (7+ hex digits) of the PR's current head; on a fork PR,
     not a head pushed after the comment was written (a prefix that short can be matched by a
-    commit made for it). Without one, on a fork PR, the comment authorises the head its author
+    commit made for it), and, for a prefix shorter than the SHA, not a head whose push no stored
+    `pull_request` delivery named yet (its time is unknown: it may be such a commit, pushed after
+    the comment, whose delivery has not arrived). Without one, on a fork PR, the comment authorises the head its author
     saw: refused when a push arrived after the comment was written (a recorded `synchronize`
     delivery at or after its time on GitHub's clock) or when the head is no longer the one the
     service knew when it took the comment in. A same-repository PR runs its current head.
@@ -393,9 +395,15 @@ def _head_to_run(ctx: JobContext, pull: Any, sha_prefix: str) -> tuple[str, str]
     seen, written = str(job.args.get("head_seen") or ""), str(job.args.get("comment_created_at") or "")
     with ctx.sessions() as session:
         later = jobs.pushed_after(session, job.repo, job.pr, written) if written else []
+        delivered = jobs.delivered_heads(session, job.repo, job.pr)
     if sha_prefix:
         if current in later:
             return "", f"`{current[:12]}`, which `{sha_prefix}` names, was pushed after your comment was written"
+        if len(sha_prefix) < len(current) and current != seen and current not in delivered:
+            return "", (
+                f"the push of `{current[:12]}` has not reached this service yet, so it cannot tell whether it came "
+                f"after your comment; try again in a minute, or name the whole SHA (`/rerun-gpu {current}`)"
+            )
         return current, ""
     if later:
         return "", f"a push (`{later[-1][:12]}`) reached this PR after your comment was written"

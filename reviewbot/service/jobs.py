@@ -72,6 +72,14 @@ def latest_head(session: Session, repo: str, pr: int) -> str:
     return session.scalar(newest.order_by(Job.id.desc()).limit(1)) or ""
 
 
+def delivered_heads(session: Session, repo: str, pr: int) -> set[str]:
+    """Heads of the PR that a stored `pull_request` delivery named (the review jobs it queued)."""
+    query = select(Job.head_sha).where(
+        Job.repo == repo, Job.pr == pr, Job.kind == "review", Job.delivery_id.is_not(None)
+    )
+    return set(session.scalars(query))
+
+
 def pushed_after(session: Session, repo: str, pr: int, moment: str) -> list[str]:
     """Heads of the PR whose recorded `synchronize` delivery says the push happened at or after
     `moment` (ISO 8601 UTC, GitHub's clock and format: they compare as strings)."""

@@ -144,3 +144,38 @@ def test_a_push_delivered_before_the_comment_still_counts(service, github, tmp_p
     reply = _replies(github, project, 2)[-1]
     assert f"GPU suites queued for `{second}` (this fork's code is authorised at exactly this commit)" in reply
     assert _gpu_final(github, project, first) is None
+
+
+def test_a_short_prefix_of_a_head_whose_push_was_not_delivered_is_not_authorised(service, github, tmp_path):
+    """The head moved on GitHub, but its `synchronize` delivery has not arrived: a 7-digit prefix could
+    name a commit made to match it and pushed after the comment, so the bot refuses and names the whole
+    SHA; once the push is delivered with a time before the comment, the same prefix runs it."""
+    project = Project(tmp_path, github, "octo/undelivered-push", SMOKE_SUITE_FILES)
+    _, first = project.open_pull(3, good_core(), fork_of="stranger/undelivered", author="stranger")
+    service.pull_event("opened", project.full_name, 3)
+    service.wait_jobs_settled(project.full_name, 3)
+    github.state.set_permission(project.full_name, "maintainer", "write")
+
+    pushed = time.time() - 20
+    second = project.new_head(3, good_core("\n\ndef h() -> int:\n    return 3\n"))  # no delivery yet
+    written = time.time() - 10
+    service.outcome(_comment(service, github, project, 3, f"/rerun-gpu {second[:7]} smoke", "maintainer", written))
+    service.wait_jobs_settled(project.full_name, 3)
+    assert _authorised(service, project) == []
+    refusal = _replies(github, project, 3)[-1]
+    assert f"the push of `{second[:12]}` has not reached this service yet" in refusal, refusal
+    assert f"`/rerun-gpu {second}`" in refusal
+
+    push = service.deliver(
+        "pull_request",
+        pull_request_event(
+            "synchronize", github.state.pulls[(project.full_name, 3)], github.origin, updated_at=github_time(pushed)
+        ),
+    )
+    assert push.status_code == 202, push.text
+    service.outcome(push)
+    service.outcome(_comment(service, github, project, 3, f"/rerun-gpu {second[:7]} smoke", "maintainer", written))
+    wait_until(lambda: _gpu_final(github, project, second), timeout=120, what="the GPU run of the named head")
+    service.wait_jobs_settled(project.full_name, 3)
+    assert _authorised(service, project) == [second]
+    assert _gpu_final(github, project, first) is None
