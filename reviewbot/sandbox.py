@@ -54,6 +54,10 @@ ENV_ALLOWED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "OMP_", "MKL_")
 SANDBOX_USER = "reviewbot-sandbox"
 FRESH_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 FRESH_SIZE = "1g"  # each fresh tmpfs: memory of the machine, which a run may fill (it has no cgroup)
+# processes and threads of one run (its uid is its own): a fork bomb meets this, not the machine's
+# limit; a test process with torch holds a thread per core, and Inductor starts up to 32 compile
+# workers, each with its own threads, so the bound leaves room for that on a machine of 128 cores
+MAX_PROCESSES = 16384
 EXIT_SETUP_FAILED = 125  # sandbox_enter.py's exit code when it could not build the sandbox
 _ENTER = Path(__file__).with_name("sandbox_enter.py")
 _hidden: set[str] = set()
@@ -251,6 +255,7 @@ class Box:
             "keep": [str(self.tree), str(self.scratch), *_outermost([*_interpreter_paths(), *self.keep]), unshare],
             "fresh": list(FRESH_DIRS),
             "fresh_size": FRESH_SIZE,
+            "max_processes": MAX_PROCESSES,
             "hide": sorted(_hidden),
             "unshare": unshare,
         }

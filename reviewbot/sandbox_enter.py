@@ -12,7 +12,8 @@ builds the file view the revision's code gets, drops to the sandbox uid for good
 - `fresh`: directories replaced by an empty world-writable tmpfs (/tmp, /var/tmp, /dev/shm) of
   `fresh_size` each: the command sees no file another process left there and leaves none behind;
 - `hide`: the service's state (database, secret files, work directory): a directory becomes an
-  empty tmpfs, a file a read-only mount of /dev/null without device access (opening it fails).
+  empty tmpfs, a file a read-only mount of /dev/null without device access (opening it fails);
+- `max_processes`: RLIMIT_NPROC of the sandbox uid (processes and threads of the run).
 
 An ancestor of a `keep` path that others may not search (such as a 0700 /root above the
 interpreter) is replaced by a tmpfs holding only the way to that path. `keep` paths are cloned
@@ -24,6 +25,7 @@ import ctypes
 import fcntl
 import json
 import os
+import resource
 import socket
 import stat
 import struct
@@ -155,6 +157,8 @@ def main(spec: dict) -> None:
     build_view(spec["keep"], spec["fresh"], spec["hide"], spec["fresh_size"])
     uid, gid = int(spec["uid"]), int(spec["gid"])
     assert uid != 0 and gid != 0, "the sandbox never runs as root"
+    limit = int(spec["max_processes"])
+    resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)

@@ -111,3 +111,34 @@ def test_the_fresh_directories_hold_no_more_than_their_size(tmp_path: Path, monk
     with sandbox.box(tree) as box:
         run = box.run_captured([sys.executable, "-c", fill], sandbox.child_env(tree, box.scratch), 60)
     assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.skipif(not sandbox.availability().ok, reason=f"no sandbox here: {sandbox.availability().reason}")
+def test_a_run_cannot_start_more_processes_than_its_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fork bomb meets the run's own process limit (made small here), not the machine's."""
+    monkeypatch.setattr(sandbox, "MAX_PROCESSES", 24)
+    tree = tmp_path / "wt"
+    tree.mkdir()
+    bomb = (
+        "import errno, os, time\n"
+        "children = []\n"
+        "for _ in range(64):\n"
+        "    try:\n"
+        "        pid = os.fork()\n"
+        "    except OSError as exc:\n"
+        "        assert exc.errno == errno.EAGAIN, exc\n"
+        "        break\n"
+        "    if pid == 0:\n"
+        "        time.sleep(30)\n"
+        "        os._exit(0)\n"
+        "    children.append(pid)\n"
+        "print('started', len(children))\n"
+        "for pid in children:\n"
+        "    os.kill(pid, 9)\n"
+        "    os.waitpid(pid, 0)\n"
+    )
+    with sandbox.box(tree) as box:
+        run = box.run_captured([sys.executable, "-c", bomb], sandbox.child_env(tree, box.scratch), 60)
+    assert run.returncode == 0, run.stderr
+    started = int(run.stdout.split()[-1])
+    assert 0 < started < 24, run.stdout
