@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from engine_gitrepos import Repo
 
+from reviewbot import suites
 from reviewbot.engine import run_review
 from reviewbot.findings import EvidenceKind, Severity
 from reviewbot.render import render_markdown
@@ -148,6 +149,17 @@ def test_a_suite_that_runs_no_tests_says_the_error_that_stopped_it(repo: Repo, t
     assert result.detail.endswith("ModuleNotFoundError: No module named 'no_such_dependency'"), result.detail
     (missing,) = run_suites(repo.path, "main", [SuiteConfig("tool", 'sh -c "no_such_tool_h14"')], log_dir=tmp_path)
     assert missing.status == "error" and missing.detail.endswith("no_such_tool_h14: not found"), missing.detail
+
+
+def test_an_oversized_junit_report_is_an_error_not_parsed(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(suites, "MAX_JUNIT_BYTES", 1 << 20)
+    write = "import sys; open(sys.argv[1], 'w').write('<testsuite>' + ' ' * (2 << 20) + '</testsuite>')"
+    (result,) = run_suites(repo.path, "main", [SuiteConfig("huge", f'python -c "{write}" {{junit}}')], log_dir=tmp_path)
+    assert result.status == "error" and not result.tests
+    assert result.detail == "its JUnit report is larger than 1 MiB: not read", result.detail
+    assert result.junit_xml is None and not (tmp_path / "huge.xml").exists()
 
 
 def test_the_review_says_why_no_suite_ran(repo: Repo, tmp_path: Path) -> None:
