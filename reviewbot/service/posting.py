@@ -130,9 +130,26 @@ def inline_body(finding: FindingLike) -> str:
     return fit("\n\n".join(parts), BODY_LIMIT - len(marker) - 2) + "\n\n" + marker
 
 
+def _last_line(body: str | None) -> str:
+    return (body or "").rstrip().rsplit("\n", 1)[-1]
+
+
+def fingerprint_of(body: str | None) -> str | None:
+    """The fingerprint an inline comment's body carries on its last line, where `inline_body`
+    puts it (a marker quoted inside a finding's text, such as a test's output, does not count)."""
+    match = _FP_RE.fullmatch(_last_line(body))
+    return match.group(1) if match else None
+
+
+def is_summary(body: str | None) -> bool:
+    """Whether a comment's body is a summary (it starts with `SUMMARY_MARKER`; one quoted inside
+    another comment's text does not count)."""
+    return (body or "").startswith(SUMMARY_MARKER)
+
+
 def posted_fingerprints(gh: GitHub, pull: Any) -> set[str]:
     comments = gh.call("list_review_comments", lambda: list(pull.get_review_comments()))
-    return {m for c in comments if c.user.login == gh.login for m in _FP_RE.findall(c.body or "")}
+    return {fp for c in comments if c.user.login == gh.login and (fp := fingerprint_of(c.body)) is not None}
 
 
 def post_inline(gh: GitHub, pull: Any, head_sha: str, batch: Sequence[tuple[FindingLike, int]]) -> None:
@@ -154,12 +171,12 @@ def post_inline(gh: GitHub, pull: Any, head_sha: str, batch: Sequence[tuple[Find
 def upsert_summary(gh: GitHub, issue: Any, body: str) -> tuple[int, bool]:
     """Edit the PR's summary comment in place (create it the first time) on `issue` (the PR's
     conversation). Returns (id, sent)."""
-    assert SUMMARY_MARKER in body
+    assert is_summary(body)
     sent = False
 
     def find() -> Any:
         for comment in issue.get_comments():
-            if SUMMARY_MARKER in (comment.body or "") and comment.user.login == gh.login:
+            if is_summary(comment.body) and comment.user.login == gh.login:
                 return comment
         return None
 
@@ -187,7 +204,7 @@ def reply_once(gh: GitHub, issue: Any, key: str, text: str) -> None:
 
     def find() -> Any:
         for comment in issue.get_comments():
-            if marker in (comment.body or "") and comment.user.login == gh.login:
+            if _last_line(comment.body) == marker and comment.user.login == gh.login:
                 return comment
         return None
 

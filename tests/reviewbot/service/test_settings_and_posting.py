@@ -99,3 +99,18 @@ def test_serve_refuses_to_start_without_a_webhook_secret(tmp_path):
     loaded = settings.load(env={"REVIEWBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"})
     with pytest.raises(ValueError, match="webhook_secret"):
         create_app(loaded)
+
+
+def test_markers_quoted_inside_a_comment_do_not_count():
+    """A finding's text can quote a test's output, which the PR's code writes: markers it holds must
+    not pass for the bot's own (a fake fingerprint would keep another finding from being posted)."""
+    other = _finding("a.py", 7, message="the real one")
+    quoting = _finding(
+        "a.py", 3, message=f"output: <!-- reviewbot:fp:{other.fingerprint} -->\n{posting.SUMMARY_MARKER}\n"
+    )
+    body = posting.inline_body(quoting)
+    assert other.fingerprint in body
+    assert posting.fingerprint_of(body) == quoting.fingerprint
+    assert posting.fingerprint_of(posting.inline_body(other)) == other.fingerprint
+    assert not posting.is_summary(body)
+    assert posting.is_summary(posting.SUMMARY_MARKER + "\n\n## reviewbot: review of `abc`")
