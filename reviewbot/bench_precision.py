@@ -1,6 +1,7 @@
 """Benchmark: precision and recall of the static review on a labelled corpus of real commits.
 
     python -m reviewbot.bench_precision [--corpus DIR] [--case NAME ...] [--set tuning|held-out|all]
+                                        [--experiments]
 
 Each case is a directory of the corpus (default: `reviewbot/bench_precision_corpus/`) holding
 
@@ -9,7 +10,9 @@ Each case is a directory of the corpus (default: `reviewbot/bench_precision_corp
 - `LICENSE`: the upstream licence; `README.md`: the source URL and commit SHA;
 - `labels.yml`: `source`, `commit`, optional `set` (`tuning`, the default: cases the rules were
   refined on; or `held-out`: cases labelled without looking at the rules, their `problems` written
-  from the diff before the bot ran), and two lists. `findings`: every finding the bot gives, as
+  from the diff before the bot ran), optional `experiments` (true: the case's bundle carries the
+  project's tests and a `.reviewbot.yml` for them, so `--experiments` reviews it with the
+  experiments; default false), and two lists. `findings`: every finding the bot gives, as
   `{rule, path, line, severity, label: true|false, reason}`; `problems`: real problems in the change
   the bot should find, as `{rule, path, line, reason}` (they count for recall whether found or not).
 
@@ -21,8 +24,14 @@ of the width inside the `broad-except` or `runtime-error-fallback` finding on a 
 counts for recall, not a second time for precision. Findings
 that match no label are printed as "unlabelled" for a human to label; they
 count neither for nor against precision. The review runs with `suites="none"` (static rules and the
-static key check, no probe, no experiments); its wall time per case is printed. With cases of
-more than one set, the table is printed per set and then for all of them.
+static key check, no probe, no experiments); its wall time per case is printed. With
+`--experiments`, a case whose labels say `experiments: true` is reviewed with `suites="static"`
+instead (its `.reviewbot.yml` at `head`: the suites that need no GPU, the key probe and the
+experiments run on the revision's code, in the sandbox); its line then gives the review's time,
+the time of its experiment stages (`EXPERIMENT_STAGES`), and each finding's evidence line, and
+only such a finding can carry `P0`/`P1` (severity follows evidence). Cases without the field are
+reviewed statically as without the flag. With cases of more than one set, the table is printed
+per set and then for all of them.
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ from reviewbot.severity import Severity
 
 DEFAULT_CORPUS = Path(__file__).parent / "bench_precision_corpus"
 SETS = ("tuning", "held-out")
+EXPERIMENT_STAGES = ("suites", "key_reproducibility", "exception_injection")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +79,9 @@ class CaseResult:
     unlabelled: list[Finding]
     missed: list[Label]
     annotated: list[tuple[Finding, Label]] = dataclasses.field(default_factory=list)
+    suites_mode: str = "none"
+    experiment_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    evidence: list[str] = dataclasses.field(default_factory=list)
 
 
 def _require(entry: dict[str, Any], key: str, where: str) -> Any:
@@ -90,6 +103,14 @@ def load_case_set(case_dir: Path) -> str:
     if case_set not in SETS:
         raise ValueError(f"{case_dir.name}/labels.yml: set must be one of {', '.join(SETS)}, not {case_set!r}")
     return case_set
+
+
+def load_experiments(case_dir: Path) -> bool:
+    """The case's `experiments` flag from `labels.yml` (False when absent); TypeError when not a bool."""
+    flag = _load_mapping(case_dir).get("experiments", False)
+    if not isinstance(flag, bool):
+        raise TypeError(f"{case_dir.name}/labels.yml: experiments must be true or false, not {flag!r}")
+    return flag
 
 
 def load_labels(case_dir: Path) -> list[Label]:
@@ -143,19 +164,30 @@ def _annotates(finding: Finding, label: Label) -> bool:
     )
 
 
-def run_case(case_dir: Path, work: Path) -> CaseResult:
-    """Clone the case's bundle into `work`, review `base..head` statically and match the labels."""
+def run_case(case_dir: Path, work: Path, experiments: bool = False) -> CaseResult:
+    """Clone the case's bundle into `work`, review `base..head` and match the labels: statically,
+    or with `suites="static"` (the experiments) when `experiments` and the case opts in."""
     bundle = case_dir / "case.bundle"
     if not bundle.is_file():
         raise ValueError(f"{case_dir}: no case.bundle")
     labels = load_labels(case_dir)
     case_set = load_case_set(case_dir)
+    suites_mode = "static" if experiments and load_experiments(case_dir) else "none"
     repo = work / case_dir.name
     subprocess.run(["git", "clone", "-q", str(bundle), str(repo)], check=True, capture_output=True)
     subprocess.run(["git", "branch", "-q", "base", "origin/base"], cwd=repo, check=True, capture_output=True)
     start = time.perf_counter()
-    review = run_review(repo, "base", "origin/head", suites="none")
+    review = run_review(repo, "base", "origin/head", suites=suites_mode)
     seconds = time.perf_counter() - start
+    staged = {name: review.timings[name] for name in EXPERIMENT_STAGES if name in review.timings}
+    shown = (
+        [
+            f"{f.rule} {f.severity.name} {f.path}:{f.line_start}: {f.evidence.kind.value}: {f.evidence.text('en')}"
+            for f in review.findings
+        ]
+        if suites_mode != "none"
+        else []
+    )
     matched: list[tuple[Finding, Label]] = []
     unlabelled: list[Finding] = []
     used: set[int] = set()
@@ -173,7 +205,9 @@ def run_case(case_dir: Path, work: Path) -> CaseResult:
             used.add(hit)
             annotated.append((finding, labels[hit]))
     missed = [label for i, label in enumerate(labels) if i not in used and label.real]
-    return CaseResult(case_dir.name, case_set, seconds, matched, unlabelled, missed, annotated)
+    return CaseResult(
+        case_dir.name, case_set, seconds, matched, unlabelled, missed, annotated, suites_mode, staged, shown
+    )
 
 
 def _ratio(num: int, den: int) -> str:
@@ -211,10 +245,17 @@ def report(results: list[CaseResult]) -> str:
     set, then one for all, when the results hold more than one set)."""
     out: list[str] = []
     for result in results:
+        if result.suites_mode == "none":
+            how = f"static review {result.seconds:.3f} s"
+        else:
+            stages = ", ".join(f"{name} {sec:.1f} s" for name, sec in result.experiment_seconds.items())
+            how = f"review with experiments {result.seconds:.1f} s ({stages or 'no experiment stage ran'})"
         out.append(
-            f"case {result.name}: static review {result.seconds:.3f} s, {len(result.matched)} labelled, "
+            f"case {result.name}: {how}, {len(result.matched)} labelled, "
             f"{len(result.unlabelled)} unlabelled, {len(result.missed)} missed"
         )
+        for line in result.evidence:
+            out.append(f"  evidence: {line}")
         for finding in result.unlabelled:
             out.append(
                 f"  unlabelled: {finding.rule} {finding.severity.name} {finding.path}:{finding.line_start} "
@@ -247,6 +288,7 @@ def checked_cases(corpus: Path, names: list[str] | None, case_set: str = "all") 
     sets: dict[Path, str] = {}
     for case in cases:
         load_labels(case)
+        load_experiments(case)
         sets[case] = load_case_set(case)
     chosen = [case for case in cases if case_set in ("all", sets[case])]
     if cases and not chosen:
@@ -280,6 +322,13 @@ def main(argv: list[str] | None = None) -> int:
         help="review only the cases of this set (tuning: the rules were refined on them; held-out: labelled "
         "without looking at the rules); default all, with a table per set",
     )
+    parser.add_argument(
+        "--experiments",
+        action="store_true",
+        help="review the cases whose labels.yml says `experiments: true` with the experiments (suites=static: "
+        "their tests, the key probe, exception injection; runs the cases' code in the sandbox); the other cases "
+        "stay static",
+    )
     args = parser.parse_args(argv)
     try:
         cases = checked_cases(args.corpus, args.case, args.case_set)
@@ -287,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_precision: {exc}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="reviewbot-precision-") as tmp:
-        results = [run_case(case, Path(tmp)) for case in cases]
+        results = [run_case(case, Path(tmp), args.experiments) for case in cases]
     print(report(results))
     return 0
 

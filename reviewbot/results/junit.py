@@ -23,13 +23,19 @@ EXCERPT_LINES = 30
 
 def node_id(classname: str, name: str) -> str:
     """Rebuild pytest's node id from JUnit's dotted classname: ``tests.x.test_a.TestC`` + ``t`` ->
-    ``tests/x/test_a.py::TestC::t``. Parts after the first ``test_*`` module part are classes."""
+    ``tests/x/test_a.py::TestC::t``. Parts after the first ``test_*`` module part are classes.
+    Without such a part (a module the command names whose file name does not look like a test,
+    ``tests/test.py``), the parts before the first ``Test*`` class part (pytest's default class
+    prefix), or all of them, are the module: ``tests.test`` + ``t`` -> ``tests/test.py::t``."""
     parts = classname.split(".") if classname else []
     for i, part in enumerate(parts):
         if part.startswith("test_") or part.endswith("_test"):
             module = "/".join(parts[: i + 1]) + ".py"
             return "::".join([module, *parts[i + 1 :], name])
-    return "::".join([*parts, name]) if parts else name
+    end = next((i for i, part in enumerate(parts) if part.startswith("Test")), len(parts))
+    if end == 0:
+        return "::".join([*parts, name]) if parts else name
+    return "::".join(["/".join(parts[:end]) + ".py", *parts[end:], name])
 
 
 def _parse_figure(name: str, raw: str, where: str, test: str | None) -> BenchFigure:

@@ -11,6 +11,7 @@ import yaml
 
 from reviewbot import bench_precision
 from tests.reviewbot.engine.engine_gitrepos import Repo
+from tests.reviewbot.toy_pytest import NO_PLUGINS
 
 
 @pytest.fixture(autouse=True)
@@ -255,3 +256,80 @@ def test_a_width_problem_is_found_by_the_annotation_on_its_try(
     assert rows["rule broad-except"] == ["1", "0", "100.0%", "1", "1", "100.0%"]
     assert rows["rule wide-try"] == ["0", "0", "n/a", "2", "1", "50.0%"]
     assert rows["all"] == ["1", "0", "100.0%", "3", "2", "66.7%"]
+
+
+def _experiments_case(corpus: Path, tmp_path: Path, flag: object) -> None:
+    """A case whose head adds a swallowing catch-all that its own test (in `tests/test.py`, a module
+    named on the command line) reaches, with a `.reviewbot.yml` naming that suite."""
+    repo = Repo(tmp_path / "src-exp")
+    config = f"suites:\n  unit:\n    command: python -m pytest -q -p no:cacheprovider {NO_PLUGINS} tests/test.py\n"
+    test = "from pkg.compute import double\n\n\ndef test_double():\n    assert double(3) == 6\n"
+    repo.commit(
+        {
+            "pkg/__init__.py": "",
+            "pkg/compute.py": "def double(x):\n    return x * 2\n",
+            "tests/test.py": test,
+            ".reviewbot.yml": config,
+        },
+        "base",
+    )
+    repo.branch("head")
+    swallow = "def double(x):\n    try:\n        return x * 2\n    except Exception:\n        return x + x\n"
+    repo.commit({"pkg/compute.py": swallow}, "swallow")
+    repo.git("branch", "-m", "main", "base")
+    case = corpus / "exp"
+    case.mkdir(parents=True)
+    repo.git("bundle", "create", "-q", str(case / "case.bundle"), "base", "head")
+    labels = {
+        "source": "https://github.com/example/crafted",
+        "commit": "0" * 40,
+        "experiments": flag,
+        "findings": [
+            {
+                "rule": "broad-except",
+                "path": "pkg/compute.py",
+                "line": 4,
+                "severity": "P0",
+                "label": True,
+                "reason": "an AssertionError in the try body becomes the fallback's result",
+            }
+        ],
+    }
+    case.joinpath("labels.yml").write_text(yaml.safe_dump(labels))
+
+
+def test_experiments_run_only_with_the_flag_and_for_cases_that_opt_in(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "corpus"
+    _experiments_case(corpus, tmp_path, True)
+    _set_case(corpus, "static-only", None, tmp_path)
+    # default: every case static, the finding capped at P2 (pattern evidence only)
+    assert bench_precision.main(["--corpus", str(corpus)]) == 0
+    out = capsys.readouterr().out
+    assert "case exp: static review" in out and "case static-only: static review" in out
+    assert "evidence:" not in out
+    assert _table(out)["severity P2"][:2] == ["2", "0"] and "severity P0" not in _table(out)
+    # --experiments: the opted-in case runs its suite and the injection; the other stays static
+    assert bench_precision.main(["--corpus", str(corpus), "--experiments"]) == 0
+    out = capsys.readouterr().out
+    line = next(l for l in out.splitlines() if l.startswith("case exp:"))
+    assert "review with experiments" in line and "suites " in line and "exception_injection " in line
+    assert line.endswith("1 labelled, 0 unlabelled, 0 missed")
+    assert "case static-only: static review" in out
+    evidence = [l for l in out.splitlines() if l.startswith("  evidence:")]
+    assert len(evidence) == 1
+    assert evidence[0].startswith("  evidence: broad-except P0 pkg/compute.py:4: experiment: ")
+    assert "raised `AssertionError` at pkg/compute.py:3" in evidence[0]
+    assert "1 test(s) reached it (`tests/test.py::test_double`); 1 still passed" in evidence[0]
+    rows = _table(out)
+    assert rows["severity P0"][:3] == ["1", "0", "100.0%"]
+    assert rows["severity P2"][:2] == ["1", "0"]
+
+
+def test_experiments_flag_must_be_a_bool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus"
+    _experiments_case(corpus, tmp_path, "yes")
+    assert bench_precision.main(["--corpus", str(corpus)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "bench_precision: exp/labels.yml: experiments must be true or false, not 'yes'"

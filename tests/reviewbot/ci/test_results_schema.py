@@ -172,7 +172,7 @@ def test_junit_xml_conversion(tmp_path: Path) -> None:
 def test_junit_xml_bare_testsuite_and_errors(tmp_path: Path) -> None:
     bare = tmp_path / "bare.xml"
     bare.write_text('<testsuite name="x"><testcase classname="a.b" name="c" time="1"/></testsuite>')
-    assert [t.id for t in parse_junit_xml(bare)[0]] == ["a::b::c"]
+    assert [t.id for t in parse_junit_xml(bare)[0]] == ["a/b.py::c"]
     broken = tmp_path / "broken.xml"
     broken.write_text("<testsuites><testsuite>")
     with pytest.raises(ValueError, match="not valid JUnit XML"):
@@ -191,3 +191,7 @@ def test_node_id_from_classname() -> None:
     assert node_id("tests.regression.test_graph_hash", "test_a") == "tests/regression/test_graph_hash.py::test_a"
     assert node_id("tests.x.test_m.TestC.TestInner", "t") == "tests/x/test_m.py::TestC::TestInner::t"
     assert node_id("", "t") == "t"
+    # a module named on the command line whose file name does not look like a test (depyf's tests/test.py)
+    assert node_id("tests.test", "test_LOAD_CONST") == "tests/test.py::test_LOAD_CONST"
+    assert node_id("tests.checks.TestLoad", "t") == "tests/checks.py::TestLoad::t"
+    assert node_id("TestOnly", "t") == "TestOnly::t"
