@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from reviewbot import pysource
+from reviewbot.base_failures import outcomes_at_base
 from reviewbot.diff import FileChange, diff_files
 from reviewbot.exception_index import ExceptionIndex, index_revision
 from reviewbot.experiments.exception_injection import candidates as injection_candidates
@@ -302,7 +303,18 @@ def run_review(
             ran = Measured(
                 unmeasured=Executed(not_measured=f"suites mode `{suites}` does not re-run failing tests under coverage")
             )
-        failing = suite_results.from_suites(results, config, anchor, planned, ran)
+        at_base: dict[str, str] = {}
+        if any(result.failures for result in results):
+            with clock.stage("failing_at_base"):
+                at_base = outcomes_at_base(
+                    git,
+                    merge_base,
+                    results,
+                    config,
+                    log_dir=log_dir / "base" if log_dir is not None else None,
+                    progress=say,
+                )
+        failing = suite_results.from_suites(results, config, anchor, planned, ran, at_base)
         findings += suite_results.from_test_plan(test_plan, anchor, {f.qualname for f in failing}, ran) + failing
         if suites != "none" and injection_candidates(findings):  # the experiment runs the revision's code
             with clock.stage("exception_injection"):

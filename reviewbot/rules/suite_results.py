@@ -6,7 +6,9 @@ test's def), with that test's own message and output excerpt from the JUnit repo
 changed lines it executes (`reviewbot.failure_coverage`; "not measured" with the reason where the
 failing tests were not re-run under coverage). A test that
 fails in a suite and is also named in the PR's test plan is reported once, as the suite failure,
-which says that the plan names it. A suite that could not run produces no finding: the review
+which says that the plan names it. A test that also fails at the merge base (with the base's own
+test files, `reviewbot.base_failures`) was failing before the change: it is a P4 note saying so,
+not a blocker. A suite that could not run produces no finding: the review
 lists it plainly as not run, and it never counts as passed.
 Test-plan rows: `fails-at-head` is P0; `passes-on-both` and `not-found` are P4.
 """
@@ -14,7 +16,7 @@ Test-plan rows: `fails-at-head` is P0; `passes-on-both` and `not-found` are P4.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from reviewbot.diff import FileChange
 from reviewbot.failure_coverage import NOTHING_MEASURED, Measured
@@ -49,10 +51,13 @@ def from_suites(
     anchor: TestAnchor,
     planned: Collection[str] = (),
     executed: Measured = NOTHING_MEASURED,
+    at_base: Mapping[str, str] | None = None,
 ) -> list[Finding]:
     """One P0 per failing test id (a test failing in several suites is reported for the first).
     `planned`: node ids of failing tests the PR's test plan names. `executed`: the changed lines
-    each failing test executes (or why that is not known)."""
+    each failing test executes (or why that is not known). `at_base`: outcomes at the merge base
+    of failing tests re-run there; one that failed or errored there too is P4, pre-existing."""
+    at_base = at_base or {}
     findings: list[Finding] = []
     seen: set[str] = set()
     for result in results:
@@ -62,14 +67,25 @@ def from_suites(
                 continue
             seen.add(case.id)
             line, in_diff = anchor.anchor(case.path, case.name, case.line)
+            base_outcome = at_base.get(case.id, "")
+            before = base_outcome in ("failed", "error")
+            evidence = Evidence(
+                EvidenceKind.TEST,
+                "evidence.failing-test",
+                {"test": case.id, "outcome": case.status, "suite": result.name},
+            )
+            if before:
+                evidence = Evidence(
+                    EvidenceKind.TEST, "evidence.fails-at-base", {"test": case.id, "base": base_outcome}
+                )
             findings.append(
                 Finding(
                     rule="suite-failure",
-                    severity=Severity.P0,
+                    severity=Severity.P4 if before else Severity.P0,
                     path=case.path or result.name,
                     line_start=line,
                     line_end=line,
-                    message_id="suite-failure.test-failed",
+                    message_id="suite-failure.pre-existing" if before else "suite-failure.test-failed",
                     params={"test": case.id, "outcome": case.status, "suite": result.name},
                     extra={
                         "means": means,
@@ -82,11 +98,7 @@ def from_suites(
                     qualname=case.id,
                     in_diff=in_diff,
                     details=case.message or "",
-                    evidence=Evidence(
-                        EvidenceKind.TEST,
-                        "evidence.failing-test",
-                        {"test": case.id, "outcome": case.status, "suite": result.name},
-                    ),
+                    evidence=evidence,
                 )
             )
     return findings

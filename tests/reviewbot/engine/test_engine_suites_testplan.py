@@ -203,9 +203,11 @@ def test_test_plan_verification_and_suite_findings(repo: Repo, tmp_path: Path) -
         "unconfirmed: no test named `test_does_not_exist` in the head revision's files (a static lookup)"
     )
     (suite_fail,) = [f for f in review.findings if f.rule == "suite-failure"]
-    assert suite_fail.severity is Severity.P0 and "tests/test_calc.py::test_mul_fails" in suite_fail.message
+    # test_mul_fails fails at the base too: a note on a failure the change did not cause
+    assert suite_fail.severity is Severity.P4 and "tests/test_calc.py::test_mul_fails" in suite_fail.message
+    assert suite_fail.message_id == "suite-failure.pre-existing"
     assert "The calculator is wrong." in suite_fail.why and "test_mul_fails" in suite_fail.details
-    assert review.blocking
+    assert review.blocking  # the test plan's test_add_broken fails at head
     text = render_markdown(review)
     assert "| `test_add_fixed` | fails-then-passes | passed | failed |" in text
     assert "| `unit` | failed |" in text
