@@ -180,13 +180,17 @@ def _(x):
     return torch.empty_like(x)
 
 
-def test_unstable_piece_args_are_the_eager_splitting_op_outputs():
-    class Blocks(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.a = torch.nn.Linear(4, 4)
-            self.b = torch.nn.Linear(4, 4)
+class TwoLinears(torch.nn.Module):
+    """Two layers around splitting ops; each test's subclass places the ops in its forward."""
 
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(4, 4)
+        self.b = torch.nn.Linear(4, 4)
+
+
+def test_unstable_piece_args_are_the_eager_splitting_op_outputs():
+    class Blocks(TwoLinears):
         def forward(self, x):
             h = self.a(x)
             m = torch.ops.magi_cg_cpu_test.mix(h)
@@ -216,12 +220,7 @@ def test_an_out_parameter_splitting_op_leaves_nothing_to_copy():
     """The out-parameter contract: the op writes into a tensor the piece before it allocated, so
     the piece after it reads a graph's own memory; the returning op's output must be copied."""
 
-    class Blocks(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.a = torch.nn.Linear(4, 4)
-            self.b = torch.nn.Linear(4, 4)
-
+    class Blocks(TwoLinears):
         def forward(self, x):
             h = self.a(x)
             out = torch.empty_like(h)
