@@ -11,9 +11,9 @@ from torch import fx
 from torch._inductor import CompiledArtifact
 
 from magi_compiler import compilation_counter, entry_state, get_entry_state, magi_compile, swapped_code
+from tests.magi.scripts.tuple_op import PAIR_OP  # a splitting op with two outputs
 
 SPLIT_OP = "magi_lean_test::ident"
-PAIR_OP = "magi_lean_test::pair"  # a splitting op with two outputs
 
 
 @torch.library.custom_op(SPLIT_OP, mutates_args=())
@@ -26,16 +26,6 @@ def _(x):
     return torch.empty_like(x)
 
 
-@torch.library.custom_op(PAIR_OP, mutates_args=())
-def pair(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    return x * 2, x + 3
-
-
-@pair.register_fake
-def _(x):
-    return torch.empty_like(x), torch.empty_like(x)
-
-
 def chain(x, w):
     x = torch.relu(x @ w) + 1
     x = torch.ops.magi_lean_test.ident(x)
@@ -45,7 +35,7 @@ def chain(x, w):
 
 
 def pair_chain(x):
-    a, b = torch.ops.magi_lean_test.pair(torch.relu(x))
+    a, b = torch.ops.magi_tuple_test.pair(torch.relu(x))
     return torch.tanh(a) - b, b.sum(0)
 
 
@@ -130,7 +120,7 @@ def test_two_output_splitting_op_is_inlined_and_eager_pieces_are_lean(tmp_path, 
             torch.testing.assert_close(out, pair_chain(x))
     (runner,) = _direct_callables(compiled)
     twin = runner.__self__
-    assert [n.target for n in twin.graph.nodes if n.op == "call_function"].count(torch.ops.magi_lean_test.pair) == 1
+    assert [n.target for n in twin.graph.nodes if n.op == "call_function"].count(torch.ops.magi_tuple_test.pair) == 1
     pieces = [twin.__dict__[n.target] for n in twin.graph.find_nodes(op="call_module")]
     assert len(pieces) == 2 and not twin._modules
     for piece in pieces:

@@ -10,6 +10,7 @@ from torch import fx
 from magi_compiler import compilation_counter, magi_compile
 from magi_compiler.cudagraph import unstable_piece_args
 from magi_compiler.splitting import split_graph
+from tests.magi.scripts.tuple_op import PAIR_OP
 
 
 @torch.library.custom_op("magi_split_test::attn", mutates_args=())
@@ -22,18 +23,8 @@ def _(x):
     return torch.empty_like(x)
 
 
-@torch.library.custom_op("magi_split_test::pair", mutates_args=())
-def pair(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    return x * 2, x + 3
-
-
-@pair.register_fake
-def _(x):
-    return torch.empty_like(x), torch.empty_like(x)
-
-
 def pair_then_index(x):
-    a, b = torch.ops.magi_split_test.pair(torch.relu(x))
+    a, b = torch.ops.magi_tuple_test.pair(torch.relu(x))
     c = torch.ops.magi_split_test.attn(a - b)
     return c[0] * 2, b
 
@@ -82,7 +73,7 @@ def test_tuple_returning_splitting_op_passes_its_elements_one_argument_each(trac
         torch.compile(pair_then_index, backend=capture, dynamic=False, fullgraph=True)(torch.randn(3, 4))
         (gm,) = captured
         assert isinstance(gm.graph.find_nodes(op="placeholder")[0].meta["example_value"], torch.Tensor)
-    ops = ["magi_split_test::pair", "magi_split_test::attn"]
+    ops = [PAIR_OP, "magi_split_test::attn"]
     split_gm, pieces = split_graph(gm, ops)
     assert [p.is_splitting_op for p in pieces] == [False, True, False, True, False]
     modules = {p.name: p.module for p in pieces}

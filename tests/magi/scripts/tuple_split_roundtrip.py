@@ -8,30 +8,21 @@ import json
 import sys
 
 import torch
+from tuple_op import PAIR_OP
 
 from magi_compiler import compilation_counter, magi_compile
 
 
-@torch.library.custom_op("magi_tuple_test::split2", mutates_args=())
-def split2(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    return x * 2, x + 3
-
-
-@split2.register_fake
-def _(x):
-    return torch.empty_like(x), torch.empty_like(x)
-
-
 def pair_chain(x, w):
-    a, b = torch.ops.magi_tuple_test.split2(torch.relu(x @ w))
+    a, b = torch.ops.magi_tuple_test.pair(torch.relu(x @ w))
     return torch.tanh(a) - b, b.sum(0)
 
 
 def main():
     torch.manual_seed(0)
-    compiled = magi_compile(
-        dynamic_arg_dims={"x": 0}, model_tag="pair", config_patch={"splitting_ops": ["magi_tuple_test::split2"]}
-    )(pair_chain)
+    compiled = magi_compile(dynamic_arg_dims={"x": 0}, model_tag="pair", config_patch={"splitting_ops": [PAIR_OP]})(
+        pair_chain
+    )
     w = torch.randn(4, 4)
     inputs = [torch.randn(rows, 4) for rows in (3, 5, 7)]
     with torch.no_grad():
