@@ -89,13 +89,19 @@ def test_the_time_limit_ends_every_process_of_the_run(tmp_path: Path) -> None:
     assert alive() == []
 
 
+def _run_in_box(tmp_path: Path, script: str) -> sandbox.Captured:
+    """`python -c script` in a box around an empty worktree, with the child environment, 60 s."""
+    tree = tmp_path / "wt"
+    tree.mkdir()
+    with sandbox.box(tree) as box:
+        return box.run_captured([sys.executable, "-c", script], sandbox.child_env(tree, box.scratch), 60)
+
+
 @pytest.mark.skipif(not sandbox.availability().ok, reason=f"no sandbox here: {sandbox.availability().reason}")
 def test_the_fresh_directories_hold_no_more_than_their_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """/tmp, /var/tmp and /dev/shm are tmpfs, which lives in the machine's memory: a run filling
     them must meet their size, not the machine's end (the size is made small here)."""
     monkeypatch.setattr(sandbox, "FRESH_SIZE", "4m")
-    tree = tmp_path / "wt"
-    tree.mkdir()
     fill = (
         "import errno, os, sys\n"
         "for place in ('/dev/shm', '/tmp', '/var/tmp'):\n"
@@ -108,8 +114,7 @@ def test_the_fresh_directories_hold_no_more_than_their_size(tmp_path: Path, monk
         "        sys.exit(place + ' took 8 MB')\n"
         "open('/tmp/small', 'wb').write(b'x' * (1 << 20))\n"
     )
-    with sandbox.box(tree) as box:
-        run = box.run_captured([sys.executable, "-c", fill], sandbox.child_env(tree, box.scratch), 60)
+    run = _run_in_box(tmp_path, fill)
     assert run.returncode == 0, run.stderr
 
 
@@ -117,8 +122,6 @@ def test_the_fresh_directories_hold_no_more_than_their_size(tmp_path: Path, monk
 def test_a_run_cannot_start_more_processes_than_its_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A fork bomb meets the run's own process limit (made small here), not the machine's."""
     monkeypatch.setattr(sandbox, "MAX_PROCESSES", 24)
-    tree = tmp_path / "wt"
-    tree.mkdir()
     bomb = (
         "import errno, os, time\n"
         "children = []\n"
@@ -137,8 +140,7 @@ def test_a_run_cannot_start_more_processes_than_its_limit(tmp_path: Path, monkey
         "    os.kill(pid, 9)\n"
         "    os.waitpid(pid, 0)\n"
     )
-    with sandbox.box(tree) as box:
-        run = box.run_captured([sys.executable, "-c", bomb], sandbox.child_env(tree, box.scratch), 60)
+    run = _run_in_box(tmp_path, bomb)
     assert run.returncode == 0, run.stderr
     started = int(run.stdout.split()[-1])
     assert 0 < started < 24, run.stdout
