@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from reviewbot.service import commands, jobs
-from reviewbot.service.registry import EVENT_FIELDS, EVENTS, EventHandler, register_event
+from reviewbot.service.registry import EVENT_FIELDS, EVENTS, EventHandler, FieldSpec, register_event
 from reviewbot.service.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -100,55 +100,53 @@ def is_fork(pull: dict[str, Any]) -> bool:
     return bool(head_repo.get("fork")) or head_repo.get("full_name") != pull["base"]["repo"]["full_name"]
 
 
-# What each event's handler reads: (path, kind, required). Everything a handler touches is here,
-# so a signed payload of any other shape is refused with a 400 naming the field.
-_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, bool], ...]] = {
-    "pull_request": (
-        (("action",), "action", True),
-        (("number",), "pr", True),
-        (("repository", "full_name"), "repo", True),
-        (("pull_request",), "object", True),
-        (("pull_request", "head", "sha"), "sha", True),
-        (("pull_request", "head", "repo"), "object", False),
-        (("pull_request", "head", "repo", "fork"), "bool", False),
-        (("pull_request", "head", "repo", "full_name"), "repo", False),
-        (("pull_request", "base", "sha"), "sha", True),
-        (("pull_request", "base", "repo", "full_name"), "repo", True),
-        (("pull_request", "base", "repo", "clone_url"), "str", False),
-        (("pull_request", "base", "ref"), "str", False),
-        (("pull_request", "draft"), "bool", False),
-        (("pull_request", "updated_at"), "time", False),
-        (("installation",), "object", False),
-        (("installation", "id"), "int", False),
-    ),
-    "issue_comment": (
-        (("action",), "action", True),
-        (("repository", "full_name"), "repo", True),
-        (("issue", "number"), "pr", True),
-        (("issue", "pull_request"), "object", False),
-        (("comment", "id"), "int", True),
-        (("comment", "body"), "str", True),
-        (("comment", "user", "login"), "login", True),
-        (("comment", "user", "type"), "str", False),
-        (("comment", "created_at"), "time", False),
-        (("installation",), "object", False),
-        (("installation", "id"), "int", False),
-    ),
-}
+# What each handler reads: (path, kind, required), registered with it. Everything a handler touches
+# is here, so a signed payload of any other shape is refused with a 400 naming the field.
+PULL_REQUEST_FIELDS: FieldSpec = (
+    (("action",), "action", True),
+    (("number",), "pr", True),
+    (("repository", "full_name"), "repo", True),
+    (("pull_request",), "object", True),
+    (("pull_request", "head", "sha"), "sha", True),
+    (("pull_request", "head", "repo"), "object", False),
+    (("pull_request", "head", "repo", "fork"), "bool", False),
+    (("pull_request", "head", "repo", "full_name"), "repo", False),
+    (("pull_request", "base", "sha"), "sha", True),
+    (("pull_request", "base", "repo", "full_name"), "repo", True),
+    (("pull_request", "base", "repo", "clone_url"), "str", False),
+    (("pull_request", "base", "ref"), "str", False),
+    (("pull_request", "draft"), "bool", False),
+    (("pull_request", "updated_at"), "time", False),
+    (("installation",), "object", False),
+    (("installation", "id"), "int", False),
+)
+ISSUE_COMMENT_FIELDS: FieldSpec = (
+    (("action",), "action", True),
+    (("repository", "full_name"), "repo", True),
+    (("issue", "number"), "pr", True),
+    (("issue", "pull_request"), "object", False),
+    (("comment", "id"), "int", True),
+    (("comment", "body"), "str", True),
+    (("comment", "user", "login"), "login", True),
+    (("comment", "user", "type"), "str", False),
+    (("comment", "created_at"), "time", False),
+    (("installation",), "object", False),
+    (("installation", "id"), "int", False),
+)
 
 
 def validate(event: str, payload: dict[str, Any]) -> None:
     """Raise `BadPayload` naming the first field an event's handler needs that is missing or of
-    the wrong type or form: the fields above for the built-in handlers, those a plug-in registered
-    with its handler (`register_event(name, fields)`) for the others (events without a handler
-    are not checked: they are only recorded)."""
-    for path, kind, required in _FIELDS.get(event) or EVENT_FIELDS.get(event) or ():
+    the wrong type or form: the fields its handler registered (`register_event(name, fields)`, the
+    built-in handlers' and a plug-in's alike; events without a handler are not checked: they are
+    only recorded)."""
+    for path, kind, required in EVENT_FIELDS.get(event) or ():
         value = require(payload, *path) if required else _optional(payload, *path)
         if value is not None:
             _check(value, kind, path)
 
 
-@register_event("pull_request")
+@register_event("pull_request", PULL_REQUEST_FIELDS)
 def on_pull_request(session: Session, delivery_id: str, payload: dict[str, Any], settings: Settings) -> str:
     action = payload["action"]
     repo = payload["repository"]["full_name"]
@@ -190,7 +188,7 @@ def on_pull_request(session: Session, delivery_id: str, payload: dict[str, Any],
     return "queued"
 
 
-@register_event("issue_comment")
+@register_event("issue_comment", ISSUE_COMMENT_FIELDS)
 def on_issue_comment(session: Session, delivery_id: str, payload: dict[str, Any], settings: Settings) -> str:
     if payload["action"] != "created":
         return "ignored-" + payload["action"]

@@ -46,9 +46,9 @@ COMMENT_BASE["issue"]["pull_request"] = {"url": "https://example.invalid/pulls/1
 COMMENT_BASE["comment"]["body"] = "/review"
 
 PATHS = {
-    "pull_request": [path for path, _, _ in events._FIELDS["pull_request"]]
+    "pull_request": [path for path, _, _ in events.PULL_REQUEST_FIELDS]
     + [("pull_request", "head"), ("pull_request", "base"), ("pull_request", "base", "repo"), ("repository",)],
-    "issue_comment": [path for path, _, _ in events._FIELDS["issue_comment"]]
+    "issue_comment": [path for path, _, _ in events.ISSUE_COMMENT_FIELDS]
     + [("issue",), ("comment",), ("comment", "user"), ("repository",)],
 }
 
