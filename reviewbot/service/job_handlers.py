@@ -395,11 +395,12 @@ def _head_to_run(ctx: JobContext, pull: Any, sha_prefix: str) -> tuple[str, str]
     seen, written = str(job.args.get("head_seen") or ""), str(job.args.get("comment_created_at") or "")
     with ctx.sessions() as session:
         later = jobs.pushed_after(session, job.repo, job.pr, written) if written else []
-        delivered = jobs.delivered_heads(session, job.repo, job.pr)
+        short = bool(sha_prefix) and len(sha_prefix) < len(current) and current != seen
+        undelivered = short and current not in jobs.delivered_heads(session, job.repo, job.pr)
     if sha_prefix:
         if current in later:
             return "", f"`{current[:12]}`, which `{sha_prefix}` names, was pushed after your comment was written"
-        if len(sha_prefix) < len(current) and current != seen and current not in delivered:
+        if undelivered:
             return "", (
                 f"the push of `{current[:12]}` has not reached this service yet, so it cannot tell whether it came "
                 f"after your comment; try again in a minute, or name the whole SHA (`/rerun-gpu {current}`)"
