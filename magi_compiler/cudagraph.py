@@ -17,10 +17,11 @@ Capture. The first call captures the largest size, then the call's own padded si
 size is captured on the first call that needs it (``capture_all``: the first call captures
 every size, largest first, and no later call captures). Each capture follows one warm-up run;
 all graphs of one entry (all pieces, all sizes) share one memory pool, which the largest size,
-captured first, sizes; graphs are replayed one at a time, never concurrently. Capture time and memory
-(growth of reserved CUDA memory around the capture; Magi does not empty the allocator's cache
-for the measurement, though ``torch.cuda.graph`` itself does when it starts each graph) per size
-are logged at INFO and recorded in
+captured first, sizes; graphs are replayed one at a time, never concurrently. Each graph is
+recorded on a side stream that waits for the current one (:func:`record_graph`), without the
+device synchronization and allocator cache emptying that ``torch.cuda.graph`` does on entry, once
+per graph: ``PIECEWISE`` records one graph per piece and size. Capture time and memory (growth
+of reserved CUDA memory around the capture) per size are logged at INFO and recorded in
 ``capture_records`` (totals in ``compilation_counter``).
 
 Addresses. ``PIECEWISE`` captures each compiled piece (:class:`PieceGraphs`) while splitting
@@ -237,14 +238,37 @@ def unstable_piece_args(split_gm: fx.GraphModule, splitting_pieces: set[str]) ->
     return unstable
 
 
+def record_graph(
+    pool: Any, stream: torch.cuda.Stream, fn: Callable[..., Any], args: Sequence[Any]
+) -> tuple[torch.cuda.CUDAGraph, Any]:
+    """A graph of ``fn(*args)`` recorded in memory pool ``pool`` on the side stream ``stream``,
+    and what the call returned (tensors the graph's replays overwrite; recording runs nothing).
+
+    The work already queued on the current stream is ordered before the recording and the
+    recording before later work, without synchronizing the device; the allocator's cache is
+    kept, so memory it holds is not returned to the device for the graph."""
+    graph = torch.cuda.CUDAGraph()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        graph.capture_begin(pool)
+        try:
+            outputs = fn(*args)
+        finally:
+            graph.capture_end()
+    torch.cuda.current_stream().wait_stream(stream)
+    return graph, outputs
+
+
 class CaptureSession:
     """State shared by one graph's dispatcher and its pieces: the size being replayed or
-    captured (None: run the compiled code without graphs) and the memory pool."""
+    captured (None: run the compiled code without graphs), the memory pool and the side stream
+    graphs are recorded on (both made by the dispatcher's first capture)."""
 
     def __init__(self) -> None:
         self.size: int | None = None
         self.capturing = False
         self.pool: Any = None
+        self.stream: torch.cuda.Stream | None = None
 
 
 @dataclasses.dataclass
@@ -288,9 +312,8 @@ class PieceGraphs:
         for position in self.unstable:
             inputs[position] = self._static_copy(position, args[position])
         self.compiled(*inputs)  # warm-up: lazy initialization stays out of the graph
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.session.pool):
-            outputs = self.compiled(*inputs)
+        assert self.session.stream is not None, "a piece captures only inside its dispatcher's capture"
+        graph, outputs = record_graph(self.session.pool, self.session.stream, self.compiled, inputs)
         graph.replay()  # capturing runs nothing: the eager ops after this piece need real values
         self.graphs[size] = _Captured(graph, inputs, outputs)
         return outputs
@@ -421,17 +444,30 @@ class GraphDispatcher:
 
     def begin(self, args: Sequence[Any]) -> None:
         """Record the captured addresses, make the pool and the shared static buffers, and
-        capture the largest size (every size, largest first, with ``capture_all``)."""
+        capture the largest size (every size, largest first, with ``capture_all``).
+
+        Running out of CUDA memory here drops what was made and raises ``OutOfMemoryError``
+        naming the size and ``cudagraph_capture_sizes``: the largest size is the likely cause."""
         self.captured_ptrs = static_addresses(args, self.plan.static_inputs)
         self.session.pool = torch.cuda.graph_pool_handle()
-        for index, dim in self.plan.user_inputs.items():
-            value = args[index]
-            if dim is None:
-                self.shared_buffers[index] = torch.empty_like(value, memory_format=torch.contiguous_format)
-            elif dim == 0:
-                self.shared_buffers[index] = value.new_zeros((self.max_size, *value.shape[1:]))
-        for size in reversed(self.sizes) if self.capture_all else [self.max_size]:
-            self.capture_size(size, args)
+        if self.session.stream is None:
+            self.session.stream = torch.cuda.Stream()
+        try:
+            for index, dim in self.plan.user_inputs.items():
+                value = args[index]
+                if dim is None:
+                    self.shared_buffers[index] = torch.empty_like(value, memory_format=torch.contiguous_format)
+                elif dim == 0:
+                    self.shared_buffers[index] = value.new_zeros((self.max_size, *value.shape[1:]))
+            for size in reversed(self.sizes) if self.capture_all else [self.max_size]:
+                self.capture_size(size, args)
+        except torch.OutOfMemoryError as error:
+            self.reset()
+            raise torch.OutOfMemoryError(
+                f"{self.name}: out of CUDA memory capturing CUDA graphs of the largest capture size "
+                f"{self.max_size} (the first call captures it): give this model smaller "
+                f"cudagraph_capture_sizes ({error})"
+            ) from error
 
     def capture_size(self, size: int, args: Sequence[Any]) -> list[Any]:
         """Capture ``size`` with static buffers filled from the call's ``args``; returns them."""
@@ -463,9 +499,8 @@ class GraphDispatcher:
         start = time.perf_counter()
         if self.mode is CudaGraphMode.FULL:
             self.runner(*static_args)  # warm-up
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=self.session.pool):
-                outputs = self.runner(*static_args)
+            assert self.session.stream is not None
+            graph, outputs = record_graph(self.session.pool, self.session.stream, self.runner, static_args)
             self.full_graphs[size] = _Captured(graph, static_args, outputs)
         else:
             self.session.size = size

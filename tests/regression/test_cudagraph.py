@@ -254,3 +254,18 @@ def test_size_one_compiles_a_static_graph_that_is_captured_too(cache_env):
             close(compiled(one), eager(model, one))
             close(compiled(x), eager(model, x))
     assert capture_records[-1].size == 0, "a static graph is captured once, at its one shape"
+
+
+@pytest.mark.parametrize("name", ["piecewise", "full"])
+def test_out_of_memory_at_the_largest_capture_size_names_the_setting_every_time(cache_env, name):
+    torch.manual_seed(0)
+    model = Net().cuda()
+    patch = {**CONFIGS[name], "cudagraph_capture_sizes": [2, 2**36]}  # 2**36 rows of 64 floats: 16 TiB
+    compiled = magi_compile(model, method_name="forward", dynamic_arg_dims={"x": 0}, config_patch=patch)
+    x = torch.randn(4, HIDDEN, device="cuda")
+    with torch.no_grad():
+        for _ in range(2):  # the failed capture left nothing half made behind
+            with pytest.raises(
+                torch.OutOfMemoryError, match=r"largest capture size 68719476736 .*cudagraph_capture_sizes"
+            ):
+                compiled(x)
