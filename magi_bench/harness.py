@@ -190,7 +190,12 @@ def run_dynamic_batches(
     compiles; its batch size should not be one of ``inputs``'), then on ``inputs`` in order,
     ``passes`` timed times; contenders take turns pass by pass, the starting one rotating. The
     first contender must be ``eager``; an untimed pass after them compares every output with
-    eager's."""
+    eager's.
+
+    Before any of that, eager runs once at every batch size up to ``compile_input``'s: state
+    that libraries build on the first call at a shape (cuDNN's attention plans, cuBLAS's
+    heuristics) is process-wide, so without it the first contender to meet a shape pays for the
+    others, and the contenders that pad to capture sizes meet shapes nobody else calls."""
     if passes < 2:
         raise ValueError(f"need passes >= 2 (one with compiles, one steady), got {passes}")
     assert contenders and contenders[0].name == "eager", "eager must come first: it is the output reference"
@@ -203,6 +208,8 @@ def run_dynamic_batches(
     errors = dict.fromkeys(pass_s, 0.0)
     match = dict.fromkeys(pass_s, True)
     with torch.no_grad():
+        for batch in range(1, compile_input.shape[0] + 1):
+            contenders[0].call(compile_input[:batch])
         references = [contenders[0].call(x).clone() for x in inputs]
         for contender in runnable:
             count = contender.graph_count()

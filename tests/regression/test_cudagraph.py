@@ -260,9 +260,9 @@ def test_size_one_compiles_a_static_graph_that_is_captured_too(cache_env):
 def test_out_of_memory_at_the_largest_capture_size_names_the_setting_every_time(cache_env, name):
     torch.manual_seed(0)
     model = Net().cuda()
-    patch = {**CONFIGS[name], "cudagraph_capture_sizes": [2, 2**36]}  # 2**36 rows of 64 floats: 16 TiB
+    patch = {**CONFIGS[name], "cudagraph_capture_sizes": [2, 2**36]}  # 2**36 x 16 x 64 floats: 256 TiB
     compiled = magi_compile(model, method_name="forward", dynamic_arg_dims={"x": 0}, config_patch=patch)
-    x = torch.randn(4, HIDDEN, device="cuda")
+    x = torch.randn(4, 16, HIDDEN, device="cuda")
     with torch.no_grad():
         for _ in range(2):  # the failed capture left nothing half made behind
             with pytest.raises(

@@ -54,3 +54,20 @@ def test_dynamic_batches_time_every_pass_and_check_every_size(tmp_path):
     wrong = bench_contenders.Contender("torch_compile", lambda x: built[0].call(x) * 1.01, lambda: 0)
     (_, bad) = run_dynamic_batches([built[0], wrong], inputs, Timer(CPU), 2, Progress(enabled=False), first)
     assert not bad.outputs_match and bad.rel_error > 1e-3
+
+
+def test_dynamic_batches_warm_every_batch_size_with_eager_before_any_contender(tmp_path):
+    built = _contenders(tmp_path)
+    eager_model = built[0].call
+    order = []
+    built[0] = bench_contenders.Contender(
+        "eager", lambda x: order.append(("eager", x.shape[0])) or eager_model(x), lambda: 0
+    )
+    compiled = built[3].call
+    built[3] = bench_contenders.Contender(
+        built[3].name, lambda x: order.append(("compiled", x.shape[0])) or compiled(x), built[3].graph_count
+    )
+    inputs = [torch.randn(b, DIMS.seq, DIMS.hidden) for b in (2, 3)]
+    run_dynamic_batches(built, inputs, Timer(CPU), 2, Progress(enabled=False), torch.randn(5, DIMS.seq, DIMS.hidden))
+    assert order[:5] == [("eager", batch) for batch in range(1, 6)]
+    assert order.index(("compiled", 5)) > 5, "the warm-up comes before any other contender's first call"
