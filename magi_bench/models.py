@@ -1,7 +1,7 @@
 """The benchmarked models and the dims presets of the ``cpu`` and ``gpu`` profiles.
 
 ``AttentionModel`` is a pre-norm transformer block stack whose attention is the registered
-custom op ``magi_bench::attention`` (scaled dot-product attention over ``heads`` heads), the
+custom op ``magi_bench::attention`` (scaled dot-product attention of head-split tensors), the
 op the Magi contenders split the graph at (``ModelSpec.splitting_ops``), as attention is in
 the models Magi targets; ``torch.compile`` sees the same op as an opaque call. The op writes
 its result into an output tensor the layer allocates before it (``mutates_args=("out",)``, as
@@ -126,15 +126,12 @@ def simple_model_function(model: SimpleModel, x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, heads: int, out: torch.Tensor) -> None:
-    """Scaled dot-product attention over ``heads`` heads of ``(batch, seq, hidden)`` inputs,
-    written into ``out`` (contiguous, the shape of ``q``)."""
-    batch, seq, hidden = q.shape
-
-    def split(t: torch.Tensor) -> torch.Tensor:
-        return t.view(batch, seq, heads, hidden // heads).transpose(1, 2)
-
-    split(out).copy_(nn.functional.scaled_dot_product_attention(split(q), split(k), split(v)))
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor) -> None:
+    """Scaled dot-product attention of ``(batch, heads, seq, head_dim)`` inputs, written into
+    ``out`` (their shape). The op only calls the kernel: the layer splits heads and merges them
+    back around it, in the compiled code (under ``PIECEWISE`` this op runs eagerly between the
+    graphs, and every tensor op it makes costs a dispatch on the CPU)."""
+    out.copy_(nn.functional.scaled_dot_product_attention(q, k, v))
 
 
 # Registered as a kernel of the CPU and CUDA dispatch keys (as vLLM registers its ops), not with
@@ -142,13 +139,13 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, heads: int, out
 # shapes (86 us against 37 us per call on a 2-core CPU, batch 2, seq 4, hidden 64); it has no
 # autograd kernel: the bench runs it under torch.no_grad().
 _LIBRARY = torch.library.Library("magi_bench", "FRAGMENT")
-_LIBRARY.define("attention(Tensor q, Tensor k, Tensor v, int heads, Tensor(a!) out) -> ()")
+_LIBRARY.define("attention(Tensor q, Tensor k, Tensor v, Tensor(a!) out) -> ()")
 for _dispatch_key in ("CPU", "CUDA"):
     _LIBRARY.impl("attention", attention, _dispatch_key)
 
 
 @torch.library.register_fake("magi_bench::attention", lib=_LIBRARY)
-def _(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, heads: int, out: torch.Tensor) -> None:
+def _(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor) -> None:
     return None
 
 
@@ -172,11 +169,16 @@ class AttentionLayer(nn.Module):
         self.down = nn.Linear(4 * hidden, hidden)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, seq, hidden = x.shape
         h = self.norm1(x)
-        q = self.q(h)
+
+        def split(t: torch.Tensor) -> torch.Tensor:
+            return t.view(batch, seq, self.heads, hidden // self.heads).transpose(1, 2)
+
+        q = split(self.q(h))
         attended = torch.empty_like(q)
-        torch.ops.magi_bench.attention(q, self.k(h), self.v(h), self.heads, attended)
-        x = x + self.out(attended)
+        torch.ops.magi_bench.attention(q, split(self.k(h)), split(self.v(h)), attended)
+        x = x + self.out(attended.transpose(1, 2).reshape(batch, seq, hidden))
         return x + self.down(nn.functional.gelu(self.up(self.norm2(x))))
 
 
