@@ -61,7 +61,20 @@ may confirm or refute them.
     gated on it is not usable (`_version_probe`; any other call keeps the finding);
   - an *error handed on*: the handler returns the caught exception or its text as one element of a
     tuple result (`return str(e), float("inf")`: a candidate that loses a selection), its other
-    statements only logging: nothing, the failure travels with the result (`_hands_error_on`);
+    statements only logging, and no caller in the changed files unpacks that element into `_` or
+    drops the result: nothing, the failure travels with the result (`_hands_error_on`);
+  - an *optional third-party import*: a try of only imports of modules outside the repository that
+    the file imports nowhere unguarded, the handler recording the absence in a constant
+    (`_HAS_PIL = False`): nothing (`_optional_dependency`);
+  - an *announced import failure*: a try of only imports, `except Exception` that only warns and
+    binds nothing, the imported names bound nowhere else in the file: nothing, a use fails loudly
+    with `NameError` (`_deferred_import_failure`);
+  - an *optional wrapper at import*: at module level, one assignment rebinding a name to a wrapped
+    version of itself (`k = triton.autotune(...)(k)`) with a `pass` handler: nothing, here and for
+    `except RuntimeError`; the original stays (`_optional_rewrap`);
+  - a *discarded write*: the handler logs the traceback and otherwise only removes files or
+    directories (`shutil.rmtree(staging)`): nothing, the failed write is reported and nothing half
+    written is published (`_discards_output`);
   - a *package probe*: the try's first statement looks up an installed distribution
     (`importlib.metadata.version/metadata/distribution/requires/files`), its other statements only
     work on the answer (each call uses a name the try assigned), and the handler falls back to a
@@ -77,7 +90,7 @@ may confirm or refute them.
     `atexit.register`, `signal.signal` or `weakref.finalize` (`_teardown_tries`): nothing; raising
     there would mask the error being handled or stop the rest of the teardown;
   - a *reported fallback*: the handler prints, warns or logs at warning level or above a message
-    naming the caught exception, and otherwise only falls back to a constant or falls through to
+    naming the caught exception (not only its class: `type(e)` drops the cause), and otherwise only falls back to a constant or falls through to
     the code after the try (not an implicit `None` replacing the try's returned result): nothing;
     the failure is visible with its cause, the fallback is a stated default or the function's own
     other route (a scalar build of an op, a slower conversion), not a substitute computed in the
@@ -558,7 +571,26 @@ def _reports_caught(stmt: ast.stmt, name: str | None) -> bool:
     if method not in _LOUD_LEVELS and method not in ("print", "warn"):
         return False
     args = [*call.args, *(k.value for k in call.keywords)]
-    return any(isinstance(sub, ast.Name) and sub.id == name for arg in args for sub in ast.walk(arg))
+    return any(_names_exception(arg, name) for arg in args)
+
+
+def _names_exception(expr: ast.AST, name: str) -> bool:
+    """`expr` uses the caught exception `name` other than for its class alone: `type(e)`,
+    `type(e).__name__` and `e.__class__` say which type failed, not why (the message and the cause
+    are dropped)."""
+    if isinstance(expr, ast.Name):
+        return expr.id == name
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id == "type"
+        and len(expr.args) == 1
+        and isinstance(expr.args[0], ast.Name)
+    ):
+        return False
+    if isinstance(expr, ast.Attribute) and expr.attr == "__class__" and isinstance(expr.value, ast.Name):
+        return False
+    return any(_names_exception(child, name) for child in ast.iter_child_nodes(expr))
 
 
 def _reported_fallback(handler: ast.ExceptHandler, try_body: list[ast.stmt], after: ast.stmt | None) -> bool:
@@ -675,11 +707,13 @@ def _named_alternative(ctx: FileContext, node: ast.Try | ast.TryStar, handler: a
     return _names_expected_failure(ctx, node, handler)
 
 
-def _hands_error_on(handler: ast.ExceptHandler) -> bool:
+def _hands_error_on(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
     """The handler returns the caught exception, or its text, as one element of a tuple result
-    (`return str(e), float("inf")`, `return None, e`), its other statements only logging: the
-    failure travels to the caller with the result (a candidate that loses a selection, an
-    errors-as-values API). A bare `return str(e)` looks like a normal result and is no such hand-on."""
+    (`return str(e), float("inf")`, `return None, e`), its other statements only logging, and no
+    caller in the changed files drops that element (`_error_dropped`): the failure travels to the
+    caller with the result (a candidate that loses a selection, an errors-as-values API). A bare
+    `return str(e)` looks like a normal result and is no such hand-on; nor is one whose caller
+    unpacks the error into `_` (`can_use, _ = backend.verify(...)`)."""
     if handler.name is None or not handler.body:
         return False
     last = handler.body[-1]
@@ -700,7 +734,39 @@ def _hands_error_on(handler: ast.ExceptHandler) -> bool:
             and element.args[0].id == handler.name
         )
 
-    return any(carries(element) for element in last.value.elts)
+    positions = [i for i, element in enumerate(last.value.elts) if carries(element)]
+    if not positions:
+        return False
+    function = ctx.qualname(handler.lineno).rsplit(".", 1)[-1]
+    return not (function and _error_dropped(ctx, function, positions, len(last.value.elts)))
+
+
+def _error_dropped(ctx: FileContext, function: str, positions: list[int], width: int) -> bool:
+    """Some call of `function` (by simple name, `f(...)` or `obj.f(...)`) in this file or another
+    changed file of the head revision discards the tuple result's error elements at `positions`: it
+    unpacks the result into a tuple of `width` targets whose targets there are all `_`-prefixed
+    names (`can_use, _ = be.verify(...)`), or drops the whole result (a call as a statement)."""
+    trees = [ctx.tree]
+    for path, source in ctx.changed_sources("head"):
+        if path != ctx.path:
+            try:
+                trees.append(ast.parse(source))
+            except SyntaxError:
+                continue
+    for tree in trees:
+        for node in ast.walk(tree):
+            value = node.value if isinstance(node, (ast.Assign, ast.Expr)) else None
+            if not (isinstance(value, ast.Call) and _callee(value) == function):
+                continue
+            if isinstance(node, ast.Expr):
+                return True
+            for target in node.targets:
+                if not (isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == width):
+                    continue
+                dropped = [target.elts[i] for i in positions]
+                if all(isinstance(t, ast.Name) and t.id.startswith("_") for t in dropped):
+                    return True
+    return False
 
 
 def _version_probe(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler, imports: dict[str, str]) -> bool:
@@ -840,6 +906,177 @@ def _package_probe(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler, impo
             if isinstance(sub, ast.Assign):
                 assigned |= {t.id for t in sub.targets if isinstance(t, ast.Name)}
     return True
+
+
+def _imported_names(body: list[ast.stmt]) -> list[tuple[ast.Import | ast.ImportFrom, str]] | None:
+    """(statement, bound name) of each import of a try body made only of import statements, else None."""
+    if not body or not all(isinstance(stmt, (ast.Import, ast.ImportFrom)) for stmt in body):
+        return None
+    out: list[tuple[ast.Import | ast.ImportFrom, str]] = []
+    for stmt in body:
+        assert isinstance(stmt, (ast.Import, ast.ImportFrom))
+        for alias in stmt.names:
+            out.append((stmt, alias.asname or alias.name.split(".")[0]))
+    return out
+
+
+def _own_module(ctx: FileContext, stmt: ast.Import | ast.ImportFrom) -> bool:
+    """The import names a module of the repository: a relative import, or a top-level name that is a
+    directory on the importing file's own path (`fla.ops...` from `fla/ops/x.py`)."""
+    if isinstance(stmt, ast.ImportFrom):
+        if stmt.level:
+            return True
+        tops = [(stmt.module or "").split(".")[0]]
+    else:
+        tops = [alias.name.split(".")[0] for alias in stmt.names]
+    folders = set(ctx.path.split("/")[:-1])
+    return any(top in folders for top in tops)
+
+
+def _optional_dependency(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """A try of only imports of modules outside the repository (`from PIL import Image`) that the
+    file imports nowhere else outside a try, whose handler records the absence in a constant
+    (`_HAS_PIL = False`; otherwise only `pass` and logging): an optional third-party dependency;
+    "not installed" (or installed broken) means the feature it serves is unavailable, the flag says
+    so to the code that needs it, and no code of the repository runs in the try. Stay reported: an
+    import of the repository's own module (`from . import _C`: a broken build is a bug the fallback
+    hides), of a package the file needs anyway (`torch._inductor...` in a file that imports `torch`:
+    its internals moved, not an optional dependency missing), and a handler that records nothing
+    (`return`: the work is skipped without a trace)."""
+    imported = _imported_names(node.body)
+    if imported is None or not handler.body or not all(_constant_default(stmt) for stmt in handler.body):
+        return False
+    if not any(isinstance(stmt, ast.Assign) for stmt in handler.body):
+        return False
+    if any(_own_module(ctx, stmt) for stmt, _ in imported):
+        return False
+    tops = {
+        (stmt.module or "").split(".")[0] if isinstance(stmt, ast.ImportFrom) else alias.name.split(".")[0]
+        for stmt, _ in imported
+        for alias in stmt.names
+    }
+    guarded = {id(sub) for t in ast.walk(ctx.tree) if isinstance(t, (ast.Try, ast.TryStar)) for sub in t.body}
+    for sub in ast.walk(ctx.tree):
+        if id(sub) in guarded:
+            continue
+        if isinstance(sub, ast.ImportFrom) and not sub.level and (sub.module or "").split(".")[0] in tops:
+            return False
+        if isinstance(sub, ast.Import) and any(alias.name.split(".")[0] in tops for alias in sub.names):
+            return False
+    return True
+
+
+def _deferred_import_failure(tree: ast.AST, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """A try of only imports whose `except Exception` handler only warns (`warnings.warn`, logging at
+    warning level or above) and binds nothing, while nothing else in the file binds the imported
+    names: the import's failure is announced, and any use of a name it would have bound fails loudly
+    (`NameError`) instead of taking a substitute. A handler that binds a fallback (`_C = None`,
+    `enabled = False`), a silent one, and a name bound elsewhere too (a default above the try) stay
+    reported: there the feature quietly goes missing."""
+    imported = _imported_names(node.body)
+    if imported is None or caught_names(handler) != ["Exception"] or not handler.body:
+        return False
+    if not all(_warns(stmt) for stmt in handler.body):
+        return False
+    names = {name for _, name in imported}
+    for sub in ast.walk(tree):
+        if sub is node:
+            continue
+        if isinstance(sub, (ast.Import, ast.ImportFrom)) and any(sub is stmt for stmt, _ in imported):
+            continue
+        bound: set[str] = set()
+        if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound = {sub.name}
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            bound = {alias.asname or alias.name.split(".")[0] for alias in sub.names}
+        if bound & names:
+            return False
+    return True
+
+
+def _module_level_tries(tree: ast.Module) -> frozenset[int]:
+    """ids of the try statements that run at import: directly in the module body or in its
+    top-level `if`/`else` blocks."""
+    found: set[int] = set()
+    blocks = [tree.body]
+    while blocks:
+        for stmt in blocks.pop():
+            if isinstance(stmt, (ast.Try, ast.TryStar)):
+                found.add(id(stmt))
+            elif isinstance(stmt, ast.If):
+                blocks.extend([stmt.body, stmt.orelse])
+    return frozenset(found)
+
+
+def _optional_rewrap(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler, at_import: bool) -> bool:
+    """At import (`_module_level_tries`), a try of one assignment that rebinds a name to a wrapped
+    version of itself (`kernel = triton.autotune(configs=...)(kernel)`) whose handler only passes:
+    when the wrapper cannot be built (no device on this machine) the original definition stays, and
+    no work of the program runs in the try. A different name bound (`fast = wrap(kernel)`, left
+    unbound when it fails), a handler that does anything, and the same try inside a function stay
+    reported."""
+    if not at_import or len(node.body) != 1 or not all(isinstance(stmt, ast.Pass) for stmt in handler.body):
+        return False
+    stmt = node.body[0]
+    if not (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and isinstance(stmt.value, ast.Call)
+    ):
+        return False
+    name = stmt.targets[0].id
+    call: ast.expr = stmt.value
+    while isinstance(call, ast.Call):
+        if any(isinstance(arg, ast.Name) and arg.id == name for arg in call.args):
+            return True
+        call = call.func
+    return False
+
+
+_REMOVALS = frozenset(["shutil.rmtree", "os.remove", "os.unlink", "os.rmdir", "os.removedirs"])
+
+
+def _discards_output(ctx: FileContext, handler: ast.ExceptHandler, imports: dict[str, str]) -> bool:
+    """The handler logs the traceback (`logger.exception`, `exc_info=`) and otherwise only removes
+    files or directories (`shutil.rmtree(staging)`, `os.remove(tmp)`, `path.unlink(...)`), passes or
+    returns nothing: a write that failed is reported with its cause and its partial output
+    discarded, so nothing half-written is published (a cache entry the next run recomputes). A
+    removal without the traceback, or a handler that hands back a substitute, stays reported."""
+    if not handler.body or not any(_logs_traceback(stmt) for stmt in handler.body):
+        return False
+    removes = False
+    for stmt in handler.body:
+        if _logs_or_leaves(stmt):
+            continue
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            return False
+        func = stmt.value.func
+        dotted = ast.unparse(func)
+        head, _, rest = dotted.partition(".")
+        target = imports.get(head, head) + (f".{rest}" if rest else "")
+        if target in _REMOVALS or (isinstance(func, ast.Attribute) and func.attr in ("unlink", "rmdir")):
+            removes = True
+            continue
+        return False
+    return removes
+
+
+def _logs_traceback(stmt: ast.stmt) -> bool:
+    """A logging call that carries the traceback: `.exception(...)` or `exc_info=` not False/None."""
+    if not (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)):
+        return False
+    call = stmt.value
+    assert isinstance(call, ast.Call)
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "exception":
+        return True
+    return any(
+        k.arg == "exc_info" and not (isinstance(k.value, ast.Constant) and k.value.value in (False, None))
+        for k in call.keywords
+    )
 
 
 def _helper_raises(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
@@ -1190,6 +1427,7 @@ def check(ctx: FileContext) -> list[Finding]:
     exit_tries = _teardown_tries(ctx.tree)
     imports = _import_map(ctx)
     documented = _docstring_fallbacks(ctx.tree)
+    import_tries = _module_level_tries(ctx.tree)
     for node in ast.walk(ctx.tree):
         if not isinstance(node, (ast.Try, ast.TryStar)) or not node.handlers:
             continue
@@ -1211,11 +1449,15 @@ def check(ctx: FileContext) -> list[Finding]:
                 or _package_probe(node, handler, imports)
                 or _version_probe(node, handler, imports)
                 or id(handler) in documented
+                or _optional_dependency(ctx, node, handler)
+                or _deferred_import_failure(ctx.tree, node, handler)
+                or _optional_rewrap(node, handler, id(node) in import_tries)
+                or _discards_output(ctx, handler, imports)
             )
             and not _noqa_reason(ctx, handler)
         }
         converting = {
-            id(handler) for handler in node.handlers if _helper_raises(ctx, handler) or _hands_error_on(handler)
+            id(handler) for handler in node.handlers if _helper_raises(ctx, handler) or _hands_error_on(ctx, handler)
         }
         for i, handler in enumerate(node.handlers):
             names = caught_names(handler)
