@@ -6,7 +6,9 @@ mode, and reports what it saw as a finding's evidence (`EvidenceKind.EXPERIMENT`
 that cannot run leaves its findings unconfirmed and says why.
 
 `exception_injection`: raises an error a catch-all or `RuntimeError` fallback must not swallow at
-the start of its try body and runs the tests: swallowed confirms the finding, propagated refutes it.
+the start of its try body and runs the tests: swallowed confirms the finding (where the try body
+calls code of the repository or of a library, so that such an error can arise there), propagated
+refutes it.
 
 `key_stability`: the key-reproducibility experiment (the probe run again at base and head, in
 another worktree with another `PYTHONHASHSEED`).

@@ -33,7 +33,16 @@ its note with the experiment's evidence, unless the injected `AssertionError` wa
 handler logs nothing: then it is `P0` `broad-except.noqa-silent`.
 
 Verdicts: swallowed in at least one test: the finding is confirmed (experiment evidence, the
-rule's `P0`, or `P2` for the repository's own subclass); propagated in every reaching test: refuted, the finding becomes a `P3-STYLE` note
+rule's `P0`, or `P2` for the repository's own subclass), when the injected type can plausibly arise
+in the try body: the body calls code of the repository or of a library (a function the file
+imports from outside the standard library, a local function, a method of a variable or of `self`,
+a call's result). A body whose calls all go to builtins (other than `_RUNS_GIVEN_CODE`) and to the
+standard library on values at hand (`eval(repr(const)) == const`; the check is
+`broad_except.stdlib_call_count`, the one `runtime-error-fallback` uses) runs no code that could
+raise the injected error: the swallow is then `evidence.injection-cannot-arise`, an experiment that
+did not show the harm (unconfirmed, capped at `P2` by the evidence policy; a `# noqa` note stays
+`P3`). Dunder methods such a body runs on its values (`__repr__`, `__eq__`) are not counted as the
+repository's code. Propagated in every reaching test: refuted, the finding becomes a `P3-STYLE` note
 `<rule>.refuted` ("catches everything, but an injected X still propagated to the tests") backed by
 the experiment (the catch-all is still there to read, but it does not hide the error); no
 test reached the line: `evidence.no-test-reaches` (stays unconfirmed, `P2`); a run that timed out
@@ -47,6 +56,7 @@ count a propagated error as swallowed; the experiment cannot tell that apart.
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
 import functools
 import importlib.util
@@ -63,6 +73,7 @@ from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import InjectionConfig, SuiteConfig
 from reviewbot.results.junit import node_id
 from reviewbot.results.schema import SuiteResult
+from reviewbot.rules.broad_except import import_map, stdlib_call_count
 from reviewbot.rules.common import contains_logging
 from reviewbot.sandbox import Box, SandboxError, box, build_argv, child_env
 from reviewbot.severity import Severity
@@ -79,6 +90,14 @@ SHOWN_TESTS = 4
 _HITS = "reviewbot-injection-hits.txt"
 _PYTEST_PHASES = (" (setup)", " (call)", " (teardown)")
 
+# builtins that run code their caller names or hands them (an attribute's property, a key function,
+# a module, an iterator's next step): a try body calling them may run the repository's code
+_RUNS_GIVEN_CODE = frozenset(
+    ["__import__", "getattr", "setattr", "delattr", "hasattr", "map", "filter", "sorted", "super", "next", "iter"]
+)
+# builtins that work on the values they are given (`eval` and `exec` on text at hand included)
+_BUILTINS_AT_HAND = frozenset(name for name in dir(builtins) if not name.startswith("_")) - _RUNS_GIVEN_CODE
+
 ProgressFn = Callable[[str], None]
 
 
@@ -91,7 +110,10 @@ class Injection:
     """Where and what: `line` is the head line of the try body's first statement (the raise goes
     before it), `exception` the injected type as shown, `raise_expr` the expression raised, `setup`
     code run first (one line, `;`-separated) and `resolved` an expression saying it found the class;
-    `logs`: the handler's body holds a logging call (or `print`/`warn`)."""
+    `logs`: the handler's body holds a logging call (or `print`/`warn`). `confined`: None when the
+    try body calls code of the repository or of a library, else the builtin and standard-library
+    calls it is made of (`` `eval`, `repr` ``; empty without calls): the injected type cannot
+    plausibly arise there."""
 
     finding: Finding
     line: int
@@ -101,6 +123,7 @@ class Injection:
     setup: str = ""
     resolved: str = "True"
     logs: bool = False
+    confined: str | None = None
 
     @property
     def location(self) -> str:
@@ -152,6 +175,22 @@ def _own_class(finding: Finding, classes: Callable[[str], ExceptionClass | None]
     return cls.full_name, setup, "isinstance(_rb_c, type) and issubclass(_rb_c, BaseException)"
 
 
+def confined_calls(body: list[ast.stmt], imports: Mapping[str, str]) -> str | None:
+    """None when `body` calls code of the repository or of a library; else its calls, all to builtins
+    on values at hand or to the standard library, as shown (`` `eval`, `repr` ``; empty without
+    calls). `imports`: the file's `import_map`."""
+    if stdlib_call_count(body, imports, _BUILTINS_AT_HAND) is None:
+        return None
+    names: list[str] = []
+    for stmt in body:
+        for call in ast.walk(stmt):
+            if isinstance(call, ast.Call):
+                name = ast.unparse(call.func)
+                if name not in names:
+                    names.append(name)
+    return ", ".join(f"`{n}`" for n in names)
+
+
 def plan(
     finding: Finding,
     source: str,
@@ -173,6 +212,7 @@ def plan(
         if first.lineno == node.lineno or indent.strip():
             return "the try body starts on the `try:` line, so no line can be inserted before it"
         setup, resolved, logs = "", "True", contains_logging(handler.body)
+        confined = confined_calls(node.body, import_map(finding.path, tree))
         if finding.rule == OWN_SUBCLASS_RULE:
             own = _own_class(finding, classes)
             if isinstance(own, str):
@@ -180,7 +220,7 @@ def plan(
             exception, setup, resolved = own
             message = repr(f"{MARKER} {exception} at {finding.path}:{first.lineno}")
             raise_expr = f"(_rb_c.__new__(_rb_c, {message}) if {resolved} else AssertionError({message}))"
-            return Injection(finding, first.lineno, indent, exception, raise_expr, setup, resolved, logs)
+            return Injection(finding, first.lineno, indent, exception, raise_expr, setup, resolved, logs, confined)
         if finding.rule == "runtime-error-fallback":
             if not torch_importable:
                 return "torch is not importable here, so torch.OutOfMemoryError cannot be injected"
@@ -188,7 +228,7 @@ def plan(
         else:
             exception, expr = "AssertionError", "AssertionError"
         message = f"{MARKER} {exception} at {finding.path}:{first.lineno}"
-        return Injection(finding, first.lineno, indent, exception, f"{expr}({message!r})", logs=logs)
+        return Injection(finding, first.lineno, indent, exception, f"{expr}({message!r})", logs=logs, confined=confined)
     return f"no try statement with a handler at line {finding.line_start}"
 
 
@@ -336,6 +376,10 @@ def evidence(injection: Injection, outcome: Outcome) -> tuple[Evidence, Severity
             "propagated": len(outcome.propagated),
             "logs": injection.logs,
         }
+        if injection.confined is not None:
+            params["calls"] = injection.confined
+            cannot = Evidence(EvidenceKind.EXPERIMENT, "evidence.injection-cannot-arise", params, shows_harm=False)
+            return cannot, finding.severity
         return Evidence(EvidenceKind.EXPERIMENT, "evidence.injection-swallowed", params), finding.severity
     if outcome.propagated and not outcome.problems:
         params = {**base, "reached": len(outcome.propagated), "tests": _shown(outcome.propagated)}

@@ -132,6 +132,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+from collections.abc import Mapping
 
 from reviewbot.exception_index import (
     BUILTIN_EXCEPTIONS,
@@ -323,7 +324,17 @@ def _stdlib_only(body: list[ast.stmt], imports: dict[str, str]) -> bool:
     modules in `_RUNS_CALLER_CODE`; builtin functions (`int`, `len`) are neutral; there is at least
     one such call. Such a body cannot raise `torch.OutOfMemoryError`, a compiler error or the
     repository's own `RuntimeError` subclasses: a `RuntimeError` from it is the library's own."""
-    found = False
+    return bool(stdlib_call_count(body, imports))
+
+
+def stdlib_call_count(
+    body: list[ast.stmt], imports: Mapping[str, str], neutral: frozenset[str] = _NEUTRAL_BUILTINS
+) -> int | None:
+    """How many calls in `body` go to the standard library through a name this file imports from it
+    (modules in `_RUNS_CALLER_CODE` excepted); None when any call goes elsewhere: the repository, a
+    third-party library, a local function, a variable's method, a call's result, or a builtin not in
+    `neutral` (calls of the builtins in `neutral` are not counted). `imports`: `import_map`."""
+    found = 0
     for stmt in body:
         for call in ast.walk(stmt):
             if not isinstance(call, ast.Call):
@@ -332,16 +343,16 @@ def _stdlib_only(body: list[ast.stmt], imports: dict[str, str]) -> bool:
             while isinstance(func, ast.Attribute):
                 func = func.value
             if not isinstance(func, ast.Name):
-                return False  # `f()()`, `x[0]()`, a call on a call's result
+                return None  # `f()()`, `x[0]()`, a call on a call's result
             target = imports.get(func.id)
             if target is None:
-                if func.id in _NEUTRAL_BUILTINS:
+                if func.id in neutral:
                     continue
-                return False  # a local function, a variable's method, an exec
+                return None  # a local function, a variable's method, an exec
             top = target.split(".")[0]
             if top not in sys.stdlib_module_names or top in _RUNS_CALLER_CODE:
-                return False
-            found = True
+                return None
+            found += 1
     return found
 
 
@@ -1106,13 +1117,17 @@ def _is_test_path(path: str) -> bool:
 
 
 def _import_map(ctx: FileContext) -> dict[str, str]:
-    """Local name -> dotted target for this file's imports (`from a import b as c`: `c` -> `a.b`;
-    `import a.b`: `a` -> `a`; `import a.b as c`: `c` -> `a.b`), relative imports resolved against
-    the file's own package."""
-    own = module_name(ctx.path).split(".")
-    package = own if ctx.path.endswith("__init__.py") else own[:-1]
+    return import_map(ctx.path, ctx.tree)
+
+
+def import_map(path: str, tree: ast.Module) -> dict[str, str]:
+    """Local name -> dotted target for the imports of the file at `path` (`from a import b as c`:
+    `c` -> `a.b`; `import a.b`: `a` -> `a`; `import a.b as c`: `c` -> `a.b`), relative imports
+    resolved against the file's own package."""
+    own = module_name(path).split(".")
+    package = own if path.endswith("__init__.py") else own[:-1]
     out: dict[str, str] = {}
-    for node in ast.walk(ctx.tree):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 out[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]

@@ -5,15 +5,17 @@ follow what the tests saw."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 
 import pytest
 from engine_gitrepos import Repo
 
 from reviewbot.engine import run_review
-from reviewbot.experiments.exception_injection import MARKER, Injection, injected_source, plan
+from reviewbot.experiments.exception_injection import MARKER, Injection, confined_calls, injected_source, plan
 from reviewbot.findings import EvidenceKind, Finding, Severity
 from reviewbot.repo_config import ConfigError, InjectionConfig, load_config, parse_config
+from reviewbot.rules.broad_except import import_map
 from tests.reviewbot.toy_pytest import NO_PLUGINS
 
 BASE = """
@@ -208,6 +210,55 @@ def double(x):
         return slow(x)
 """
 
+# catch-alls whose try bodies run only builtins and the standard library on values at hand (no
+# AssertionError of the repository's code can arise there), and the near miss that calls the repository
+CONFINED = """
+import json
+
+
+def fast(x):
+    return x * 2
+
+
+def round_trips(value):
+    try:
+        same = eval(repr(value)) == value
+    except:
+        same = False
+    return same
+
+
+def count(text):
+    try:
+        return json.loads(text)["n"]
+    except Exception:
+        return 0
+
+
+def fast_round_trips(value):
+    try:
+        same = eval(repr(fast(value))) == fast(value)
+    except:
+        same = False
+    return same
+"""
+
+CONFINED_TESTS = """
+from pkg.compute import count, fast_round_trips, round_trips
+
+
+def test_round_trips():
+    assert round_trips(3)
+
+
+def test_count():
+    assert count('{"n": 2}') == 2
+
+
+def test_fast_round_trips():
+    assert fast_round_trips(3)
+"""
+
 # the venv's heavy pytest plugins off: each run then starts in well under a second
 PYTEST = f"python -m pytest -q -p no:cacheprovider {NO_PLUGINS} tests"
 REVIEWBOT_YML = f"""
@@ -241,6 +292,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo.commit({"pkg/errors.py": OWN_ERRORS, "pkg/cache.py": OWN_CACHE, "pkg/compute.py": OWN}, "own subclass")
     repo.branch("runtime", "main")
     repo.commit({"pkg/compute.py": RUNTIME}, "runtime fallback")
+    repo.branch("confined", "main")
+    repo.commit({"pkg/compute.py": CONFINED, "tests/test_compute.py": CONFINED_TESTS}, "confined probes")
     repo.checkout("main")
     return repo
 
@@ -320,6 +373,24 @@ def test_a_conversion_caught_by_a_fallback_is_confirmed_and_one_reaching_the_tes
     reaches_user, _ = _at(review, repo, "converts", "def triple")
     assert reaches_user.message_id == "broad-except.refuted" and reaches_user.severity is Severity.P3
     assert "`tests/test_compute.py::test_triple`" in reaches_user.evidence.text("en")
+
+
+def test_a_swallow_where_the_error_cannot_arise_stays_unconfirmed_and_the_near_miss_is_confirmed(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "confined")
+    for name, calls in [("def round_trips", "`eval`, `repr`"), ("def count", "`json.loads`")]:
+        finding, _ = _at(review, repo, "confined", name)
+        assert finding.rule == "broad-except" and finding.severity is Severity.P2
+        assert finding.evidence.kind is EvidenceKind.EXPERIMENT and not finding.evidence.confirmed
+        assert finding.evidence.message_id == "evidence.injection-cannot-arise"
+        text = finding.evidence.text("en")
+        assert text.startswith("unconfirmed (would be P0-BLOCKER with proof): the exception injection experiment")
+        assert "the handler swallowed it in 1 of the 1 test(s) that reached it" in text
+        assert f"calls only builtins and the standard library on values at hand ({calls})" in text
+        assert "异常注入实验" in finding.evidence.text("zh")
+    # the same shape around a call of the repository's code: the swallowed AssertionError confirms it
+    near_miss, _ = _at(review, repo, "confined", "def fast_round_trips")
+    assert near_miss.severity is Severity.P0 and near_miss.evidence.message_id == "evidence.injection-swallowed"
+    assert review.blocking
 
 
 def test_the_repositorys_own_subclass_swallowed_is_a_confirmed_p2(repo: Repo) -> None:
@@ -423,3 +494,23 @@ def test_the_injected_line_goes_before_the_try_body_and_one_line_bodies_are_not_
     assert "starts on the `try:` line" in plan(at_three, one_line, torch_importable=False)
     runtime = dataclasses.replace(finding, rule="runtime-error-fallback")
     assert "torch is not importable" in plan(runtime, source, torch_importable=False)
+
+
+@pytest.mark.parametrize(
+    ("body", "confined"),
+    [
+        ("x = eval(repr(v)) == v", "`eval`, `repr`"),
+        ("x = os.path.join(v, 'a')", "`os.path.join`"),
+        ("x = v[0]", ""),
+        ("x = helper(v)", None),  # a local function
+        ("x = self.load(v)", None),  # a method: the repository's code, or a library's
+        ("x = getattr(v, 'a')", None),  # a property of the repository may run
+        ("x = torch.ones(v)", None),  # a third-party library
+        ("x = importlib.import_module(v)", None),  # runs the imported module
+    ],
+)
+def test_confined_calls_names_a_body_that_runs_no_repository_or_library_code(body: str, confined: str | None) -> None:
+    source = f"import importlib\nimport os\nimport torch\ntry:\n    {body}\nexcept Exception:\n    x = None\n"
+    tree = ast.parse(source)
+    (node,) = [n for n in tree.body if isinstance(n, ast.Try)]
+    assert confined_calls(node.body, import_map("pkg/m.py", tree)) == confined
