@@ -91,7 +91,8 @@ class CaseKeys:
     """One reference case of the probe: keys and factors at base and head (None when absent).
 
     `unstable`: factors (or `KEY_ITSELF`) the reproducibility experiment saw differ between two
-    runs of the base: their difference from the head is noise, not a change."""
+    runs of the base: their difference from the head is noise, not a change. `new_artifact`: the
+    digest of what the case compiles to at head, when the probe reports one."""
 
     case: str
     old_key: str | None
@@ -99,6 +100,7 @@ class CaseKeys:
     old_factors: dict[str, str]
     new_factors: dict[str, str]
     unstable: tuple[str, ...] = ()
+    new_artifact: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -521,6 +523,7 @@ def _merge_probe(result: KeyChange, old: ProbeRun, new: ProbeRun) -> None:
                 n["key"] if n else None,
                 dict(o["factors"]) if o else {},
                 dict(n["factors"]) if n else {},
+                new_artifact=n.get("artifact") if n else None,
             )
         )
     if new.cases:

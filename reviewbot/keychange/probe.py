@@ -9,7 +9,9 @@ one: `ProbeRun.isolated` says whether the network was cut). It must print
 `{"cases": {NAME: {"factors": {FACTOR: HASH, ...}, "key": KEY}}}` on
 stdout, optionally with `"sources": {FACTOR: [PATH, ...]}`: the files whose bytes a factor hashes
 (repository-relative paths), so that any change to one of them counts as a key change
-(`changed_sources`; the release notes use it). Running the probe executes the revision's code: the service only does so for trusted (or
+(`changed_sources`; the release notes use it). A case may add `"artifact": DIGEST`, a digest of what
+its configuration compiles to (the generated code, a compiled statement): two cases that share a key
+and report one artifact share it harmlessly. Running the probe executes the revision's code: the service only does so for trusted (or
 authorised) heads.
 """
 
@@ -56,6 +58,10 @@ def parse_probe_output(text: str) -> dict[str, dict[str, Any]]:
         if not isinstance(case, dict) or not isinstance(case.get("factors"), dict) or "key" not in case:
             raise ValueError(f'probe case {name!r} lacks "factors" (object) or "key"')
         cases[str(name)] = {"factors": {str(k): str(v) for k, v in case["factors"].items()}, "key": str(case["key"])}
+        if "artifact" in case:
+            if not isinstance(case["artifact"], str):
+                raise ValueError(f'probe case {name!r}: "artifact" must be a string digest')
+            cases[str(name)]["artifact"] = case["artifact"]
     return cases
 
 

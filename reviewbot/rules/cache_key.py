@@ -5,7 +5,9 @@
 factor removed from the key (a factor renamed with the same value in every reference case is not
 removed), a factor that no longer differs between reference cases that differ in it, or two
 reference cases with one key where the base had two. Different configurations then load each
-other's compiled artifacts: a correctness bug, not only a cache miss. Without the probe (it did not
+other's compiled artifacts: a correctness bug, not only a cache miss. Pairs of cases the probe
+reports one artifact digest for at head share harmlessly: they are left out, and when nothing else
+is shared the finding is a P4 note naming them. Without the probe (it did not
 run or failed) a factor removed from the key function's literal is the same finding, unconfirmed.
 Factors the base's key is not reproducible in are left out of these comparisons.
 
@@ -43,7 +45,7 @@ from collections.abc import Iterable, Mapping
 
 from reviewbot.diff import FileChange
 from reviewbot.findings import PATTERN_ONLY, Evidence, EvidenceKind, Finding, Severity
-from reviewbot.keychange import KeyChange, NewField, Reproducibility
+from reviewbot.keychange import CaseKeys, KeyChange, NewField, Reproducibility
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,9 +218,15 @@ def _separated_at_base(a_factors: Mapping[str, str], b_factors: Mapping[str, str
     return any(a_factors.get(n) != b_factors.get(n) for n in names if n not in unstable)
 
 
-def _collisions(change: KeyChange) -> list[str]:
+def _same_artifact(a: CaseKeys, b: CaseKeys) -> bool:
+    """Whether the probe reports one artifact for both cases at head: sharing a key is harmless."""
+    return a.new_artifact is not None and a.new_artifact == b.new_artifact
+
+
+def _collisions(change: KeyChange, same_artifact: bool = False) -> list[str]:
     """Pairs of reference cases (``a / b``) that the base kept apart (by a reproducible factor when
-    its key is not reproducible) and that share one key at head."""
+    its key is not reproducible) and that share one key at head: those the probe reports different
+    (or no) artifacts for, or with ``same_artifact`` those it reports one artifact for."""
     both = [c for c in change.cases if c.old_key and c.new_key]
     unstable = change.unstable_base
     return [
@@ -227,16 +235,20 @@ def _collisions(change: KeyChange) -> list[str]:
         for b in both[i + 1 :]
         if a.new_key == b.new_key
         and (_separated_at_base(a.old_factors, b.old_factors, unstable) if unstable else a.old_key != b.old_key)
+        and _same_artifact(a, b) == same_artifact
     ]
 
 
 def _factors_stopped_varying(change: KeyChange, renamed: Mapping[str, str]) -> list[str]:
     """Factors that told two reference cases apart at base and no longer do at head (a renamed
-    factor compared under its new name); factors the base is not reproducible in are left out."""
+    factor compared under its new name); factors the base is not reproducible in, and pairs the
+    probe reports one artifact for at head, are left out."""
     both = [c for c in change.cases if c.old_key and c.new_key]
     stopped: list[str] = []
     for i, a in enumerate(both):
         for b in both[i + 1 :]:
+            if _same_artifact(a, b):
+                continue
             for name in a.old_factors:
                 if name in stopped or name in change.unstable_base or a.old_factors[name] == b.old_factors.get(name):
                     continue
@@ -280,7 +292,21 @@ def _shared_artifacts(change: KeyChange, changes: Mapping[str, FileChange]) -> l
     stopped = [f for f in _factors_stopped_varying(change, renamed) if f not in removed]
     collisions = _collisions(change)
     if not (removed or stopped or collisions):
-        return []
+        harmless = _collisions(change, same_artifact=True)
+        if not harmless:
+            return []
+        params = {"collisions": "; ".join(harmless)}
+        evidence = Evidence(
+            EvidenceKind.PROBE,
+            "evidence.key-probe-shared",
+            {"cases": len(change.cases), "removed": "none", "stopped": "none", **params},
+        )
+        anchor = _anchor(change, changes)
+        return [
+            _finding(
+                "key-shares-artifacts", Severity.P4, anchor, "key-shares-artifacts.same-artifact", params, evidence
+            )
+        ]
     params = {
         "removed": ", ".join(removed) or "none",
         "stopped": ", ".join(stopped) or "none",

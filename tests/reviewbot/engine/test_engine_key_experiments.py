@@ -64,6 +64,14 @@ def _add_factor(line: str) -> str:
     return sub(KEY, VERSION_LINE, VERSION_LINE + line)
 
 
+def _collide_with_artifact(artifact: str) -> str:
+    """The collision of branch ``collide``, with a probe that reports each case's artifact."""
+    key = sub(KEY, '"mode": _h(mode)', '"mode": _h(mode[:0])')
+    return sub(
+        key, '"key": _h(sorted(factors.items()))}', f'"key": _h(sorted(factors.items())), "artifact": {artifact}}}'
+    )
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo = _project(tmp_path_factory.mktemp("keyexp") / "r")
@@ -74,6 +82,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
         "remove": {"pkg/key.py": sub(KEY, '        "mode": _h(mode),\n', "")},
         "rename": {"pkg/key.py": sub(KEY, '"version": _h("1")', '"compiler_version": _h("1")')},
         "collide": {"pkg/key.py": sub(KEY, '"mode": _h(mode)', '"mode": _h(mode[:0])')},
+        "collide-same-artifact": {"pkg/key.py": _collide_with_artifact('_h("one program")')},
+        "collide-other-artifact": {"pkg/key.py": _collide_with_artifact("_h(mode)")},
         "new-module": {
             "pkg/device.py": "def capability():\n    return (8, 0)\n",
             "pkg/key.py": _add_factor('        "device_capability": _h(capability()),\n').replace(
@@ -167,6 +177,16 @@ def test_collision_between_reference_cases_is_a_p0(repo: Repo) -> None:
     )
     line = repo.git("show", "collide:pkg/key.py").splitlines()[finding.line_start - 1]
     assert '"mode": _h(mode[:0])' in line and finding.in_diff
+
+
+def test_a_collision_of_cases_with_one_artifact_is_a_p4_note_and_with_two_a_p0(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "collide-same-artifact")
+    (finding,) = _rules(review, "key-shares-artifacts")
+    assert finding.severity is Severity.P4 and finding.message_id == "key-shares-artifacts.same-artifact"
+    assert finding.params["collisions"] == "eager / jit" and finding.evidence.kind is EvidenceKind.PROBE
+    assert not review.blocking
+    (near_miss,) = _rules(run_review(repo.path, "main", "collide-other-artifact"), "key-shares-artifacts")
+    assert near_miss.severity is Severity.P0 and near_miss.params["collisions"] == "eager / jit"
 
 
 def test_key_change_made_of_added_lines_is_anchored_on_them(repo: Repo) -> None:
