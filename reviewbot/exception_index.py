@@ -145,17 +145,14 @@ class ExceptionIndex:
     _handlers: dict[str, tuple[CatchSite, ...]] = dataclasses.field(default_factory=dict)
     # simple name -> modules with a `raise <name>` / `raise <name>(...)` statement
     _raised_in: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
-    # the scanned sources, for the call graph `reaching` builds on first use
-    _sources: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    # the parsed sources, for the call graph `reaching` builds on first use
+    _trees: tuple[ast.Module, ...] = dataclasses.field(default=(), repr=False, compare=False)
 
     @functools.cached_property
     def _functions(self) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...]:
-        """Every function and method definition of the scanned sources (parsed on first use)."""
+        """Every function and method definition of the scanned sources (found on first use)."""
         found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-        for rel, text in self._sources.items():
-            tree = pysource.parse(text, filename=rel)
-            if tree is None:
-                continue
+        for tree in self._trees:
             found.extend(node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
         return tuple(found)
 
@@ -346,12 +343,14 @@ def index_sources(sources: Mapping[str, str]) -> ExceptionIndex:
     candidates: list[tuple[ExceptionClass, tuple[str | None, ...]]] = []
     handlers: dict[str, list[CatchSite]] = {}
     raised: dict[str, set[str]] = {}
+    trees: list[ast.Module] = []
     for rel_text in sorted(sources):
         rel = Path(rel_text)
         tree = pysource.parse(sources[rel_text], filename=rel_text)
         if tree is None:
             logger.debug("exception index: %s does not parse; skipped", rel_text)
             continue
+        trees.append(tree)
         module = _module_name(rel)
         for node in _statements(tree.body):
             if isinstance(node, (ast.Try, ast.TryStar)):
@@ -423,5 +422,5 @@ def index_sources(sources: Mapping[str, str]) -> ExceptionIndex:
         _repo_ancestors={name: repo_memo[name] & kept for name in kept},
         _handlers={name: tuple(sorted(sites, key=lambda c: (c.path, c.line))) for name, sites in handlers.items()},
         _raised_in={name: frozenset(modules) for name, modules in raised.items()},
-        _sources=sources,
+        _trees=tuple(trees),
     )

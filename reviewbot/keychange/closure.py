@@ -17,7 +17,6 @@ the repository root or under a `src/` or `python/` source directory (`pkg.mod` i
 from __future__ import annotations
 
 import ast
-import copy
 import dataclasses
 import hashlib
 
@@ -45,9 +44,11 @@ class ModuleInfo:
     imports: dict[str, tuple[str, str | None]]  # local name -> (module, attribute or None)
 
 
-def strip_docstrings(node: ast.AST) -> ast.AST:
-    """A copy of `node` without docstrings in it or any nested def/class."""
-    node = copy.deepcopy(node)
+def digest(node: ast.AST) -> str:
+    """A digest of `node`'s AST without docstrings in it or any nested def/class. The docstrings
+    are taken out of the tree for the dump and put back (no copy of the tree: a copy of every
+    definition of a large module cost seconds), so `node` must not be read by another thread meanwhile."""
+    taken: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module, list[ast.stmt]]] = []
     for sub in ast.walk(node):
         if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
             body = sub.body
@@ -57,12 +58,14 @@ def strip_docstrings(node: ast.AST) -> ast.AST:
                 and isinstance(first.value, ast.Constant)
                 and isinstance(first.value.value, str)
             ):
+                taken.append((sub, body))
                 sub.body = body[1:] or [ast.Pass()]
-    return node
-
-
-def digest(node: ast.AST) -> str:
-    return hashlib.sha256(ast.dump(strip_docstrings(node), include_attributes=False).encode()).hexdigest()[:16]
+    try:
+        text = ast.dump(node, include_attributes=False)
+    finally:
+        for sub, body in taken:
+            sub.body = body
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def class_fields(node: ast.ClassDef) -> tuple[str, ...]:
