@@ -567,6 +567,29 @@ def _filters(handler: ast.ExceptHandler) -> bool:
     return False
 
 
+def _bounded_retry(handler: ast.ExceptHandler, in_loop: bool) -> bool:
+    """A retry: the try stands directly in a loop's body and its handler re-raises the caught
+    exception, unchanged, under an `if` that does not inspect it (the attempts are used up: `if i ==
+    retries: raise e`), and otherwise neither returns nor breaks out of the loop (it logs, sleeps,
+    continues): every error, an `AssertionError` included, reaches the caller after the last
+    attempt. A handler that returns or breaks on some path, or never re-raises, substitutes a
+    result and stays reported."""
+    if not in_loop:
+        return False
+    if any(isinstance(sub, (ast.Return, ast.Break)) for stmt in handler.body for sub in ast.walk(stmt)):
+        return False
+    for stmt in handler.body:
+        if not isinstance(stmt, ast.If) or stmt.orelse:
+            continue
+        if handler.name is not None and any(
+            isinstance(sub, ast.Name) and sub.id == handler.name for sub in ast.walk(stmt.test)
+        ):
+            continue
+        if reraises_same(ast.ExceptHandler(type=handler.type, name=handler.name, body=stmt.body)):
+            return True
+    return False
+
+
 def _reports_caught(stmt: ast.stmt, name: str | None) -> bool:
     """A `print`, `warnings.warn` or a log call at warning level or above whose arguments name the
     caught exception: the failure and its cause are visible where it happens."""
@@ -951,7 +974,8 @@ def _own_module(ctx: FileContext, stmt: ast.Import | ast.ImportFrom) -> bool:
 
 
 def _optional_dependency(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
-    """A try of only imports of modules outside the repository (`from PIL import Image`) that the
+    """A try of only imports of modules outside the repository (`from PIL import Image`), followed at
+    most by constant assignments of a success flag (`WITH_NUMBA = True`), that the
     file imports nowhere else outside a try, whose handler records the absence in a constant
     (`_HAS_PIL = False`; otherwise only `pass` and logging): an optional third-party dependency;
     "not installed" (or installed broken) means the feature it serves is unavailable, the flag says
@@ -960,7 +984,10 @@ def _optional_dependency(ctx: FileContext, node: ast.Try | ast.TryStar, handler:
     hides), of a package the file needs anyway (`torch._inductor...` in a file that imports `torch`:
     its internals moved, not an optional dependency missing), and a handler that records nothing
     (`return`: the work is skipped without a trace)."""
-    imported = _imported_names(node.body)
+    body = list(node.body)
+    while body and isinstance(body[-1], ast.Assign) and _constant_default(body[-1]):
+        body.pop()  # a success flag after the imports (`WITH_NUMBA = True`)
+    imported = _imported_names(body)
     if imported is None or not handler.body or not all(_constant_default(stmt) for stmt in handler.body):
         return False
     if not any(isinstance(stmt, ast.Assign) for stmt in handler.body):
@@ -1460,7 +1487,11 @@ def check(ctx: FileContext) -> list[Finding]:
             for handler in node.handlers
             if _unit_boundary(handler, id(node) in loop_tries, teardown[id(handler)])
         }
-        filters = {id(handler) for handler in node.handlers if _filters(handler)}
+        filters = {
+            id(handler)
+            for handler in node.handlers
+            if _filters(handler) or _bounded_retry(handler, id(node) in loop_tries)
+        }
         # a noqa comment with a reason stays the respected note the injection experiment may still check
         probes = {
             id(handler)
