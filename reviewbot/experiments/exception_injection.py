@@ -11,7 +11,8 @@ raises an exception the handler must not swallow:
 
 - `AssertionError` (a programmer error) for a catch-all (`broad-except`);
 - `torch.OutOfMemoryError` for `except RuntimeError` (`runtime-error-fallback`), only when torch is
-  importable by the reviewing interpreter;
+  importable by the reviewing interpreter and some file of the revision imports torch (in a project
+  that never does, no out-of-memory error comes from its code: the experiment says it did not run);
 - the first repository class a `caught-own-subclass` finding names (a cache-miss error, say), found
   in the test process's loaded modules and made without calling its `__init__`; where it is not
   loaded the line records that and the experiment says it could not run.
@@ -61,6 +62,7 @@ import dataclasses
 import functools
 import importlib.util
 import logging
+import re
 import tempfile
 import time
 import xml.etree.ElementTree as ET
@@ -191,14 +193,30 @@ def confined_calls(body: list[ast.stmt], imports: Mapping[str, str]) -> str | No
     return ", ".join(f"`{n}`" for n in names)
 
 
+_TORCH_IMPORT = re.compile(r"^\s*(?:import|from)\s+torch\b", re.MULTILINE)
+
+
+def imports_torch(git: GitRepo, rev: str) -> bool:
+    """Some Python file of revision `rev` imports torch (`import torch...`, `from torch... import`)."""
+    for rel in git.list_files(rev):
+        if rel.endswith(".py"):
+            text = git.read(rev, rel)
+            if text is not None and _TORCH_IMPORT.search(text):
+                return True
+    return False
+
+
 def plan(
     finding: Finding,
     source: str,
     torch_importable: bool,
     classes: Callable[[str], ExceptionClass | None] = lambda _: None,
+    torch_imported: bool = True,
 ) -> Injection | str:
     """The injection for `finding` in its head `source`, or why there is none (English, one line).
-    `classes` finds a repository exception class by name (`ExceptionIndex.get`)."""
+    `classes` finds a repository exception class by name (`ExceptionIndex.get`); `torch_imported`:
+    some file of the revision imports torch (without it no out-of-memory error can come from the
+    project's code, and none is injected)."""
     tree = ast.parse(source)
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Try, ast.TryStar)):
@@ -224,6 +242,10 @@ def plan(
         if finding.rule == "runtime-error-fallback":
             if not torch_importable:
                 return "torch is not importable here, so torch.OutOfMemoryError cannot be injected"
+            if not torch_imported:
+                return (
+                    "no file of the repository imports torch, so torch.OutOfMemoryError cannot arise in this try body"
+                )
             exception, expr = "torch.OutOfMemoryError", '__import__("torch").OutOfMemoryError'
         else:
             exception, expr = "AssertionError", "AssertionError"
@@ -464,7 +486,10 @@ def run_injection(
     if any(f.rule == OWN_SUBCLASS_RULE for f in tried):
         index = index_revision(git, head)
     planner = functools.partial(
-        plan, torch_importable=torch_importable, classes=index.get if index is not None else lambda _: None
+        plan,
+        torch_importable=torch_importable,
+        classes=index.get if index is not None else lambda _: None,
+        torch_imported=any(f.rule == "runtime-error-fallback" for f in tried) and imports_torch(git, head),
     )
     with (
         tempfile.TemporaryDirectory(prefix="reviewbot-injection-") as tmp,

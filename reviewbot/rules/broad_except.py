@@ -743,6 +743,34 @@ def _named_alternative(ctx: FileContext, node: ast.Try | ast.TryStar, handler: a
     return _names_expected_failure(ctx, node, handler)
 
 
+_HAND_OVER_METHODS = frozenset({"put", "put_nowait", "set_exception"})
+
+
+def _queues_error(handler: ast.ExceptHandler) -> bool:
+    """The handler hands the caught exception object itself to a consumer through a queue or a
+    future (`await self.queue.put(e)`, `future.set_exception(e)`), whose reader raises it, and
+    returns no substitute result. Putting anything else there (a sentinel, `None`, the error's
+    text) stays reported: the reader cannot tell a failure from the end of the data."""
+    if handler.name is None:
+        return False
+    if any(isinstance(sub, ast.Return) and sub.value is not None for stmt in handler.body for sub in ast.walk(stmt)):
+        return False
+    for stmt in handler.body:
+        value = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(value, ast.Await):
+            value = value.value
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _HAND_OVER_METHODS
+            and len(value.args) == 1
+            and isinstance(value.args[0], ast.Name)
+            and value.args[0].id == handler.name
+        ):
+            return True
+    return False
+
+
 def _hands_error_on(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
     """The handler returns the caught exception, or its text, as one element of a tuple result
     (`return str(e), float("inf")`, `return None, e`), its other statements only logging, and no
@@ -1509,7 +1537,9 @@ def check(ctx: FileContext) -> list[Finding]:
             and not _noqa_reason(ctx, handler)
         }
         converting = {
-            id(handler) for handler in node.handlers if _helper_raises(ctx, handler) or _hands_error_on(ctx, handler)
+            id(handler)
+            for handler in node.handlers
+            if _helper_raises(ctx, handler) or _hands_error_on(ctx, handler) or _queues_error(handler)
         }
         for i, handler in enumerate(node.handlers):
             names = caught_names(handler)

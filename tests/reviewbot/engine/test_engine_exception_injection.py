@@ -12,8 +12,16 @@ import pytest
 from engine_gitrepos import Repo
 
 from reviewbot.engine import run_review
-from reviewbot.experiments.exception_injection import MARKER, Injection, confined_calls, injected_source, plan
+from reviewbot.experiments.exception_injection import (
+    MARKER,
+    Injection,
+    confined_calls,
+    imports_torch,
+    injected_source,
+    plan,
+)
 from reviewbot.findings import EvidenceKind, Finding, Severity
+from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import ConfigError, InjectionConfig, load_config, parse_config
 from reviewbot.rules.broad_except import import_map
 from tests.reviewbot.toy_pytest import NO_PLUGINS
@@ -494,6 +502,18 @@ def test_the_injected_line_goes_before_the_try_body_and_one_line_bodies_are_not_
     assert "starts on the `try:` line" in plan(at_three, one_line, torch_importable=False)
     runtime = dataclasses.replace(finding, rule="runtime-error-fallback")
     assert "torch is not importable" in plan(runtime, source, torch_importable=False)
+    injected = plan(runtime, source, torch_importable=True)
+    assert isinstance(injected, Injection) and injected.exception == "torch.OutOfMemoryError"
+    unused = plan(runtime, source, torch_importable=True, torch_imported=False)
+    assert unused == "no file of the repository imports torch, so torch.OutOfMemoryError cannot arise in this try body"
+
+
+def test_a_repository_imports_torch_when_some_file_does(tmp_path) -> None:
+    repo = Repo(tmp_path / "r")
+    repo.commit({"pkg/__init__.py": "", "pkg/loop.py": "import asyncio\n# import torch in a comment\n"}, "no torch")
+    assert not imports_torch(GitRepo(repo.path), "main")
+    repo.commit({"pkg/nn.py": "from torch import nn\n"}, "torch")
+    assert imports_torch(GitRepo(repo.path), "main")
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,12 @@ git repo reviewed statically (`--suites none`):
 
 - a bounded retry: a handler in a loop that re-raises the caught exception once the attempts are
   used up, and otherwise only logs and waits;
-- an optional third-party import followed by a success flag (`WITH_NUMBA = True`) in its try.
+- an optional third-party import followed by a success flag (`WITH_NUMBA = True`) in its try;
+- an error handed to a consumer through a queue or a future (`await self.queue.put(e)`).
 
 These are classes of the false findings of the round-6 held-out set (Megatron-LM,
-pytorch_geometric), now tuning material of `reviewbot/bench_precision_corpus`."""
+pytorch_geometric) and of the round-7 held-out experiments cases (fsspec), now tuning material of
+`reviewbot/bench_precision_corpus`."""
 
 from __future__ import annotations
 
@@ -73,6 +75,31 @@ except Exception:
 """
 
 
+PRODUCER = """
+import asyncio
+
+
+class Prefetcher:
+    def __init__(self, fetch):
+        self.fetch = fetch
+        self.queue = asyncio.Queue()
+
+    async def run(self):
+        try:
+            while True:
+                await self.queue.put(await self.fetch())
+        except Exception as e:
+            await self.queue.put(e)
+
+    async def run_until_failure(self):
+        try:
+            while True:
+                await self.queue.put(await self.fetch())
+        except Exception:
+            await self.queue.put(None)
+"""
+
+
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     return review_shapes(
@@ -82,6 +109,7 @@ def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
             "pkg/reader.py": READER,
             "pkg/numba_flag.py": NUMBA,
             "pkg/numba_configured.py": NUMBA_CONFIGURED,
+            "pkg/producer.py": PRODUCER,
         },
     )
 
@@ -98,4 +126,11 @@ def test_an_optional_import_with_a_success_flag(review: list[Finding]) -> None:
     assert findings_by_rule(review, "pkg/numba_flag.py", "") == {}
     # near miss: the try also configures the library, code that runs besides the import
     found = findings_by_rule(review, "pkg/numba_configured.py", "")["broad-except"]
+    assert found.message_id == "broad-except.swallows"
+
+
+def test_an_error_handed_to_a_consumer_through_a_queue(review: list[Finding]) -> None:
+    assert findings_by_rule(review, "pkg/producer.py", "Prefetcher.run") == {}
+    # near miss: a sentinel in the queue, the reader cannot tell a failure from the end of the data
+    found = findings_by_rule(review, "pkg/producer.py", "Prefetcher.run_until_failure")["broad-except"]
     assert found.message_id == "broad-except.swallows"
