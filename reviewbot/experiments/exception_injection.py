@@ -25,9 +25,11 @@ command, one extra run of it at the start). Per test that reached the injected l
 without it:
 
 - passed with it: the handler *swallowed* the error;
-- failed, and its JUnit failure text holds `MARKER` (the injected error, or one chained from it):
-  the error *propagated* to the test;
-- failed without `MARKER`: swallowed, but the fallback's result made the test fail.
+- failed, and its JUnit failure text shows the injected error raised (a line `Type: <MARKER> ...`,
+  the exception's own line in the traceback, of the injected error or one chained from it): the
+  error *propagated* to the test;
+- failed otherwise: swallowed, but the fallback's result made the test fail (also when that result
+  quotes the error's text: `f"{type(e).__name__}: {e}"` inside an assertion's values).
 
 A catch-all whose `# noqa` gives a reason (`broad-except.noqa-reason`, `P3`) is respected and keeps
 its note with the experiment's evidence, unless the injected `AssertionError` was swallowed and the
@@ -83,6 +85,19 @@ from reviewbot.severity import Severity
 logger = logging.getLogger(__name__)
 
 MARKER = "reviewbot injected"
+# the line an exception reaching pytest or the interpreter prints for itself (`E   AssertionError:
+# reviewbot injected ...`, `torch.OutOfMemoryError: reviewbot injected ...`), not its text quoted
+# inside another message (`assert '... (str failed: AssertionError: reviewbot injected ...)' == ...`)
+_SURFACED = re.compile(r"^(?:E\s+)?[\w.]+: " + re.escape(MARKER), re.MULTILINE)
+
+
+def injected_error_surfaced(text: str) -> bool:
+    """`text` (a JUnit failure's message and text, or a run's output) shows the injected error, or
+    one chained from it, raised to the test: a line that is the exception's own (`Type: message`,
+    after pytest's `E` prefix or none), not the message quoted in a value a fallback produced."""
+    return _SURFACED.search(text) is not None
+
+
 RULES = frozenset({"broad-except", "runtime-error-fallback"})
 OWN_SUBCLASS_RULE = "caught-own-subclass"
 NOQA_ID = "broad-except.noqa-reason"
@@ -359,7 +374,7 @@ def _judge(outcome: Outcome, spec: SuiteConfig, run: _Run, before: Mapping[str, 
         name = f"suite {spec.name}"
         if run.returncode == 0 and all(state == "passed" for state in before.values()):
             outcome.swallowed.append(name)
-        elif MARKER in run.log:
+        elif injected_error_surfaced(run.log):
             outcome.propagated.append(name)
         else:
             outcome.problems.append(f"suite {spec.name} reached it outside pytest and exited with {run.returncode}")
@@ -371,7 +386,7 @@ def _judge(outcome: Outcome, spec: SuiteConfig, run: _Run, before: Mapping[str, 
         state, text = run.cases.get(_same_test(test, run.cases), ("missing", ""))
         if state == "passed":
             outcome.swallowed.append(test)
-        elif MARKER in text or (state == "missing" and MARKER in run.log):
+        elif injected_error_surfaced(text) or (state == "missing" and injected_error_surfaced(run.log)):
             outcome.propagated.append(test)
         elif state in ("failed", "error"):
             outcome.noticed.append(test)

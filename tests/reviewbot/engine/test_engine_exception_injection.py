@@ -17,6 +17,7 @@ from reviewbot.experiments.exception_injection import (
     Injection,
     confined_calls,
     imports_torch,
+    injected_error_surfaced,
     injected_source,
     plan,
 )
@@ -300,6 +301,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo.commit({"pkg/errors.py": OWN_ERRORS, "pkg/cache.py": OWN_CACHE, "pkg/compute.py": OWN}, "own subclass")
     repo.branch("runtime", "main")
     repo.commit({"pkg/compute.py": RUNTIME}, "runtime fallback")
+    repo.branch("runtime-torch", "main")
+    repo.commit({"pkg/compute.py": RUNTIME, "pkg/kernels.py": "import torch\n"}, "runtime fallback, torch project")
     repo.branch("confined", "main")
     repo.commit({"pkg/compute.py": CONFINED, "tests/test_compute.py": CONFINED_TESTS}, "confined probes")
     repo.checkout("main")
@@ -463,11 +466,16 @@ def test_a_command_that_runs_no_test_leaves_the_finding_unconfirmed_with_the_rea
     assert "suite injection exited with code 4 and ran no test" in text
 
 
-def test_runtime_error_fallback_swallowing_oom_is_confirmed(repo: Repo) -> None:
-    review = run_review(repo.path, "main", "runtime")
+def test_runtime_error_fallback_swallowing_oom_is_confirmed_in_a_project_that_imports_torch(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "runtime-torch")
     (finding,) = [f for f in review.findings if f.rule == "runtime-error-fallback"]
     assert finding.severity is Severity.P0 and finding.evidence.confirmed
     assert "raised `torch.OutOfMemoryError` at pkg/compute.py:" in finding.evidence.text("en")
+    # near miss: the same fallback in a project that never imports torch, where no OOM can arise
+    review = run_review(repo.path, "main", "runtime")
+    (finding,) = [f for f in review.findings if f.rule == "runtime-error-fallback"]
+    assert finding.severity is Severity.P2 and not finding.evidence.confirmed
+    assert "no file of the repository imports torch" in finding.evidence.text("en")
 
 
 def test_injection_settings_parse_with_defaults_and_name_the_bad_key() -> None:
@@ -534,3 +542,16 @@ def test_confined_calls_names_a_body_that_runs_no_repository_or_library_code(bod
     tree = ast.parse(source)
     (node,) = [n for n in tree.body if isinstance(n, ast.Try)]
     assert confined_calls(node.body, import_map("pkg/m.py", tree)) == confined
+
+
+def test_the_injected_error_surfaces_only_on_its_own_exception_line() -> None:
+    raised = "AssertionError: reviewbot injected AssertionError at pkg/m.py:3\n    def test_x():\nE       AssertionError: reviewbot injected AssertionError at pkg/m.py:3\n"
+    assert injected_error_surfaced(raised)
+    chained = "E   pkg.errors.Unsupported: no\n...\nE   torch.OutOfMemoryError: reviewbot injected torch.OutOfMemoryError at pkg/m.py:3\n"
+    assert injected_error_surfaced(chained)
+    # a fallback that quotes the error in its value: swallowed, the test failed on the value
+    quoted = (
+        "AssertionError: assert '<obj> (str failed: AssertionError: reviewbot injected AssertionError at x.py:3)' == 'obj'\n"
+        "E       assert '<obj> (str failed: AssertionError: reviewbot injected AssertionError at x.py:3)' == 'obj'\n"
+    )
+    assert not injected_error_surfaced(quoted)
