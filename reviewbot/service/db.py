@@ -56,7 +56,7 @@ class Delivery(Base):
     """One accepted webhook delivery: its `X-GitHub-*` headers and its body as received.
 
     The webhook answer only inserts this row; a worker turns unprocessed rows into jobs in `seq`
-    order (`ingest.py`) and records the `outcome` (queued, draft, ignored-..., failed: ...).
+    order (`ingest.py`) and records the `outcome` (queued, covered, draft, ignored-..., failed: ...).
     `body` is the raw JSON compressed by `pack_body`; it is empty for events the service ignores
     (only the headers are kept) and for deliveries that turned out to be ignored at ingest.
     Rows are deleted after `delivery_retention_days` with their finished jobs (`retention.py`).

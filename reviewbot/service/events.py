@@ -171,21 +171,45 @@ def on_pull_request(session: Session, delivery_id: str, payload: dict[str, Any],
     }
     if action == "synchronize":  # when the push happened (GitHub's clock): `/rerun-gpu` compares it
         args["pushed_at"] = str(pull.get("updated_at") or "")
-    jobs.enqueue(session, "review", repo, number, head, args=args, delivery_id=delivery_id)
+    queued = _queue_for_delivery(session, action, "review", repo, number, head, args, delivery_id)
     if settings.auto_gpu:
         if fork:
             logger.info("%s#%d is a fork PR: GPU suites wait for a maintainer's /rerun-gpu", repo, number)
         else:
-            jobs.enqueue(
-                session,
-                "gpu",
+            gpu_args = {**args, "suites": list(settings.gpu_suites)}
+            queued |= _queue_for_delivery(session, action, "gpu", repo, number, head, gpu_args, delivery_id)
+    return "queued" if queued else "covered"
+
+
+def _queue_for_delivery(
+    session: Session,
+    action: str,
+    kind: str,
+    repo: str,
+    number: int,
+    head: str,
+    args: dict[str, Any],
+    delivery_id: str,
+) -> bool:
+    """Queue a `kind` job of `head` for this delivery; returns whether it did. A push's
+    `synchronize` may arrive after a job of the older head already saw the new head on GitHub and
+    queued its job (`job_handlers`): that job, queued without a delivery, becomes this delivery's
+    instead of a second one (which would post a second review of the same head)."""
+    if action == "synchronize":
+        covering = jobs.job_for_head(session, repo, number, kind, head)
+        if covering is not None and covering.delivery_id is None:
+            covering.delivery_id = delivery_id
+            covering.args = {**covering.args, "pushed_at": args["pushed_at"]}
+            logger.info(
+                "%s#%d: the %s job of %s queued before its push's delivery is that delivery's",
                 repo,
                 number,
-                head,
-                args={**args, "suites": list(settings.gpu_suites)},
-                delivery_id=delivery_id,
+                kind,
+                head[:12],
             )
-    return "queued"
+            return False
+    jobs.enqueue(session, kind, repo, number, head, args=args, delivery_id=delivery_id)
+    return True
 
 
 @register_event("issue_comment", ISSUE_COMMENT_FIELDS)

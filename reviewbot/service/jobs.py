@@ -52,18 +52,24 @@ def enqueue(
     return job
 
 
-def has_job_for_head(session: Session, repo: str, pr: int, kind: str, head_sha: str) -> bool:
-    """Whether a job of `kind` for the PR's `head_sha` is pending, running or finished (done or
-    failed). A superseded or cancelled one does not count, nor a running one told to stop (a late
-    delivery of an older push stops the current head's job, which then ends without posting)."""
-    covered = select(Job.id).where(
+def job_for_head(session: Session, repo: str, pr: int, kind: str, head_sha: str) -> Job | None:
+    """The newest job of `kind` for the PR's `head_sha` that is pending, running or finished (done
+    or failed), or None. A superseded or cancelled one does not count, nor a running one told to
+    stop (a late delivery of an older push stops the current head's job, which then ends without
+    posting)."""
+    covered = select(Job).where(
         Job.repo == repo,
         Job.pr == pr,
         Job.kind == kind,
         Job.head_sha == head_sha,
         Job.state.in_(("pending", "done", "failed")) | ((Job.state == "running") & (Job.stop_reason == "")),
     )
-    return session.scalar(covered.limit(1)) is not None
+    return session.scalar(covered.order_by(Job.id.desc()).limit(1))
+
+
+def has_job_for_head(session: Session, repo: str, pr: int, kind: str, head_sha: str) -> bool:
+    """Whether :func:`job_for_head` finds one."""
+    return job_for_head(session, repo, pr, kind, head_sha) is not None
 
 
 def latest_head(session: Session, repo: str, pr: int) -> str:
