@@ -418,6 +418,11 @@ def _file_findings(
                 out.append((path, source))
         return tuple(out)
 
+    @functools.cache
+    def changed_trees(revision: str) -> tuple[tuple[str, ast.Module], ...]:
+        parsed = ((path, pysource.parse(source, filename=path)) for path, source in changed_sources(revision))
+        return tuple((path, tree) for path, tree in parsed if tree is not None)
+
     findings: list[Finding] = []
     guards: list[str] = []
     for path, (change, head_src, base_src) in versions.items():
@@ -440,6 +445,7 @@ def _file_findings(
                 kc,
                 exceptions,
                 changed_sources,
+                changed_trees,
             )
             base_prints = {f.fingerprint for rule in FILE_RULES for f in rule(base_ctx)}
         head_ctx = _context(
@@ -452,6 +458,7 @@ def _file_findings(
             kc,
             exceptions,
             changed_sources,
+            changed_trees,
         )
         for rule in FILE_RULES:
             for finding in rule(head_ctx):
@@ -476,6 +483,7 @@ def _context(
     kc: KeyChange | None,
     exceptions: Callable[[], ExceptionIndex],
     changed_sources: Callable[[str], tuple[tuple[str, str], ...]],
+    changed_trees: Callable[[str], tuple[tuple[str, ast.Module], ...]],
 ) -> FileContext:
     if kc is None:
         closure, factors, gained, known = {}, [], [], []
@@ -500,4 +508,5 @@ def _context(
         factors_known=known,
         exceptions=exceptions,
         changed_sources=changed_sources,
+        changed_trees=changed_trees,
     )

@@ -130,12 +130,10 @@ may confirm or refute them.
 from __future__ import annotations
 
 import ast
-import functools
 import re
 import sys
 from collections.abc import Mapping
 
-from reviewbot import pysource
 from reviewbot.exception_index import (
     BUILTIN_EXCEPTIONS,
     CatchSite,
@@ -805,22 +803,12 @@ def _hands_error_on(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
     return not (function and _error_dropped(ctx, function, positions, len(last.value.elts)))
 
 
-@functools.lru_cache(maxsize=32)
-def _parsed(source: str) -> ast.Module | None:
-    """`pysource.parse(source)`, kept for the other handlers that look at the same changed file."""
-    return pysource.parse(source)
-
-
 def _error_dropped(ctx: FileContext, function: str, positions: list[int], width: int) -> bool:
     """Some call of `function` (by simple name, `f(...)` or `obj.f(...)`) in this file or another
     changed file of the head revision discards the tuple result's error elements at `positions`: it
     unpacks the result into a tuple of `width` targets whose targets there are all `_`-prefixed
     names (`can_use, _ = be.verify(...)`), or drops the whole result (a call as a statement)."""
-    trees = [ctx.tree]
-    for path, source in ctx.changed_sources("head"):
-        tree = _parsed(source) if path != ctx.path else None
-        if tree is not None:
-            trees.append(tree)
+    trees = [ctx.tree, *(tree for path, tree in ctx.changed_trees("head") if path != ctx.path)]
     for tree in trees:
         for node in ast.walk(tree):
             value = node.value if isinstance(node, (ast.Assign, ast.Expr)) else None

@@ -72,6 +72,8 @@ class FileContext:
     # (path, source) of every changed Python file at "base" (removed files included) or "head", read on
     # first call: which code the change moved rather than added (`silent_gate`)
     changed_sources: Callable[[str], tuple[tuple[str, str], ...]] = dataclasses.field(default=lambda _: ())
+    # (path, tree) of those that parse, parsed once per review on first call (`broad_except`'s callers)
+    changed_trees: Callable[[str], tuple[tuple[str, ast.Module], ...]] = dataclasses.field(default=lambda _: ())
 
     def qualname(self, line: int) -> str:
         return self.qualnames.at(line)
