@@ -35,7 +35,6 @@ import uuid
 from typing import Any
 
 import github
-from github import Auth
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -44,7 +43,7 @@ from reviewbot.gpu_dispatch.artifacts import ArtifactError, fetch_results
 from reviewbot.gpu_dispatch.outcome import error_outcome, outcome_from_results
 from reviewbot.service import jobs, posting
 from reviewbot.service.db import Job, make_sessionmaker
-from reviewbot.service.github_api import GitHub, GitHubFailed, OutcomeUnknown
+from reviewbot.service.github_api import GitHub, GitHubFailed, OutcomeUnknown, app_integration
 from reviewbot.service.gpu_dispatch import GpuOutcome, GpuRequest, register_dispatcher
 from reviewbot.service.job_context import JobContext, Stopped
 from reviewbot.service.job_handlers import publish_gpu_outcome
@@ -69,15 +68,7 @@ def _installation_id(settings: Settings, full_name: str) -> int | None:
     """The App installation on `full_name` (None when authenticating with a plain token)."""
     if not settings.app_auth:
         return None
-    with open(settings.app_private_key_file) as key:
-        auth = Auth.AppAuth(int(settings.app_id), key.read())
-    integration = github.GithubIntegration(
-        auth=auth,
-        base_url=settings.github_api_url,
-        retry=None,
-        seconds_between_requests=settings.github_seconds_between_requests,
-        seconds_between_writes=settings.github_seconds_between_writes,
-    )
+    integration = app_integration(settings)
     owner, name = full_name.split("/")
     try:
         return integration.get_repo_installation(owner, name).id

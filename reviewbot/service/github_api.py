@@ -29,6 +29,23 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+def _app_auth(settings: Settings) -> Auth.AppAuth:
+    """The App's own credentials (`app_id`, the private key file), read from disk on each call."""
+    return Auth.AppAuth(int(settings.app_id), Path(settings.app_private_key_file).read_text())
+
+
+def app_integration(settings: Settings) -> github.GithubIntegration:
+    """A client authenticated as the App itself (not an installation), without PyGithub's retries
+    and paced like the bot's other clients (`github_seconds_between_requests`/`_writes`)."""
+    return github.GithubIntegration(
+        auth=_app_auth(settings),
+        base_url=settings.github_api_url,
+        retry=None,
+        seconds_between_requests=settings.github_seconds_between_requests,
+        seconds_between_writes=settings.github_seconds_between_writes,
+    )
+
+
 class GitHubFailed(RuntimeError):
     """A GitHub API operation failed for good (4xx, or retries exhausted)."""
 
@@ -56,8 +73,7 @@ class GitHub:
         if settings.app_auth:
             if installation_id is None:
                 raise ValueError("authenticated as an App but the delivery carries no installation id")
-            app_auth = Auth.AppAuth(int(settings.app_id), Path(settings.app_private_key_file).read_text())
-            self._auth = app_auth.get_installation_auth(int(installation_id))
+            self._auth = _app_auth(settings).get_installation_auth(int(installation_id))
         else:
             token = settings.secret("github_token")
             if not token:
@@ -84,13 +100,7 @@ class GitHub:
     def login(self) -> str:
         if self._login is None:
             if self.uses_app:
-                app = github.GithubIntegration(
-                    auth=Auth.AppAuth(int(self.settings.app_id), Path(self.settings.app_private_key_file).read_text()),
-                    base_url=self.settings.github_api_url,
-                    retry=None,
-                    seconds_between_requests=self.settings.github_seconds_between_requests,
-                    seconds_between_writes=self.settings.github_seconds_between_writes,
-                )
+                app = app_integration(self.settings)
                 self._login = self.call("get_app", lambda: app.get_app().slug) + "[bot]"
             else:
                 self._login = self.call("get_user", lambda: self.client.get_user().login)
