@@ -448,6 +448,16 @@ def _logs_and_continues(handler: ast.ExceptHandler) -> bool:
     return all(_logs_or_leaves(stmt) for stmt in handler.body) and contains_logging(handler.body)
 
 
+def _carries_traceback(call: ast.Call) -> bool:
+    """A logging call that carries the traceback: `.exception(...)`, or `exc_info=` not False or None."""
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "exception":
+        return True
+    return any(
+        k.arg == "exc_info" and not (isinstance(k.value, ast.Constant) and k.value.value in (False, None))
+        for k in call.keywords
+    )
+
+
 def _reports_error(handler: ast.ExceptHandler) -> bool:
     """A log call in the handler carries the traceback (`.exception(...)`, `exc_info=` not False or
     None) or, at warning level or above, the caught exception itself."""
@@ -455,14 +465,9 @@ def _reports_error(handler: ast.ExceptHandler) -> bool:
         if not is_logging_call(sub):
             continue
         assert isinstance(sub, ast.Call)
-        method = sub.func.attr if isinstance(sub.func, ast.Attribute) else ""
-        if method == "exception":
+        if _carries_traceback(sub):
             return True
-        for keyword in sub.keywords:
-            if keyword.arg == "exc_info" and not (
-                isinstance(keyword.value, ast.Constant) and keyword.value.value in (False, None)
-            ):
-                return True
+        method = sub.func.attr if isinstance(sub.func, ast.Attribute) else ""
         if method in _LOUD_LEVELS and handler.name is not None:
             named = (node for arg in sub.args for node in ast.walk(arg))
             if any(isinstance(node, ast.Name) and node.id == handler.name for node in named):
@@ -1126,17 +1131,9 @@ def _discards_output(ctx: FileContext, handler: ast.ExceptHandler, imports: dict
 
 
 def _logs_traceback(stmt: ast.stmt) -> bool:
-    """A logging call that carries the traceback: `.exception(...)` or `exc_info=` not False/None."""
-    if not (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)):
-        return False
-    call = stmt.value
-    assert isinstance(call, ast.Call)
-    if isinstance(call.func, ast.Attribute) and call.func.attr == "exception":
-        return True
-    return any(
-        k.arg == "exc_info" and not (isinstance(k.value, ast.Constant) and k.value.value in (False, None))
-        for k in call.keywords
-    )
+    """A logging call statement that carries the traceback (`_carries_traceback`)."""
+    value = stmt.value if isinstance(stmt, ast.Expr) else None
+    return isinstance(value, ast.Call) and is_logging_call(value) and _carries_traceback(value)
 
 
 def _helper_raises(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
