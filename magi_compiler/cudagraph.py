@@ -238,6 +238,14 @@ def unstable_piece_args(split_gm: fx.GraphModule, splitting_pieces: set[str]) ->
     return unstable
 
 
+def reserved_bytes() -> int:
+    """CUDA memory reserved by this process's caching allocator on the current device, as
+    ``torch.cuda.memory_reserved()`` reports it, without flattening and sorting every statistic
+    of the allocator (a millisecond per call on a big host, twice per capture)."""
+    stats = torch.cuda.memory_stats_as_nested_dict()
+    return stats.get("reserved_bytes", {}).get("all", {}).get("current", 0)
+
+
 def record_graph(
     pool: Any, stream: torch.cuda.Stream, fn: Callable[..., Any], args: Sequence[Any]
 ) -> tuple[torch.cuda.CUDAGraph, Any]:
@@ -495,7 +503,7 @@ class GraphDispatcher:
 
     def _capture(self, size: int, static_args: list[Any]) -> None:
         torch.cuda.synchronize()
-        reserved = torch.cuda.memory_reserved()
+        reserved = reserved_bytes()
         start = time.perf_counter()
         if self.mode is CudaGraphMode.FULL:
             self.runner(*static_args)  # warm-up
@@ -512,7 +520,7 @@ class GraphDispatcher:
                 self.session.capturing = False
         torch.cuda.synchronize()
         seconds = time.perf_counter() - start
-        grown = torch.cuda.memory_reserved() - reserved
+        grown = reserved_bytes() - reserved
         compilation_counter.num_cudagraph_captures += 1
         compilation_counter.cudagraph_capture_us += round(seconds * 1e6)
         compilation_counter.cudagraph_capture_bytes += grown

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from magi_compiler import compilation_counter, get_entry_state, magi_compile
-from magi_compiler.cudagraph import capture_records
+from magi_compiler.cudagraph import capture_records, reserved_bytes
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
 
@@ -115,6 +115,7 @@ def test_outputs_equal_uncaptured_at_capture_padded_and_larger_sizes(cache_env, 
         state = get_entry_state(model)
         assert [r.size for r in records] == [8, 4, 2], "the largest first, then the sizes of the calls"
         assert all(r.name.startswith(state.model_name) and r.seconds > 0 for r in records)
+        assert records[0].bytes > 0, "the largest size, captured first, makes the pool"
         above = [r.getMessage() for r in magi_log.records if "above the largest" in r.getMessage()]
         assert len(above) == 1 and "size 9" in above[0], above
     else:
@@ -278,3 +279,8 @@ def test_out_of_memory_at_the_largest_capture_size_names_the_setting_every_time(
         for _ in range(2):  # the failed capture left nothing half made behind
             with pytest.raises(torch.OutOfMemoryError, match=r"largest capture size 1048576 .*cudagraph_capture_sizes"):
                 compiled(x)
+
+
+def test_reserved_bytes_is_what_memory_reserved_reports():
+    held = torch.empty(2**22, device="cuda")
+    assert reserved_bytes() == torch.cuda.memory_reserved() >= held.numel() * held.element_size()
