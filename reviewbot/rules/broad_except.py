@@ -316,10 +316,11 @@ _EXIT_METHODS = frozenset(["__del__", "__exit__", "__aexit__"])
 _EXIT_HOOKS = {("atexit", "register"): 0, ("signal", "signal"): 1, ("weakref", "finalize"): 1}
 # a docstring that states the function's fallback as its behaviour ("falls back to the original
 # function if compilation fails")
-# ... or that it swallows errors ("swallows any exception so that ...", "errors are ignored")
+# ... or that it swallows errors ("swallows any exception so that ...", "errors are ignored"; not
+# "never swallows", "does not ignore errors")
 _DOC_FALLBACK = re.compile(
-    r"\bfall(s|ing)?[ -]?back|\bswallow(s|ed|ing)?\b"
-    r"|\bignor(e|es|ed|ing) (any |all |every )?(errors?|exceptions?|failures?)"
+    r"\bfall(s|ing)?[ -]?back|(?<!not )(?<!never )\bswallow(s|ed|ing)?\b"
+    r"|(?<!not )(?<!never )\bignor(e|es|ed|ing) (any |all |every )?(errors?|exceptions?|failures?)"
     r"|(errors?|exceptions?|failures?) (are|is) ignored|回退|吞掉",
     re.IGNORECASE,
 )
