@@ -154,6 +154,22 @@ def _matches(finding: Finding, label: Label) -> bool:
     return finding.rule == label.rule and finding.path == label.path and finding.line_start <= label.line <= end
 
 
+def _label_for(finding: Finding, labels: list[Label], used: set[int]) -> int | None:
+    """The index of the unused label at the finding's place: one judged at the finding's own severity
+    first, then a problem (found at any severity), then any other (a finding label judges the
+    finding at the severity it names: a `P2` labelled false does not make a `P3` at a listed problem
+    false)."""
+    here = [i for i, label in enumerate(labels) if i not in used and _matches(finding, label)]
+    for preferred in (
+        [i for i in here if labels[i].severity is finding.severity],
+        [i for i in here if labels[i].expected_problem],
+        here,
+    ):
+        if preferred:
+            return preferred[0]
+    return None
+
+
 def _annotates(finding: Finding, label: Label) -> bool:
     """A real `wide-try` label found by the width annotation of the finding on a handler of its try."""
     return (
@@ -192,7 +208,7 @@ def run_case(case_dir: Path, work: Path, experiments: bool = False) -> CaseResul
     unlabelled: list[Finding] = []
     used: set[int] = set()
     for finding in review.findings:
-        hit = next((i for i, label in enumerate(labels) if i not in used and _matches(finding, label)), None)
+        hit = _label_for(finding, labels, used)
         if hit is None:
             unlabelled.append(finding)
         else:

@@ -39,13 +39,15 @@ Verdicts: swallowed in at least one test: the finding is confirmed (experiment e
 rule's `P0`, or `P2` for the repository's own subclass), when the injected type can plausibly arise
 in the try body: the body calls code of the repository or of a library (a function the file
 imports from outside the standard library, a local function, a method of a variable or of `self`,
-a call's result). A body whose calls all go to builtins (other than `_RUNS_GIVEN_CODE`) and to the
+a call's result). A body whose calls all go to builtins (`broad_except.BUILTINS_AT_HAND`) and to the
 standard library on values at hand (`eval(repr(const)) == const`; the check is
 `broad_except.stdlib_call_count`, the one `runtime-error-fallback` uses) runs no code that could
 raise the injected error: the swallow is then `evidence.injection-cannot-arise`, an experiment that
 did not show the harm (unconfirmed, capped at `P2` by the evidence policy; a `# noqa` note stays
 `P3`). Dunder methods such a body runs on its values (`__repr__`, `__eq__`) are not counted as the
-repository's code. Propagated in every reaching test: refuted, the finding becomes a `P3-STYLE` note
+repository's code. Since round 8 the static rule reads a catch-all's body the same way and reports no
+swallow there (`broad_except`'s confined try), so this verdict meets `# noqa` notes and
+`runtime-error-fallback` findings, whose static test counts fewer builtins. Propagated in every reaching test: refuted, the finding becomes a `P3-STYLE` note
 `<rule>.refuted` ("catches everything, but an injected X still propagated to the tests") backed by
 the experiment (the catch-all is still there to read, but it does not hide the error); no
 test reached the line: `evidence.no-test-reaches` (stays unconfirmed, `P2`); a run that timed out
@@ -59,7 +61,6 @@ count a propagated error as swallowed; the experiment cannot tell that apart.
 from __future__ import annotations
 
 import ast
-import builtins
 import dataclasses
 import functools
 import importlib.util
@@ -77,7 +78,7 @@ from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import InjectionConfig, SuiteConfig
 from reviewbot.results.junit import node_id
 from reviewbot.results.schema import SuiteResult
-from reviewbot.rules.broad_except import import_map, stdlib_call_count
+from reviewbot.rules.broad_except import BUILTINS_AT_HAND, import_map, stdlib_call_count
 from reviewbot.rules.common import contains_logging
 from reviewbot.sandbox import Box, SandboxError, box, build_argv, child_env
 from reviewbot.severity import Severity
@@ -106,14 +107,6 @@ REFUTED_SEVERITY = Severity.P3
 SHOWN_TESTS = 4
 _HITS = "reviewbot-injection-hits.txt"
 _PYTEST_PHASES = (" (setup)", " (call)", " (teardown)")
-
-# builtins that run code their caller names or hands them (an attribute's property, a key function,
-# a module, an iterator's next step): a try body calling them may run the repository's code
-_RUNS_GIVEN_CODE = frozenset(
-    ["__import__", "getattr", "setattr", "delattr", "hasattr", "map", "filter", "sorted", "super", "next", "iter"]
-)
-# builtins that work on the values they are given (`eval` and `exec` on text at hand included)
-_BUILTINS_AT_HAND = frozenset(name for name in dir(builtins) if not name.startswith("_")) - _RUNS_GIVEN_CODE
 
 ProgressFn = Callable[[str], None]
 
@@ -196,7 +189,7 @@ def confined_calls(body: list[ast.stmt], imports: Mapping[str, str]) -> str | No
     """None when `body` calls code of the repository or of a library; else its calls, all to builtins
     on values at hand or to the standard library, as shown (`` `eval`, `repr` ``; empty without
     calls). `imports`: the file's `import_map`."""
-    if stdlib_call_count(body, imports, _BUILTINS_AT_HAND) is None:
+    if stdlib_call_count(body, imports, BUILTINS_AT_HAND) is None:
         return None
     names: list[str] = []
     for stmt in body:

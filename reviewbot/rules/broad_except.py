@@ -21,6 +21,11 @@ may confirm or refute them.
     in comment lines directly above the `except`: P3 `broad-except.noqa-reason` (respected: the
     injection experiment may still show a programmer error swallowed silently); a noqa without a
     reason changes nothing;
+  - rebuilds the caught exception from its class (`raise type(e)(msg)`, `e.__class__(...)`, with or
+    without `.with_traceback(None)` and `from None`): P3 `broad-except.rebuilds` (`_rebuilds`); the
+    same type reaches the caller, but with only the arguments passed again (a class whose
+    constructor takes others fails there with a `TypeError`) and without its cause. Near miss:
+    `raise ValueError(msg) from e`, a conversion to a fixed type (below);
   - converts: P0 `broad-except.converts` when some `except` clause of the revision catches the
     target type (or a repository base of it) without re-raising, on a call path from the converting
     function (its try body encloses the handler or calls that function, directly or through other
@@ -59,6 +64,12 @@ may confirm or refute them.
     (`cudnn.backend_version() < N`, `map(int, cudnn.__version__.split(".")[:2])`), under
     `except Exception`, with a constant fallback: nothing; an unreadable version means the feature
     gated on it is not usable (`_version_probe`; any other call keeps the finding);
+  - *alternatives tried in turn*: the try stands directly in a `for` loop, a success leaves the loop
+    (`return`/`break` at the end of the try body or its `else:`), the handler only moves on
+    (`continue`, `pass`, logging) and the loop's exhaustion raises (`else:` or the statements after
+    the loop reach a `raise`, past assignments and logging): nothing (`_alternatives_tries`); every
+    error reaches the caller unless another alternative gives the answer (attrs' `or_`). Near miss:
+    a loop whose exhaustion returns a default stays reported;
   - an *error handed on*: the handler returns the caught exception or its text as one element of a
     tuple result (`return str(e), float("inf")`: a candidate that loses a selection), its other
     statements only logging, and no caller in the changed files unpacks that element into `_` or
@@ -66,6 +77,12 @@ may confirm or refute them.
   - an *optional third-party import*: a try of only imports of modules outside the repository that
     the file imports nowhere unguarded, the handler recording the absence in a constant
     (`_HAS_PIL = False`): nothing (`_optional_dependency`);
+  - a *reported optional extension*: the try starts with an import of a module outside the
+    repository and the handler reports every error but "not installed" with the error itself (a
+    warning naming it, directly or under `if not isinstance(e, ImportError):`), otherwise binding
+    only stand-ins (flags, `pkg = object`, stub classes and their instances): nothing
+    (`_reported_optional_import`). Near miss: `if isinstance(e, ImportError): warn(e)` (the other
+    errors silent) stays reported;
   - an *announced import failure*: a try of only imports, `except Exception` that only warns and
     binds nothing, the imported names bound nowhere else in the file: nothing, a use fails loudly
     with `NameError` (`_deferred_import_failure`);
@@ -80,11 +97,29 @@ may confirm or refute them.
     work on the answer (each call uses a name the try assigned), and the handler falls back to a
     constant: nothing; "not installed" is the expected case (`_package_probe`);
   - a *fallback the function's docstring states* ("falls back to the original function if
-    compilation fails"), the handler handing back a value at hand (`return <name or constant>`,
+    compilation fails"; or a swallow it states: "swallows any exception so that ...", "errors are
+    ignored"), the handler handing back a value at hand (`return <name or constant>`,
     logging, `pass`): nothing; a substitute computed in the handler (`return fn(*args)`) stays
     reported (`_docstring_fallbacks`);
-  - a *conversion through a helper*: the handler's last statement calls a function of the revision
-    that always raises (`ExceptionIndex.always_raises`): nothing, here and for `except RuntimeError`;
+  - a *conversion through a helper*: the handler's last statement calls, or returns the call of, a
+    function of the revision that always raises (`ExceptionIndex.always_raises`:
+    `return self.environment.handle_exception()`): nothing, here and for `except RuntimeError`;
+  - a *conversion after the try*: the handler only prepares the error (no `return`, `break`,
+    `continue` or `raise` in it: `msg = f"{msg} ({e})"`) and falls through into an unconditional
+    `raise X(...)` (`_falls_into_raise`): read as a handler converting to `X` (above: P0 only when a
+    clause of the revision on its call path catches `X` without re-raising); for `except
+    RuntimeError`: nothing;
+  - a *confined try*: every call of the try body goes to a builtin on values at hand (`eval`,
+    `repr`, `str`, `hash`, `open`; not `getattr`, `map`, ... which run code they are handed) or to the
+    standard library (`stdlib_call_count` with `BUILTINS_AT_HAND`: a method of a value such a call
+    returned counts, `with open(p) as f: f.read(4)`): nothing for `except Exception`, here and for the
+    injection experiment's can-arise check, the same test. No code of the repository runs there, so no
+    programmer error of it (an `AssertionError`, a `TypeError` of a wrong call) can be swallowed; what
+    is caught is the library's failure of that operation (an unreadable file, a text that is no
+    literal). A bare `except:` or `except BaseException:` there is P3
+    `broad-except.confined-catches-exit`: it also takes `KeyboardInterrupt` and `SystemExit`. Dunder
+    methods the builtins run on their values (`__str__`, `__hash__`) and properties read in the body
+    are not counted as the repository's code;
   - cleanup on the way out: a handler that only passes, returns or logs, in a try standing in a
     `finally:` clause, in `__del__`/`__exit__`/`__aexit__`, or in a function the file hands to
     `atexit.register`, `signal.signal` or `weakref.finalize` (`_teardown_tries`): nothing; raising
@@ -130,6 +165,7 @@ may confirm or refute them.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import sys
 from collections.abc import Mapping
@@ -265,6 +301,13 @@ _NEUTRAL_BUILTINS = frozenset(
         "open",
     ]
 )
+# builtins that run code their caller names or hands them (an attribute's property, a key function,
+# a module, an iterator's next step): a try body calling them may run the repository's code
+_RUNS_GIVEN_CODE = frozenset(
+    ["__import__", "getattr", "setattr", "delattr", "hasattr", "map", "filter", "sorted", "super", "next", "iter"]
+)
+# builtins that work on the values they are given (`eval` and `exec` on text at hand included)
+BUILTINS_AT_HAND = frozenset(name for name in dir(builtins) if not name.startswith("_")) - _RUNS_GIVEN_CODE
 # methods a call of the class itself runs (`Cls()`, `with Cls():`)
 _CONSTRUCTION = frozenset(["__init__", "__new__", "__post_init__", "__enter__", "__aenter__"])
 # methods Python runs when an object is dropped or a `with` block is left
@@ -273,7 +316,14 @@ _EXIT_METHODS = frozenset(["__del__", "__exit__", "__aexit__"])
 _EXIT_HOOKS = {("atexit", "register"): 0, ("signal", "signal"): 1, ("weakref", "finalize"): 1}
 # a docstring that states the function's fallback as its behaviour ("falls back to the original
 # function if compilation fails")
-_DOC_FALLBACK = re.compile(r"\bfall(s|ing)?[ -]?back|回退", re.IGNORECASE)
+# ... or that it swallows errors ("swallows any exception so that ...", "errors are ignored"; not
+# "never swallows", "does not ignore errors")
+_DOC_FALLBACK = re.compile(
+    r"\bfall(s|ing)?[ -]?back|(?<!not )(?<!never )\bswallow(s|ed|ing)?\b"
+    r"|(?<!not )(?<!never )\bignor(e|es|ed|ing) (any |all |every )?(errors?|exceptions?|failures?)"
+    r"|(errors?|exceptions?|failures?) (are|is) ignored|回退|吞掉",
+    re.IGNORECASE,
+)
 # importlib.metadata lookups of an installed distribution: "not installed" is their expected failure
 _PACKAGE_LOOKUPS = frozenset(
     f"importlib.metadata.{name}" for name in ("version", "metadata", "distribution", "requires", "files")
@@ -296,6 +346,41 @@ def _conversion(handler: ast.ExceptHandler) -> str | None:
             target = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
             return ast.unparse(target)
     return None
+
+
+def _rebuilds(handler: ast.ExceptHandler) -> bool:
+    """A statement directly in the handler raises a new instance of the caught exception's own class
+    (`raise type(e)(msg)`, `raise e.__class__(msg).with_traceback(None) from None`): the rebuilt error
+    keeps only what is passed again (the original's other arguments are lost, a class whose
+    constructor takes other arguments fails with a `TypeError` there), and `from None` drops the
+    cause."""
+    name = handler.name
+    if name is None:
+        return False
+    for stmt in handler.body:
+        exc = stmt.exc if isinstance(stmt, ast.Raise) else None
+        while isinstance(exc, ast.Call) and isinstance(exc.func, ast.Attribute) and exc.func.attr == "with_traceback":
+            exc = exc.func.value
+        if not isinstance(exc, ast.Call):
+            continue
+        cls = exc.func
+        if (
+            isinstance(cls, ast.Call)
+            and isinstance(cls.func, ast.Name)
+            and cls.func.id == "type"
+            and len(cls.args) == 1
+            and isinstance(cls.args[0], ast.Name)
+            and cls.args[0].id == name
+        ):
+            return True
+        if (
+            isinstance(cls, ast.Attribute)
+            and cls.attr == "__class__"
+            and isinstance(cls.value, ast.Name)
+            and cls.value.id == name
+        ):
+            return True
+    return False
 
 
 def _mentions_oom(node: ast.AST) -> bool:
@@ -330,30 +415,80 @@ def _stdlib_only(body: list[ast.stmt], imports: dict[str, str]) -> bool:
 def stdlib_call_count(
     body: list[ast.stmt], imports: Mapping[str, str], neutral: frozenset[str] = _NEUTRAL_BUILTINS
 ) -> int | None:
-    """How many calls in `body` go to the standard library through a name this file imports from it
-    (modules in `_RUNS_CALLER_CODE` excepted); None when any call goes elsewhere: the repository, a
-    third-party library, a local function, a variable's method, a call's result, or a builtin not in
-    `neutral` (calls of the builtins in `neutral` are not counted). `imports`: `import_map`."""
+    """How many calls in `body` go to the standard library through a name this file imports from it;
+    None when any call goes elsewhere: the repository, a third-party library, a local function, a
+    variable's method, a call's result, or a builtin not in `neutral` (calls of the builtins in
+    `neutral` are not counted), and when `body` imports a module outside the standard library or
+    awaits (a module's or a coroutine's code runs). A module in `_RUNS_CALLER_CODE` counts only when called without
+    arguments (`asyncio.get_running_loop()`: nothing of the caller's is handed to it). A method of a
+    value such a call returned in `body` (`with open(path) as f: f.read(4)`, `m = re.match(...);
+    m.group(1)`) is a call of that library too. `imports`: `import_map`."""
+    library_values = _library_values(body, imports, neutral)
     found = 0
     for stmt in body:
         for call in ast.walk(stmt):
+            if isinstance(call, (ast.Await, ast.YieldFrom)) or (
+                isinstance(call, (ast.Import, ast.ImportFrom)) and not _stdlib_import(call)
+            ):
+                return None  # a coroutine's or a module's code runs
             if not isinstance(call, ast.Call):
                 continue
-            func = call.func
-            while isinstance(func, ast.Attribute):
-                func = func.value
-            if not isinstance(func, ast.Name):
-                return None  # `f()()`, `x[0]()`, a call on a call's result
-            target = imports.get(func.id)
-            if target is None:
-                if func.id in neutral:
-                    continue
-                return None  # a local function, a variable's method, an exec
-            top = target.split(".")[0]
-            if top not in sys.stdlib_module_names or top in _RUNS_CALLER_CODE:
+            kind = _library_call(call, imports, neutral, library_values)
+            if kind is None:
                 return None
-            found += 1
+            found += kind
     return found
+
+
+def _stdlib_import(stmt: ast.Import | ast.ImportFrom) -> bool:
+    """An absolute import of standard-library modules only."""
+    if isinstance(stmt, ast.ImportFrom):
+        return not stmt.level and (stmt.module or "").split(".")[0] in sys.stdlib_module_names
+    return all(alias.name.split(".")[0] in sys.stdlib_module_names for alias in stmt.names)
+
+
+def _library_call(
+    call: ast.Call, imports: Mapping[str, str], neutral: frozenset[str], library_values: frozenset[str]
+) -> int | None:
+    """1 for a call into the standard library (see `stdlib_call_count`), 0 for a builtin of
+    `neutral`, None for any other call."""
+    func = call.func
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None  # `f()()`, `x[0]()`, a call on a call's result
+    if func.id in library_values and func is not call.func:
+        return 1  # a method of a value the standard library returned
+    target = imports.get(func.id)
+    if target is None:
+        return 0 if func.id in neutral else None  # a local function, a variable's method, an exec
+    top = target.split(".")[0]
+    if top not in sys.stdlib_module_names:
+        return None
+    if top in _RUNS_CALLER_CODE and (call.args or call.keywords):
+        return None
+    return 1
+
+
+def _library_values(body: list[ast.stmt], imports: Mapping[str, str], neutral: frozenset[str]) -> frozenset[str]:
+    """Names `body` binds to the result of a builtin of `neutral` or a standard-library call
+    (`with open(path) as f`, `m = re.match(...)`): values of the library, whose methods run its code."""
+    bound: set[str] = set()
+    for stmt in body:
+        for node in ast.walk(stmt):
+            pairs: list[tuple[ast.expr, ast.expr | None]] = []
+            if isinstance(node, (ast.With, ast.AsyncWith)):
+                pairs = [(item.context_expr, item.optional_vars) for item in node.items]
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+                pairs = [(node.value, node.targets[0])]
+            for value, target in pairs:
+                if (
+                    isinstance(target, ast.Name)
+                    and isinstance(value, ast.Call)
+                    and _library_call(value, imports, neutral, frozenset()) is not None
+                ):
+                    bound.add(target.id)
+    return frozenset(bound)
 
 
 def _call_statements(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -1031,6 +1166,71 @@ def _optional_dependency(ctx: FileContext, node: ast.Try | ast.TryStar, handler:
     return True
 
 
+_NOT_INSTALLED = frozenset(["ImportError", "ModuleNotFoundError"])
+
+
+def _reported_optional_import(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """An optional extension: the try starts by importing a module outside the repository (not
+    `_own_module`), and the handler reports every error but "not installed" with the error itself
+    (`_reports_caught`, directly or under `if not isinstance(e, ImportError):`) and otherwise only
+    binds stand-ins (`_stub_binding`: `WITH_X = False`, `pkg = object`, a stub class raising on use).
+    Any failure of the extension other than its absence, a bug in it or a broken build, is shown with
+    its cause; its absence is the designed state. A handler that stays silent for errors other than
+    the import's (`if isinstance(e, ImportError): warn(e)`), or that reports without the error, stays
+    reported."""
+    first = node.body[0] if node.body else None
+    if not isinstance(first, (ast.Import, ast.ImportFrom)) or _own_module(ctx, first) or not handler.body:
+        return False
+    reported = False
+    for stmt in handler.body:
+        if _reports_caught(stmt, handler.name) or _reports_unexpected(stmt, handler.name):
+            reported = True
+        elif not _stub_binding(stmt, handler):
+            return False
+    return reported
+
+
+def _reports_unexpected(stmt: ast.stmt, name: str | None) -> bool:
+    """`if not isinstance(<caught>, ImportError): <reports it>` (no `else`): every error but "not
+    installed" (`ImportError`, `ModuleNotFoundError`) is reported with its cause."""
+    if name is None or not isinstance(stmt, ast.If) or stmt.orelse or not stmt.body:
+        return False
+    test = stmt.test
+    if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call)):
+        return False
+    call = test.operand
+    if not (isinstance(call.func, ast.Name) and call.func.id == "isinstance" and len(call.args) == 2):
+        return False
+    subject, types = call.args
+    listed = types.elts if isinstance(types, ast.Tuple) else [types]
+    if not (isinstance(subject, ast.Name) and subject.id == name):
+        return False
+    if not all(isinstance(t, ast.Name) and t.id in _NOT_INSTALLED for t in listed):
+        return False
+    return all(_reports_caught(sub, name) for sub in stmt.body)
+
+
+def _stub_binding(stmt: ast.stmt, handler: ast.ExceptHandler) -> bool:
+    """A stand-in bound where an optional module is missing: `pass`, a constant or a name assigned
+    (`WITH_X = False`, `pkg = object`), a class defined (a stub), or an instance of a class this
+    handler defines assigned (`pkg = PkgStub()`)."""
+    if isinstance(stmt, (ast.Pass, ast.ClassDef)) or _constant_default(stmt):
+        return True
+    if not (isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets)):
+        return False
+    value = stmt.value
+    if isinstance(value, ast.Name):
+        return True
+    stubs = {sub.name for sub in handler.body if isinstance(sub, ast.ClassDef)}
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in stubs
+        and not value.args
+        and not value.keywords
+    )
+
+
 def _deferred_import_failure(tree: ast.AST, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
     """A try of only imports whose `except Exception` handler only warns (`warnings.warn`, logging at
     warning level or above) and binds nothing, while nothing else in the file binds the imported
@@ -1141,10 +1341,82 @@ def _helper_raises(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
     (`ExceptionIndex.always_raises`: `error.customized_op_replace_error(e)`): it converts through a
     helper, nothing falls back."""
     last = handler.body[-1] if handler.body else None
-    if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)):
+    value = last.value if isinstance(last, (ast.Expr, ast.Return)) else None
+    if isinstance(value, ast.Await):
+        value = value.value
+    if not isinstance(value, ast.Call):
         return False
-    name = _callee(last.value)
+    name = _callee(value)
     return bool(name) and ctx.exceptions().always_raises(name)
+
+
+def _falls_into_raise(handler: ast.ExceptHandler, after: ast.stmt | None) -> str | None:
+    """The type raised by the statement the handler falls through to, when that statement is a
+    `raise X(...)` and nothing in the handler leaves another way (`return`, `break`, `continue`,
+    `raise`): the handler only prepares the error (`msg = f"{msg} ({e})"`) and every error of the
+    try, an `AssertionError` included, ends in that raise (a conversion written after the try).
+    None otherwise. `after`: `_following`."""
+    if not (isinstance(after, ast.Raise) and after.exc is not None):
+        return None
+    pending: list[ast.AST] = list(handler.body)
+    while pending:
+        sub = pending.pop()
+        if isinstance(sub, (ast.Return, ast.Break, ast.Continue, ast.Raise)):
+            return None
+        if not isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(sub))
+    target = after.exc.func if isinstance(after.exc, ast.Call) else after.exc
+    return ast.unparse(target)
+
+
+def _alternatives_tries(tree: ast.AST) -> frozenset[int]:
+    """ids of the tries that try alternatives in turn: the try stands directly in a `for` loop's body,
+    a success leaves the loop (its body or its `else:` ends in `return` or `break`), and the loop's
+    exhaustion raises (its `else:` or the statements after it, past assignments and logging, reach
+    an unconditional `raise`). Whichever error one alternative raises, the caller gets an answer from
+    another or the error of the exhaustion: nothing is hidden unless some alternative succeeds (a
+    validator `or_`, candidate decoders, mirrors). The handlers themselves are checked by
+    `_alternatives`."""
+    found: set[int] = set()
+
+    def raises_next(block: list[ast.stmt]) -> bool:
+        for stmt in block:
+            if isinstance(stmt, ast.Raise):
+                return stmt.exc is not None
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) or (
+                isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)
+            ):
+                continue
+            return False
+        return False
+
+    def leaves(block: list[ast.stmt]) -> bool:
+        return bool(block) and isinstance(block[-1], (ast.Return, ast.Break))
+
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for i, loop in enumerate(block):
+                if not isinstance(loop, (ast.For, ast.AsyncFor)):
+                    continue
+                exhausted = loop.orelse or block[i + 1 :]
+                if not raises_next(exhausted):
+                    continue
+                for stmt in loop.body:
+                    if isinstance(stmt, (ast.Try, ast.TryStar)) and (leaves(stmt.body) or leaves(stmt.orelse)):
+                        found.add(id(stmt))
+    return frozenset(found)
+
+
+def _alternatives(handler: ast.ExceptHandler) -> bool:
+    """A handler of an `_alternatives_tries` try that only moves on to the next alternative:
+    `continue`, `pass` or logging."""
+    return bool(handler.body) and all(
+        isinstance(stmt, (ast.Continue, ast.Pass)) or (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value))
+        for stmt in handler.body
+    )
 
 
 def _loop_tries(tree: ast.AST) -> set[int]:
@@ -1416,7 +1688,9 @@ def _broad(
         return _handler_finding(
             ctx, handler, "broad-except", Severity.P3, "broad-except.noqa-reason", params, ruff_note, extra
         )
-    target = _conversion(handler)
+    if _rebuilds(handler):
+        return _handler_finding(ctx, handler, "broad-except", Severity.P3, "broad-except.rebuilds", params, ruff_note)
+    target = _conversion(handler) or _falls_into_raise(handler, after)
     if target is not None:
         sites = _fallback_sites(ctx, target, handler)
         if not sites:
@@ -1484,6 +1758,7 @@ def check(ctx: FileContext) -> list[Finding]:
     ruff_lines = {(hit.code, hit.line) for hit in ctx.ruff}
     findings: list[Finding] = []
     loop_tries = _loop_tries(ctx.tree)
+    alternatives = _alternatives_tries(ctx.tree)
     following = _following(ctx.tree)
     exit_tries = _teardown_tries(ctx.tree)
     imports = _import_map(ctx)
@@ -1494,6 +1769,7 @@ def check(ctx: FileContext) -> list[Finding]:
             continue
         calls = _call_statements(node.body)
         wide_calls = len(calls) if len(calls) > 1 else 0
+        confined = stdlib_call_count(node.body, imports, BUILTINS_AT_HAND) is not None
         teardown = {id(h): _teardown(ctx, h, exit_tries, node) for h in node.handlers}
         boundaries = {
             id(handler)
@@ -1503,7 +1779,9 @@ def check(ctx: FileContext) -> list[Finding]:
         filters = {
             id(handler)
             for handler in node.handlers
-            if _filters(handler) or _bounded_retry(handler, id(node) in loop_tries)
+            if _filters(handler)
+            or _bounded_retry(handler, id(node) in loop_tries)
+            or (id(node) in alternatives and _alternatives(handler))
         }
         # a noqa comment with a reason stays the respected note the injection experiment may still check
         probes = {
@@ -1515,6 +1793,7 @@ def check(ctx: FileContext) -> list[Finding]:
                 or _version_probe(node, handler, imports)
                 or id(handler) in documented
                 or _optional_dependency(ctx, node, handler)
+                or _reported_optional_import(ctx, node, handler)
                 or _deferred_import_failure(ctx.tree, node, handler)
                 or _optional_rewrap(node, handler, id(node) in import_tries)
                 or _discards_output(ctx, handler, imports)
@@ -1536,6 +1815,20 @@ def check(ctx: FileContext) -> list[Finding]:
                 ruff_note = "ruff BLE001"
             if names is None or BROAD & set(names):
                 if id(handler) in filters or id(handler) in probes or id(handler) in converting:
+                    continue
+                if confined and not reraises_same(handler) and not _noqa_reason(ctx, handler):
+                    if names is None or "BaseException" in names:
+                        findings.append(
+                            _handler_finding(
+                                ctx,
+                                handler,
+                                "broad-except",
+                                Severity.P3,
+                                "broad-except.confined-catches-exit",
+                                {"label": label},
+                                ruff_note,
+                            )
+                        )
                     continue
                 finding = _broad(
                     ctx,
@@ -1577,6 +1870,7 @@ def check(ctx: FileContext) -> list[Finding]:
                 or id(handler) in probes
                 or id(handler) in converting
                 or _named_alternative(ctx, node, handler)
+                or _falls_into_raise(handler, following.get(id(node))) is not None
             )
             fallback = "RuntimeError" in names and not _raises(handler.body) and not quiet
             if fallback and not _stdlib_only(node.body, imports):

@@ -78,7 +78,7 @@ def _crafted_case(tmp_path: Path) -> Path:
             "pkg/load.py": (
                 "def load(path):\n    try:\n        return open(path).read()\n    except Exception:\n        return ''\n"
             ),
-            "pkg/other.py": "def other(x):\n    try:\n        return int(x)\n    except Exception:\n        return 0\n",
+            "pkg/other.py": "def other(x, parse):\n    try:\n        return parse(x)\n    except Exception:\n        return 0\n",
         },
         "swallow",
     )
@@ -121,6 +121,24 @@ def test_unlabelled_findings_are_listed_and_misses_lower_recall(
     assert rows["rule broad-except"] == ["1", "0", "100.0%", "1", "1", "100.0%"]
     assert rows["rule silent-gate"] == ["0", "0", "n/a", "1", "0", "0.0%"]
     assert rows["all"] == ["1", "0", "100.0%", "2", "1", "50.0%"]
+
+
+@pytest.mark.parametrize(("judged", "true_false"), [("P0", ["1", "0"]), ("P2", ["0", "1"])])
+def test_a_finding_label_judges_its_own_severity(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], judged: str, true_false: list[str]
+) -> None:
+    corpus = _crafted_case(tmp_path)
+    labels = corpus / "crafted" / "labels.yml"
+    data = yaml.safe_load(labels.read_text())
+    data["findings"][0].update({"severity": judged, "label": False, "reason": f"a {judged} is too strong here"})
+    data["problems"] = [
+        {"rule": "broad-except", "path": "pkg/load.py", "line": 4, "reason": "a weaker finding is right"}
+    ]
+    labels.write_text(yaml.safe_dump(data))
+    assert bench_precision.main(["--corpus", str(corpus)]) == 0
+    out = capsys.readouterr().out
+    # the static review's P2 at the problem's line: the problem found, unless a label judged that P2 false
+    assert _table(out)["rule broad-except"][:2] == true_false
 
 
 def test_bad_corpus_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -89,7 +89,7 @@ def quadruple(x):
 
 def halve(x):
     try:
-        return x / 2
+        return fast(x) / 4
     except Exception:
         return 0
 
@@ -244,6 +244,13 @@ def count(text):
         return 0
 
 
+def lenient_count(text):
+    try:
+        return json.loads(text)["n"]
+    except Exception:  # noqa: BLE001 - a malformed text counts as zero
+        return 0
+
+
 def fast_round_trips(value):
     try:
         same = eval(repr(fast(value))) == fast(value)
@@ -253,11 +260,15 @@ def fast_round_trips(value):
 """
 
 CONFINED_TESTS = """
-from pkg.compute import count, fast_round_trips, round_trips
+from pkg.compute import count, fast_round_trips, lenient_count, round_trips
 
 
 def test_round_trips():
     assert round_trips(3)
+
+
+def test_lenient_count():
+    assert lenient_count('{"n": 2}') == 2
 
 
 def test_count():
@@ -388,16 +399,21 @@ def test_a_conversion_caught_by_a_fallback_is_confirmed_and_one_reaching_the_tes
 
 def test_a_swallow_where_the_error_cannot_arise_stays_unconfirmed_and_the_near_miss_is_confirmed(repo: Repo) -> None:
     review = run_review(repo.path, "main", "confined")
-    for name, calls in [("def round_trips", "`eval`, `repr`"), ("def count", "`json.loads`")]:
-        finding, _ = _at(review, repo, "confined", name)
-        assert finding.rule == "broad-except" and finding.severity is Severity.P2
-        assert finding.evidence.kind is EvidenceKind.EXPERIMENT and not finding.evidence.confirmed
-        assert finding.evidence.message_id == "evidence.injection-cannot-arise"
-        text = finding.evidence.text("en")
-        assert text.startswith("unconfirmed (would be P0-BLOCKER with proof): the exception injection experiment")
-        assert "the handler swallowed it in 1 of the 1 test(s) that reached it" in text
-        assert f"calls only builtins and the standard library on values at hand ({calls})" in text
-        assert "异常注入实验" in finding.evidence.text("zh")
+    # since round 8 the static rule reads such a body the same way: no swallow, at most the bare
+    # handler's note, neither injected
+    bare, _ = _at(review, repo, "confined", "def round_trips")
+    assert (bare.message_id, bare.severity) == ("broad-except.confined-catches-exit", Severity.P3)
+    assert bare.evidence.kind is EvidenceKind.PATTERN
+    assert not [f for f in review.findings if f.qualname == "count"]
+    # a noqa note is injected: the swallowed error could not have arisen there
+    finding, _ = _at(review, repo, "confined", "def lenient_count")
+    assert (finding.message_id, finding.severity) == ("broad-except.noqa-reason", Severity.P3)
+    assert finding.evidence.kind is EvidenceKind.EXPERIMENT and not finding.evidence.confirmed
+    assert finding.evidence.message_id == "evidence.injection-cannot-arise"
+    text = finding.evidence.text("en")
+    assert "the handler swallowed it in 1 of the 1 test(s) that reached it" in text
+    assert "calls only builtins and the standard library on values at hand (`json.loads`)" in text
+    assert "异常注入实验" in finding.evidence.text("zh")
     # the same shape around a call of the repository's code: the swallowed AssertionError confirms it
     near_miss, _ = _at(review, repo, "confined", "def fast_round_trips")
     assert near_miss.severity is Severity.P0 and near_miss.evidence.message_id == "evidence.injection-swallowed"
