@@ -80,7 +80,8 @@ may confirm or refute them.
     directories (`shutil.rmtree(staging)`): nothing, the failed write is reported and nothing half
     written is published (`_discards_output`);
   - a *package probe*: the try's first statement looks up an installed distribution
-    (`importlib.metadata.version/metadata/distribution/requires/files`), its other statements only
+    (`importlib.metadata.version/metadata/distribution/requires/files`, and since round 9 the
+    listings `distributions/packages_distributions/entry_points`), its other statements only
     work on the answer (each call uses a name the try assigned), and the handler falls back to a
     constant: nothing; "not installed" is the expected case (`_package_probe`);
   - a *fallback the function's docstring states* ("falls back to the original function if
@@ -284,7 +285,17 @@ _EXIT_HOOKS = {("atexit", "register"): 0, ("signal", "signal"): 1, ("weakref", "
 _DOC_FALLBACK = re.compile(r"\bfall(s|ing)?[ -]?back|回退", re.IGNORECASE)
 # importlib.metadata lookups of an installed distribution: "not installed" is their expected failure
 _PACKAGE_LOOKUPS = frozenset(
-    f"importlib.metadata.{name}" for name in ("version", "metadata", "distribution", "requires", "files")
+    f"importlib.metadata.{name}"
+    for name in (
+        "version",
+        "metadata",
+        "distribution",
+        "requires",
+        "files",
+        "distributions",
+        "packages_distributions",
+        "entry_points",
+    )
 )
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 

@@ -7,10 +7,13 @@ statically (`--suites none`):
   later one the previous turn's device;
 - `except RuntimeError` in a revision none of whose files imports torch: no out-of-memory error can
   come from its code, and `RuntimeError` is the project's own answer (an overload lookup's "no
-  match"); the same handler in a revision that imports torch stays reported.
+  match"); the same handler in a revision that imports torch stays reported;
+- a package probe through an `importlib.metadata` listing (`packages_distributions()`), whose failure
+  (`AttributeError` before Python 3.10) only selects the route that builds the same map; a listing
+  followed by work that does not use its answer stays reported.
 
-These are the classes of two misses and three false findings of the round-9 held-out set
-(NVIDIA/warp), now tuning material of `reviewbot/bench_precision_corpus`."""
+These are the classes of two misses and four false findings of the round-9 held-out set
+(NVIDIA/warp, diffusers), now tuning material of `reviewbot/bench_precision_corpus`."""
 
 from __future__ import annotations
 
@@ -76,12 +79,31 @@ def resolve(overloads, args):
 """
 
 
+PACKAGES = """
+import importlib.metadata as importlib_metadata
+
+try:
+    _package_map = importlib_metadata.packages_distributions()
+except Exception:
+    _package_map = None
+
+
+def scan(refresh):
+    try:
+        found = importlib_metadata.packages_distributions()
+        refresh()
+    except Exception:
+        found = None
+    return found
+"""
+
+
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     return review_shapes(
         tmp_path_factory.mktemp("round9") / "r",
         {"pkg/__init__.py": ""},
-        {"pkg/devices.py": DEVICES, "pkg/lookup.py": LOOKUP},
+        {"pkg/devices.py": DEVICES, "pkg/lookup.py": LOOKUP, "pkg/packages.py": PACKAGES},
     )
 
 
@@ -115,3 +137,10 @@ def test_runtime_error_is_the_projects_own_answer_where_torch_is_never_imported(
     )
     found = findings_by_rule(with_torch, "pkg/lookup.py", "resolve")["runtime-error-fallback"]
     assert found.message_id == "runtime-error-fallback.no-oom-reraise"
+
+
+def test_a_package_listing_probe_falls_back_to_the_route_that_builds_the_same_map(review: list[Finding]) -> None:
+    assert findings_by_rule(review, "pkg/packages.py", "") == {}
+    # near miss: the try also runs work that does not use the listing's answer
+    found = findings_by_rule(review, "pkg/packages.py", "scan")["broad-except"]
+    assert found.message_id == "broad-except.swallows"
