@@ -34,6 +34,7 @@ import builtins
 import dataclasses
 import functools
 import logging
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -41,6 +42,8 @@ from reviewbot import pysource
 from reviewbot.gitrepo import GitRepo
 
 logger = logging.getLogger(__name__)
+
+_TORCH_IMPORT = re.compile(r"^\s*(?:import|from)\s+torch\b", re.MULTILINE)
 
 SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".tox"})
 
@@ -147,6 +150,10 @@ class ExceptionIndex:
     _raised_in: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
     # the parsed sources, for the call graph `reaching` builds on first use
     _trees: tuple[ast.Module, ...] = dataclasses.field(default=(), repr=False, compare=False)
+    # some scanned file imports torch: without that, no code of the revision can raise torch's
+    # `OutOfMemoryError` or Dynamo's errors (third-party code the revision calls included, as far
+    # as it is reached through torch)
+    torch_imported: bool = False
 
     @functools.cached_property
     def _functions(self) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...]:
@@ -423,4 +430,5 @@ def index_sources(sources: Mapping[str, str]) -> ExceptionIndex:
         _handlers={name: tuple(sorted(sites, key=lambda c: (c.path, c.line))) for name, sites in handlers.items()},
         _raised_in={name: frozenset(modules) for name, modules in raised.items()},
         _trees=tuple(trees),
+        torch_imported=any(_TORCH_IMPORT.search(text) for text in sources.values()),
     )

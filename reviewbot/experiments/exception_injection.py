@@ -201,30 +201,16 @@ def confined_calls(body: list[ast.stmt], imports: Mapping[str, str]) -> str | No
     return ", ".join(f"`{n}`" for n in names)
 
 
-_TORCH_IMPORT = re.compile(r"^\s*(?:import|from)\s+torch\b", re.MULTILINE)
-
-
-def imports_torch(git: GitRepo, rev: str) -> bool:
-    """Some Python file of revision `rev` imports torch (`import torch...`, `from torch... import`)."""
-    for rel in git.list_files(rev):
-        if rel.endswith(".py"):
-            text = git.read(rev, rel)
-            if text is not None and _TORCH_IMPORT.search(text):
-                return True
-    return False
-
-
 def plan(
     finding: Finding,
     source: str,
     torch_importable: bool,
     classes: Callable[[str], ExceptionClass | None] = lambda _: None,
-    torch_imported: bool = True,
 ) -> Injection | str:
     """The injection for `finding` in its head `source`, or why there is none (English, one line).
-    `classes` finds a repository exception class by name (`ExceptionIndex.get`); `torch_imported`:
-    some file of the revision imports torch (without it no out-of-memory error can come from the
-    project's code, and none is injected)."""
+    `classes` finds a repository exception class by name (`ExceptionIndex.get`). A
+    `runtime-error-fallback` finding exists only in a revision some file of which imports torch
+    (`ExceptionIndex.torch_imported`), so an out-of-memory error can arise where one is injected."""
     tree = ast.parse(source)
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Try, ast.TryStar)):
@@ -250,10 +236,6 @@ def plan(
         if finding.rule == "runtime-error-fallback":
             if not torch_importable:
                 return "torch is not importable here, so torch.OutOfMemoryError cannot be injected"
-            if not torch_imported:
-                return (
-                    "no file of the repository imports torch, so torch.OutOfMemoryError cannot arise in this try body"
-                )
             exception, expr = "torch.OutOfMemoryError", '__import__("torch").OutOfMemoryError'
         else:
             exception, expr = "AssertionError", "AssertionError"
@@ -497,7 +479,6 @@ def run_injection(
         plan,
         torch_importable=torch_importable,
         classes=index.get if index is not None else lambda _: None,
-        torch_imported=any(f.rule == "runtime-error-fallback" for f in tried) and imports_torch(git, head),
     )
     with (
         tempfile.TemporaryDirectory(prefix="reviewbot-injection-") as tmp,

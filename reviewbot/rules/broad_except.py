@@ -16,6 +16,10 @@ everything above `P2` (`findings.apply_evidence_policy`), and the exception-inje
 may confirm or refute them.
 
 - bare / `Exception` / `BaseException`:
+  - falls through and leaves a name unbound: the handler binds nothing and does not leave, and the
+    statement after the try reads a name only the try's body binds (`reviewbot.rules.fallthrough`):
+    P2 `broad-except.unbound`, before any of the exemptions below (a probe whose comment names the
+    expected failure still hands the code after it an unbound or stale name);
   - re-raises: nothing (a bare `except:` that re-raises: P3, it still catches `KeyboardInterrupt`);
   - `# noqa: BLE001` (or `E722`, `BLE`, `S110`, a blanket `# noqa`) with a reason after the codes or
     in comment lines directly above the `except`: P3 `broad-except.noqa-reason` (respected: the
@@ -93,7 +97,8 @@ may confirm or refute them.
     directories (`shutil.rmtree(staging)`): nothing, the failed write is reported and nothing half
     written is published (`_discards_output`);
   - a *package probe*: the try's first statement looks up an installed distribution
-    (`importlib.metadata.version/metadata/distribution/requires/files`), its other statements only
+    (`importlib.metadata.version/metadata/distribution/requires/files`, and since round 9 the
+    listings `distributions/packages_distributions/entry_points`), its other statements only
     work on the answer (each call uses a name the try assigned), and the handler falls back to a
     constant: nothing; "not installed" is the expected case (`_package_probe`);
   - a *fallback the function's docstring states* ("falls back to the original function if
@@ -145,6 +150,9 @@ may confirm or refute them.
   A narrow handler of a one-call try whose comment names the failure it expects and whose
   alternative calls nothing (`old.data = new.data` when `swap_tensors` "is not permitted") is not
   reported either (`_named_alternative`); one that runs other work (`return eager(fn)`) is.
+  Nothing either in a revision none of whose files imports torch (`ExceptionIndex.torch_imported`):
+  its code cannot raise torch's out-of-memory or compiler errors, and `RuntimeError` is its own
+  signal (an overload lookup's "no match").
   A try whose calls all go to the standard library (`_stdlib_only`: `threading.stack_size`,
   `os.remove`; not `importlib`, `pickle`, `copy`, ... which run the caller's code) is not reported
   either: it cannot raise an OOM, a compiler error or the repository's own subclasses.
@@ -180,6 +188,7 @@ from reviewbot.exception_index import (
 )
 from reviewbot.findings import Finding, Severity
 from reviewbot.rules.common import FileContext, contains_logging, is_logging_call
+from reviewbot.rules.fallthrough import left_unbound, unbound_reads
 
 BROAD = {"Exception", "BaseException"}
 OOM_NAMES = ("OutOfMemoryError",)
@@ -326,7 +335,17 @@ _DOC_FALLBACK = re.compile(
 )
 # importlib.metadata lookups of an installed distribution: "not installed" is their expected failure
 _PACKAGE_LOOKUPS = frozenset(
-    f"importlib.metadata.{name}" for name in ("version", "metadata", "distribution", "requires", "files")
+    f"importlib.metadata.{name}"
+    for name in (
+        "version",
+        "metadata",
+        "distribution",
+        "requires",
+        "files",
+        "distributions",
+        "packages_distributions",
+        "entry_points",
+    )
 )
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
@@ -1764,6 +1783,7 @@ def check(ctx: FileContext) -> list[Finding]:
     imports = _import_map(ctx)
     documented = _docstring_fallbacks(ctx.tree)
     import_tries = _module_level_tries(ctx.tree)
+    unbound = unbound_reads(ctx.tree)
     for node in ast.walk(ctx.tree):
         if not isinstance(node, (ast.Try, ast.TryStar)) or not node.handlers:
             continue
@@ -1814,6 +1834,15 @@ def check(ctx: FileContext) -> list[Finding]:
             elif handler.type is not None and ("BLE001", handler.type.lineno) in ruff_lines:
                 ruff_note = "ruff BLE001"
             if names is None or BROAD & set(names):
+                read = left_unbound(node, handler, unbound.get(id(node), []))
+                if read is not None:
+                    params = {"label": label, "name": read.name, "line": read.line}
+                    findings.append(
+                        _handler_finding(
+                            ctx, handler, "broad-except", Severity.P2, "broad-except.unbound", params, ruff_note
+                        )
+                    )
+                    continue
                 if id(handler) in filters or id(handler) in probes or id(handler) in converting:
                     continue
                 if confined and not reraises_same(handler) and not _noqa_reason(ctx, handler):
@@ -1873,7 +1902,7 @@ def check(ctx: FileContext) -> list[Finding]:
                 or _falls_into_raise(handler, following.get(id(node))) is not None
             )
             fallback = "RuntimeError" in names and not _raises(handler.body) and not quiet
-            if fallback and not _stdlib_only(node.body, imports):
+            if fallback and not _stdlib_only(node.body, imports) and ctx.exceptions().torch_imported:
                 oom = _oom_reraised(node, i)
                 if not oom:
                     findings.append(

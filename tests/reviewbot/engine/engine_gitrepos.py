@@ -25,6 +25,11 @@ def sub(text: str, old: str, new: str) -> str:
     return text.replace(old, new)
 
 
+TORCH_PROJECT = "import torch\n"
+"""A file that makes a shapes repository a torch project: `runtime-error-fallback` reports only where
+some file of the revision imports torch."""
+
+
 def review_shapes(path: Path, base: dict[str, str], shapes: dict[str, str]) -> list[Finding]:
     """The findings of a static review (`--suites none`) of branch `shapes` against `main`: a repository
     at `path` whose `main` holds `base` and whose `shapes` adds or rewrites the files in `shapes`."""

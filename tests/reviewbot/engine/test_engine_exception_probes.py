@@ -14,7 +14,7 @@ These are the classes of the four false findings of the precision benchmark's ro
 from __future__ import annotations
 
 import pytest
-from engine_gitrepos import review_shapes
+from engine_gitrepos import TORCH_PROJECT, review_shapes
 
 from reviewbot.findings import Finding
 
@@ -184,7 +184,7 @@ def free_memory_implicit_none(dev, index):
 def found(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Finding]:
     findings = review_shapes(
         tmp_path_factory.mktemp("probes") / "r",
-        {"pkg/__init__.py": "", "pkg/mod.py": BASE},
+        {"pkg/__init__.py": "", "pkg/mod.py": BASE, "pkg/nn.py": TORCH_PROJECT},
         {"pkg/filters.py": BASE + FILTERS, "pkg/probes.py": BASE + PROBES, "pkg/warned.py": BASE + WARNED},
     )
     out = {(f.qualname, f.rule): f for f in findings}

@@ -16,7 +16,7 @@ lmdeploy, FlagGems), now in the tuning set of `reviewbot/bench_precision_corpus`
 from __future__ import annotations
 
 import pytest
-from engine_gitrepos import findings_by_rule, review_shapes
+from engine_gitrepos import TORCH_PROJECT, findings_by_rule, review_shapes
 
 from reviewbot.findings import Finding
 
@@ -169,7 +169,7 @@ def load_fused(load):
 
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
-    base = {"pkg/__init__.py": "", "pkg/base.py": "X = 1\n"}
+    base = {"pkg/__init__.py": "", "pkg/base.py": "X = 1\n", "pkg/nn.py": TORCH_PROJECT}
     return review_shapes(
         tmp_path_factory.mktemp("round4") / "r",
         base,

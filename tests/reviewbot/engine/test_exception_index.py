@@ -246,3 +246,11 @@ def test_always_raises_needs_every_definition_to_end_in_a_raise(tmp_path: Path) 
         # a method of the same simple name that returns: the call cannot be told apart by name
         assert not index.always_raises("twice")
         assert not index.always_raises("undefined")
+
+
+def test_the_index_says_whether_some_file_imports_torch(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "r")
+    repo.commit({"pkg/__init__.py": "", "pkg/loop.py": "import asyncio\n# import torch in a comment\n"}, "no torch")
+    assert not index_revision(GitRepo(repo.path), "main").torch_imported
+    repo.commit({"pkg/nn.py": "from torch import nn\n"}, "torch")
+    assert index_revision(GitRepo(repo.path), "main").torch_imported

@@ -1,0 +1,165 @@
+"""Names a handler that falls through leaves unbound: the code after a try reads a name only the
+try's body binds.
+
+```
+for d in jax.local_devices():
+    try:
+        dev = wp.device_from_jax(d)
+    except Exception:
+        pass  # "ignore unsupported devices"
+    if dev.is_cuda:  # unbound on the first turn, the previous turn's device on the others
+        ...
+```
+
+A handler that binds no name and does not leave (`return`, `raise`, `continue`, `break` directly
+in its body) hands the statement after the try a name the failed operation never bound: an
+`UnboundLocalError`/`NameError`, or inside a loop the value of an earlier turn, taken for this
+turn's. Bound before the try means bound by an earlier statement of the same scope on the way to
+the try (its block and the blocks around it, up to the function, whose parameters count; a loop's
+target counts for its body), so `dev = None` before the try makes it a stated default. Only the
+statements after the try in its own block are read, in order, up to one that binds the name again;
+of a `def` or `class` after it only what runs at once (decorators, defaults, bases), not its body.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_LEAVES = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+@dataclasses.dataclass(frozen=True)
+class UnboundRead:
+    """`name`, bound only in the try's body, read at `line` after the try."""
+
+    name: str
+    line: int
+
+
+def _names(node: ast.AST, ctx: type[ast.expr_context]) -> list[ast.Name]:
+    """The `Name` nodes of `node` with context `ctx`, in source order, not entering nested scopes."""
+    found: list[ast.Name] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.Name) and isinstance(current.ctx, ctx):
+            found.append(current)
+        for child in reversed(list(ast.iter_child_nodes(current))):
+            if not isinstance(child, _SCOPES):
+                stack.append(child)
+    return found
+
+
+def _bound(stmt: ast.stmt) -> set[str]:
+    """Names `stmt` binds in its scope (assignments, loop targets, `with ... as`, imports, defs)."""
+    names = {n.id for n in _names(stmt, ast.Store)}
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        names |= {(alias.asname or alias.name).split(".")[0] for alias in stmt.names}
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        names.add(stmt.name)
+    return names
+
+
+def _declared_outside(scope: ast.AST) -> set[str]:
+    """Names a function declares `global` or `nonlocal`: bound elsewhere, not followed here."""
+    names: set[str] = set()
+    for node in ast.walk(scope):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+    return names
+
+
+def falls_through(handler: ast.ExceptHandler) -> bool:
+    """No statement directly in the handler's body leaves the block."""
+    return not any(isinstance(stmt, _LEAVES) for stmt in handler.body)
+
+
+def unbound_reads(tree: ast.Module) -> dict[int, list[UnboundRead]]:
+    """id of each try statement -> the names its body binds that are unbound before it and read by
+    a later statement of its block (see the module docstring), with the line of that read."""
+    out: dict[int, list[UnboundRead]] = {}
+
+    def block(stmts: list[ast.stmt], bound: set[str], skip: set[str]) -> None:
+        bound = set(bound)
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, (ast.Try, ast.TryStar)):
+                reads = _reads_after(stmt, stmts[i + 1 :], bound | skip)
+                if reads:
+                    out[id(stmt)] = reads
+            descend(stmt, bound, skip)
+            bound |= _bound(stmt)
+
+    def descend(stmt: ast.stmt, bound: set[str], skip: set[str]) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = stmt.args
+            params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+            params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+            block(stmt.body, params, _declared_outside(stmt))
+        elif isinstance(stmt, ast.ClassDef):
+            block(stmt.body, set(), set())
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            block(stmt.body, bound | {n.id for n in _names(stmt.target, ast.Store)}, skip)
+            block(stmt.orelse, bound, skip)
+        elif isinstance(stmt, (ast.While, ast.If)):
+            block(stmt.body, bound, skip)
+            block(stmt.orelse, bound, skip)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            targets = {n.id for item in stmt.items if item.optional_vars for n in _names(item.optional_vars, ast.Store)}
+            block(stmt.body, bound | targets, skip)
+        elif isinstance(stmt, (ast.Try, ast.TryStar)):
+            block(stmt.body, bound, skip)
+            for handler in stmt.handlers:
+                block(handler.body, bound | ({handler.name} if handler.name else set()), skip)
+            block(stmt.orelse, bound | _bound_in(stmt.body), skip)
+            block(stmt.finalbody, bound, skip)
+        elif isinstance(stmt, ast.Match):
+            for case in stmt.cases:
+                block(case.body, bound | {n.id for n in _names(case.pattern, ast.Store)}, skip)
+
+    block(tree.body, set(), set())
+    return out
+
+
+def _bound_in(stmts: list[ast.stmt]) -> set[str]:
+    names: set[str] = set()
+    for stmt in stmts:
+        names |= _bound(stmt)
+    return names
+
+
+def _run_now(stmt: ast.stmt) -> list[ast.AST]:
+    """The parts of `stmt` that run when it runs: of a `def` or `class` only its decorators,
+    defaults, bases and keywords (its body reads names when it is called, which is how an announced
+    import failure is meant to surface: a `NameError` at the first use)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = stmt.args
+        return [*stmt.decorator_list, *args.defaults, *(d for d in args.kw_defaults if d is not None)]
+    if isinstance(stmt, ast.ClassDef):
+        return [*stmt.decorator_list, *stmt.bases, *stmt.keywords]
+    return [stmt]
+
+
+def _reads_after(node: ast.Try | ast.TryStar, after: list[ast.stmt], bound: set[str]) -> list[UnboundRead]:
+    candidates = _bound_in(node.body) - bound
+    reads: list[UnboundRead] = []
+    for name in sorted(candidates):
+        for stmt in after:
+            loads = [n for part in _run_now(stmt) for n in _names(part, ast.Load) if n.id == name]
+            if loads:
+                reads.append(UnboundRead(name, loads[0].lineno))
+                break
+            if name in _bound(stmt):
+                break
+    return reads
+
+
+def left_unbound(
+    node: ast.Try | ast.TryStar, handler: ast.ExceptHandler, reads: list[UnboundRead]
+) -> UnboundRead | None:
+    """The first of the try's `reads` when `handler` falls through and binds no name at all (a handler
+    that sets a flag or a default, `ok = False`, states what the code after the try tests)."""
+    if not falls_through(handler) or _bound_in(handler.body):
+        return None
+    return reads[0] if reads else None
