@@ -18,7 +18,7 @@ pytorch_geometric, attrs, TensorRT)."""
 from __future__ import annotations
 
 import pytest
-from engine_gitrepos import findings_by_rule, review_shapes
+from engine_gitrepos import TORCH_PROJECT, findings_by_rule, review_shapes
 
 from reviewbot.findings import Finding
 
@@ -222,7 +222,7 @@ def save_strictly(cache):
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     return review_shapes(
         tmp_path_factory.mktemp("round8") / "r",
-        {"pkg/__init__.py": "", "pkg/header.py": HEADER},
+        {"pkg/__init__.py": "", "pkg/header.py": HEADER, "pkg/nn.py": TORCH_PROJECT},
         {
             "pkg/probes.py": PROBES,
             "pkg/render.py": RENDER,
