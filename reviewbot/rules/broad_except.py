@@ -101,6 +101,10 @@ may confirm or refute them.
     listings `distributions/packages_distributions/entry_points`), its other statements only
     work on the answer (each call uses a name the try assigned), and the handler falls back to a
     constant: nothing; "not installed" is the expected case (`_package_probe`);
+  - a *display placeholder* (round 9): in code that only builds text for display (`__repr__`,
+    `__str__`, ..., and functions of the file called only from such code), a handler that only
+    returns a constant (`return "{...}"`): nothing; a repr must not raise, and what it drops is
+    text (`_display_functions`). The same helper also called from other code stays reported;
   - a *fallback the function's docstring states* ("falls back to the original function if
     compilation fails"; or a swallow it states: "swallows any exception so that ...", "errors are
     ignored"), the handler handing back a value at hand (`return <name or constant>`,
@@ -799,6 +803,54 @@ def _reported_fallback(handler: ast.ExceptHandler, try_body: list[ast.stmt], aft
     if not isinstance(handler.body[-1], ast.Return) and isinstance(try_body[-1], ast.Return) and after is None:
         return False
     return all(_reports_caught(stmt, handler.name) or _constant_default(stmt) for stmt in handler.body)
+
+
+_DISPLAY_METHODS = frozenset({"__repr__", "__str__", "__format__", "_repr_html_", "_repr_pretty_"})
+
+
+def _display_functions(tree: ast.Module) -> frozenset[str]:
+    """Names of the functions of `tree` that only build text for display: the display methods
+    (`__repr__`, `__str__`, ...) and every function of the file that is called (by name or as
+    `self.<name>`) at least once and only from display functions, followed to a fixed point.
+    A call from code outside any function counts as a caller that is not one."""
+    callers: dict[str, set[str]] = {}
+    defined: set[str] = set()
+
+    def visit(node: ast.AST, within: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defined.add(child.name)
+                visit(child, child.name)
+                continue
+            if isinstance(child, ast.Call):
+                func = child.func
+                if isinstance(func, ast.Name):
+                    callers.setdefault(func.id, set()).add(within)
+                elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+                    callers.setdefault(func.attr, set()).add(within)
+            visit(child, within)
+
+    visit(tree, "<module>")
+    display = set(_DISPLAY_METHODS)
+    grown = True
+    while grown:
+        grown = False
+        for name in defined - display:
+            if callers.get(name) and callers[name] <= display:
+                display.add(name)
+                grown = True
+    return frozenset(display)
+
+
+def _display_placeholder(ctx: FileContext, handler: ast.ExceptHandler, display: frozenset[str]) -> bool:
+    """A handler in display-only code (`_display_functions`) that only returns a constant
+    placeholder (`return "{...}"`): a `repr` must not raise, and what it drops is text."""
+    enclosing = ctx.qualname(handler.lineno).rsplit(".", 1)[-1]
+    return (
+        enclosing in display
+        and bool(handler.body)
+        and all(isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Constant) for stmt in handler.body)
+    )
 
 
 def _constant_default(stmt: ast.stmt) -> bool:
@@ -1784,6 +1836,7 @@ def check(ctx: FileContext) -> list[Finding]:
     documented = _docstring_fallbacks(ctx.tree)
     import_tries = _module_level_tries(ctx.tree)
     unbound = unbound_reads(ctx.tree)
+    display = _display_functions(ctx.tree)
     for node in ast.walk(ctx.tree):
         if not isinstance(node, (ast.Try, ast.TryStar)) or not node.handlers:
             continue
@@ -1817,6 +1870,7 @@ def check(ctx: FileContext) -> list[Finding]:
                 or _deferred_import_failure(ctx.tree, node, handler)
                 or _optional_rewrap(node, handler, id(node) in import_tries)
                 or _discards_output(ctx, handler, imports)
+                or _display_placeholder(ctx, handler, display)
             )
             and not _noqa_reason(ctx, handler)
         }
