@@ -61,7 +61,7 @@ from reviewbot.results.schema import SuiteResult
 from reviewbot.review import ChangeSummary, FileStat, Note, Review, Signal
 from reviewbot.ruff import SELECT as RUFF_CODES
 from reviewbot.ruff import run_ruff
-from reviewbot.rules import FILE_RULES, FileContext, encoding, key_docs, suite_results
+from reviewbot.rules import FILE_RULES, FileContext, encoding, key_docs, silent_gate, suite_results
 from reviewbot.rules import cache_key as cache_key_rule
 from reviewbot.rules.common import QualnameIndex
 from reviewbot.severity import Severity
@@ -118,8 +118,8 @@ def _areas(changes: list[FileChange]) -> list[str]:
     return areas
 
 
-def _parse(source: str | None) -> ast.Module | None:
-    return None if source is None else pysource.parse(source)
+def _parse(trees: pysource.Trees, source: str | None, path: str) -> ast.Module | None:
+    return None if source is None else trees.parse(source, filename=path)
 
 
 def _keep(finding: Finding, change: FileChange, base_prints: set[str]) -> bool:
@@ -131,7 +131,7 @@ def _keep(finding: Finding, change: FileChange, base_prints: set[str]) -> bool:
 
 def _boilerplate_guards(tree: ast.Module, change: FileChange) -> list[int]:
     lines: list[int] = []
-    for node in ast.walk(tree):
+    for node in pysource.walk(tree):
         if not isinstance(node, ast.Call) or node.lineno not in change.added_lines:
             continue
         func = node.func
@@ -212,6 +212,7 @@ def run_review(
     """Review `merge-base(base, head)..head` of the git repository at `repo` (see module docstring)."""
     say = progress or _no_progress
     clock = StageClock()
+    trees = pysource.Trees()  # this review's parsed sources, shared read-only by its stages
     with GitRepo(repo) as git:
         with clock.stage("diff"):
             head_sha = git.rev_parse(head)
@@ -259,6 +260,7 @@ def run_review(
                     progress=say,
                     require_roots=True,
                     hashed_sources=True,
+                    trees=trees,
                 )
                 if key_change.probe_status == "ok":  # the experiment runs the probe again at both revisions
                     with clock.stage("key_reproducibility"):
@@ -266,7 +268,7 @@ def run_review(
                 say(f"cache key: {key_change.status}")
 
         with clock.stage("static_rules"):
-            findings, guards = _file_findings(git, merge_base, head_sha, changes, config, key_change, say)
+            findings, guards = _file_findings(git, merge_base, head_sha, changes, config, key_change, say, trees)
             if key_change is not None:
                 findings += cache_key_rule.check(key_change, {c.path: c for c in changes}, pr_body)
                 if pr_body:
@@ -377,8 +379,10 @@ def _file_findings(
     config: RepoConfig,
     key_change: KeyChange | None,
     say: ProgressFn,
+    trees: pysource.Trees,
 ) -> tuple[list[Finding], list[str]]:
-    """Per-file rules on head and base versions of the changed Python files, filtered to the change."""
+    """Per-file rules on head and base versions of the changed Python files, filtered to the change.
+    `trees`: the review's parsed sources, shared read-only with the rules and the exception index."""
     versions: dict[str, tuple[FileChange, str | None, str | None]] = {}
     for change in changes:
         if not change.is_python or change.status == "removed":
@@ -400,28 +404,28 @@ def _file_findings(
     @functools.cache
     def exceptions() -> ExceptionIndex:
         # the head's classes serve the base pass too: a finding is new when the handler is
-        index = index_revision(git, head)
+        index = index_revision(git, head, trees)
         say(f"exception index: {len(index)} exception class(es) of the repository")
         return index
 
     @functools.cache
-    def changed_sources(revision: str) -> tuple[tuple[str, str], ...]:
-        # every changed Python file at "base" (removed files included) or "head"
-        out: list[tuple[str, str]] = []
+    def changed_trees(revision: str) -> tuple[tuple[str, ast.Module], ...]:
+        # every changed Python file that parses at "base" (removed files included) or "head"
+        out: list[tuple[str, ast.Module]] = []
         for change in changes:
             if revision == "head":
                 path, rev = (change.path if change.status != "removed" else None), head
             else:
                 path, rev = change.old_path or (change.path if change.status == "removed" else None), merge_base
             source = git.read(rev, path) if path and path.endswith(".py") else None
-            if path and source is not None:
-                out.append((path, source))
+            tree = trees.parse(source, filename=path) if path and source is not None else None
+            if path and tree is not None:
+                out.append((path, tree))
         return tuple(out)
 
     @functools.cache
-    def changed_trees(revision: str) -> tuple[tuple[str, ast.Module], ...]:
-        parsed = ((path, pysource.parse(source, filename=path)) for path, source in changed_sources(revision))
-        return tuple((path, tree) for path, tree in parsed if tree is not None)
+    def moved_conditions() -> frozenset[str]:
+        return silent_gate.moved_conditions(changed_trees("base"), changed_trees("head"))
 
     findings: list[Finding] = []
     guards: list[str] = []
@@ -429,7 +433,7 @@ def _file_findings(
         bad = git.not_utf8.get((head, path))
         if head_src is not None and bad is not None and (merge_base, change.old_path) not in git.not_utf8:
             findings.append(encoding.check(path, head_src, *bad, in_diff=change.touches(bad[0], bad[0])))
-        head_tree, base_tree = _parse(head_src), _parse(base_src)
+        head_tree, base_tree = _parse(trees, head_src, path), _parse(trees, base_src, path)
         if head_tree is None or head_src is None:
             logger.warning("%s does not parse at head; static rules skipped for it", path)
             continue
@@ -444,8 +448,8 @@ def _file_findings(
                 ruff_hits.get(f"base/{path}", []),
                 kc,
                 exceptions,
-                changed_sources,
                 changed_trees,
+                moved_conditions,
             )
             base_prints = {f.fingerprint for rule in FILE_RULES for f in rule(base_ctx)}
         head_ctx = _context(
@@ -457,8 +461,8 @@ def _file_findings(
             ruff_hits.get(f"head/{path}", []),
             kc,
             exceptions,
-            changed_sources,
             changed_trees,
+            moved_conditions,
         )
         for rule in FILE_RULES:
             for finding in rule(head_ctx):
@@ -482,8 +486,8 @@ def _context(
     ruff: list,
     kc: KeyChange | None,
     exceptions: Callable[[], ExceptionIndex],
-    changed_sources: Callable[[str], tuple[tuple[str, str], ...]],
     changed_trees: Callable[[str], tuple[tuple[str, ast.Module], ...]],
+    moved_conditions: Callable[[], frozenset[str]],
 ) -> FileContext:
     if kc is None:
         closure, factors, gained, known = {}, [], [], []
@@ -507,6 +511,6 @@ def _context(
         factors_gained=gained,
         factors_known=known,
         exceptions=exceptions,
-        changed_sources=changed_sources,
         changed_trees=changed_trees,
+        moved_conditions=moved_conditions,
     )

@@ -111,7 +111,7 @@ def call_names(nodes: list[ast.stmt] | list[ast.AST]) -> frozenset[str]:
     run there)."""
     out: set[str] = set()
     for node in nodes:
-        for sub in ast.walk(node):
+        for sub in pysource.walk(node):
             if not isinstance(sub, ast.Call):
                 continue
             for expr in (sub.func, *sub.args, *(k.value for k in sub.keywords)):
@@ -160,7 +160,9 @@ class ExceptionIndex:
         """Every function and method definition of the scanned sources (found on first use)."""
         found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         for tree in self._trees:
-            found.extend(node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+            found.extend(
+                node for node in _statements(tree.body) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            )
         return tuple(found)
 
     @functools.cached_property
@@ -334,30 +336,33 @@ def index_exceptions(root: Path) -> ExceptionIndex:
     return index_sources(sources)
 
 
-def index_revision(git: GitRepo, rev: str) -> ExceptionIndex:
-    """`index_exceptions` of revision `rev` of `git`, read from the object store (no checkout)."""
+def index_revision(git: GitRepo, rev: str, trees: pysource.Trees | None = None) -> ExceptionIndex:
+    """`index_exceptions` of revision `rev` of `git`, read from the object store (no checkout);
+    `trees`: the review's parsed sources, to reuse (see `index_sources`)."""
     sources: dict[str, str] = {}
     for rel in git.list_files(rev):
         if rel.endswith(".py") and not _skipped(rel):
             text = git.read(rev, rel)
             if text is not None:
                 sources[rel] = text
-    return index_sources(sources)
+    return index_sources(sources, trees)
 
 
-def index_sources(sources: Mapping[str, str]) -> ExceptionIndex:
-    """The index of `sources` (POSIX path relative to the repository root -> file text)."""
+def index_sources(sources: Mapping[str, str], trees: pysource.Trees | None = None) -> ExceptionIndex:
+    """The index of `sources` (POSIX path relative to the repository root -> file text). `trees`:
+    the review's parsed sources (read-only, shared with the rest of the review); a fresh one by default."""
     candidates: list[tuple[ExceptionClass, tuple[str | None, ...]]] = []
     handlers: dict[str, list[CatchSite]] = {}
     raised: dict[str, set[str]] = {}
-    trees: list[ast.Module] = []
+    parsed: list[ast.Module] = []
+    trees = trees if trees is not None else pysource.Trees()
     for rel_text in sorted(sources):
         rel = Path(rel_text)
-        tree = pysource.parse(sources[rel_text], filename=rel_text)
+        tree = trees.parse(sources[rel_text], filename=rel_text)
         if tree is None:
             logger.debug("exception index: %s does not parse; skipped", rel_text)
             continue
-        trees.append(tree)
+        parsed.append(tree)
         module = _module_name(rel)
         for node in _statements(tree.body):
             if isinstance(node, (ast.Try, ast.TryStar)):
@@ -429,6 +434,6 @@ def index_sources(sources: Mapping[str, str]) -> ExceptionIndex:
         _repo_ancestors={name: repo_memo[name] & kept for name in kept},
         _handlers={name: tuple(sorted(sites, key=lambda c: (c.path, c.line))) for name, sites in handlers.items()},
         _raised_in={name: frozenset(modules) for name, modules in raised.items()},
-        _trees=tuple(trees),
+        _trees=tuple(parsed),
         torch_imported=any(_TORCH_IMPORT.search(text) for text in sources.values()),
     )

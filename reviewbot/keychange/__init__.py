@@ -48,6 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from reviewbot import pysource
 from reviewbot.gitrepo import GitRepo
 from reviewbot.keychange.closure import (
     ClosureItem,
@@ -331,6 +332,7 @@ def detect_key_change(
     progress: ProgressFn = _no_progress,
     require_roots: bool = False,
     hashed_sources: bool = False,
+    trees: pysource.Trees | None = None,
 ) -> KeyChange:
     """Compare the cache key between `base_ref` and `head_ref` (compare exactly these two revisions;
     the caller picks the merge base for a pull request).
@@ -341,7 +343,8 @@ def detect_key_change(
     revision, before anything runs (one only the base's configuration names is logged).
     `hashed_sources`: also find the changed files the key hashes by their bytes (step 3 of the
     module docstring; the probe at base runs for it unless `probe` is False, which reads a cached
-    listing only).
+    listing only). `trees`: the review's parsed sources (read-only, see `pysource.Trees`), so a
+    module the same at both revisions is parsed once; default: one for this call.
     """
     git = repo if isinstance(repo, GitRepo) else GitRepo(repo)
     base, head = git.rev_parse(base_ref), git.rev_parse(head_ref)
@@ -349,8 +352,11 @@ def detect_key_change(
     roots = tuple(config.key_roots)
     base_roots = tuple(base_config.key_roots) or roots
     every_root = tuple(dict.fromkeys([*roots, *base_roots]))
-    at_base = set(resolvable_roots(git, base, every_root))
-    at_head = set(resolvable_roots(git, head, every_root))
+    trees = trees if trees is not None else pysource.Trees()
+    base_index = ModuleIndex(git, base, trees)
+    head_index = base_index.at(head)
+    at_base = set(resolvable_roots(git, base, every_root, base_index))
+    at_head = set(resolvable_roots(git, head, every_root, head_index))
     missing = [root for root in roots if root not in at_base and root not in at_head]
     stale_base = [root for root in base_roots if root not in roots and root not in at_base and root not in at_head]
     if stale_base:  # the merge base's own file is wrong: not this change's to fix
@@ -360,12 +366,11 @@ def detect_key_change(
             f"cache_key.roots: {', '.join(repr(r) for r in missing)} names nothing at base {base[:12]} "
             f"or head {head[:12]} (expected pkg.module.function, pkg.module.Class or pkg.module.Class.method)"
         )
-    base_items = compute_closure(git, base, base_roots)
-    head_items = compute_closure(git, head, roots)
+    base_items = compute_closure(git, base, base_roots, base_index)
+    head_items = compute_closure(git, head, roots, head_index)
     changes = diff_closures(base_items, head_items)
     progress(f"cache key: static closure {len(head_items)} items at head, {len(changes)} changed")
 
-    head_index = ModuleIndex(git, head)
     new_fields: list[NewField] = []
     class_roots = {name for name, item in head_items.items() if item.kind == "class" and name in roots}
     for name in sorted(class_roots):
@@ -392,7 +397,7 @@ def detect_key_change(
                 )
             )
 
-    sites = factor_sites(git, head, roots)
+    sites = factor_sites(git, head, roots, head_index)
     result = KeyChange(
         base=base,
         head=head,
@@ -400,7 +405,7 @@ def detect_key_change(
         roots_found=bool(head_items or base_items),
         closure_changes=changes,
         new_fields=new_fields,
-        factors_base=factor_names(git, base, base_roots),
+        factors_base=factor_names(git, base, base_roots, base_index),
         factors_head=list(sites),
         probe_status="not-configured" if config.probe is None else "not-run",
         base_items=base_items,

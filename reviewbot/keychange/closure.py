@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
+from collections.abc import Iterator
 
 from reviewbot import pysource
 from reviewbot.gitrepo import GitRepo
@@ -44,22 +45,28 @@ class ModuleInfo:
     imports: dict[str, tuple[str, str | None]]  # local name -> (module, attribute or None)
 
 
+_Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module
+
+
+def _scopes(node: ast.AST) -> Iterator[_Scope]:
+    """`node` and every def and class nested in it, at any depth (`pysource.statements`)."""
+    for sub in (node, *pysource.statements(node)):
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+            yield sub
+
+
 def digest(node: ast.AST) -> str:
     """A digest of `node`'s AST without docstrings in it or any nested def/class. The docstrings
     are taken out of the tree for the dump and put back (no copy of the tree: a copy of every
-    definition of a large module cost seconds), so `node` must not be read by another thread meanwhile."""
-    taken: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module, list[ast.stmt]]] = []
-    for sub in ast.walk(node):
-        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
-            body = sub.body
-            first = body[0] if body else None
-            if (
-                isinstance(first, ast.Expr)
-                and isinstance(first.value, ast.Constant)
-                and isinstance(first.value.value, str)
-            ):
-                taken.append((sub, body))
-                sub.body = body[1:] or [ast.Pass()]
+    definition of a large module cost seconds), so `node` must not be read by another thread
+    meanwhile; the tree is as before when this returns (see `pysource.Trees`)."""
+    taken: list[tuple[_Scope, list[ast.stmt]]] = []
+    for sub in _scopes(node):
+        body = sub.body
+        first = body[0] if body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            taken.append((sub, body))
+            sub.body = body[1:] or [ast.Pass()]
     try:
         text = ast.dump(node, include_attributes=False)
     finally:
@@ -101,18 +108,39 @@ def _module_level(body: list[ast.stmt]) -> list[ast.stmt]:
 class ModuleIndex:
     """Modules of one revision, parsed on demand."""
 
-    def __init__(self, git: GitRepo, rev: str) -> None:
+    def __init__(self, git: GitRepo, rev: str, trees: pysource.Trees | None = None) -> None:
+        """`trees`: the review's parsed sources (read-only, shared: see `pysource.Trees`), so a
+        module whose blob is the same at both revisions is parsed once; a fresh one by default."""
         self.git = git
         self.rev = rev
+        self.trees = trees if trees is not None else pysource.Trees()
         self.files = set(git.list_files(rev))
         self._modules: dict[str, ModuleInfo | None] = {}
-        self._digests: dict[int, str] = {}  # id of a node of a parsed module (kept alive here) -> digest
+        # id of a node of a parsed module (kept alive by `trees`) -> its digest, its references;
+        # shared with the indexes `at` makes, where an unchanged module is the same tree
+        self._digests: dict[int, str] = {}
+        self._references: dict[int, list[list[str]]] = {}
+
+    def at(self, rev: str) -> ModuleIndex:
+        """The index of revision `rev` of the same repository, sharing this one's `trees` and its
+        per-definition results: a module whose blob is the same at both revisions is parsed,
+        digested and read for references once."""
+        other = ModuleIndex(self.git, rev, self.trees)
+        other._digests, other._references = self._digests, self._references
+        return other
 
     def digest(self, node: ast.stmt) -> str:
         """`digest(node)` of a definition of one of the parsed modules, computed once."""
         if id(node) not in self._digests:
             self._digests[id(node)] = digest(node)
         return self._digests[id(node)]
+
+    def references(self, node: ast.stmt) -> list[list[str]]:
+        """`_referenced_names(node)` of a definition of one of the parsed modules, computed once
+        (the caller must not change the lists)."""
+        if id(node) not in self._references:
+            self._references[id(node)] = _referenced_names(node)
+        return self._references[id(node)]
 
     def module_path(self, module: str) -> str | None:
         base = module.replace(".", "/")
@@ -134,7 +162,7 @@ class ModuleIndex:
         text = self.git.read(self.rev, path)
         if text is None:
             return None
-        tree = pysource.parse(text)
+        tree = self.trees.parse(text, filename=path)
         if tree is None:
             return None
         package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
@@ -179,7 +207,7 @@ class ModuleIndex:
 def _referenced_names(node: ast.AST) -> list[list[str]]:
     """Attribute chains (`a.b.c` -> ['a','b','c']) and bare names read inside `node`."""
     chains: list[list[str]] = []
-    for sub in ast.walk(node):
+    for sub in pysource.walk(node):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
             chains.append([sub.id])
         elif isinstance(sub, ast.Attribute):
@@ -296,7 +324,7 @@ def compute_closure(
         else:
             kind, fields = "constant", ()
         items[qual] = _item(index, qual, kind, mod.path, node, fields)
-        for chain in _referenced_names(node):
+        for chain in index.references(node):
             _follow_chain(index, todo, mod, chain, skip=name)
     return items
 
@@ -328,7 +356,7 @@ def annotation_classes(
     out: list[tuple[ModuleInfo, ast.ClassDef]] = []
     if annotation is None:
         return out
-    for sub in ast.walk(annotation):
+    for sub in pysource.walk(annotation):
         name = sub.id if isinstance(sub, ast.Name) else sub.value if isinstance(sub, ast.Constant) else None
         if not isinstance(name, str) or not name.isidentifier():
             continue
@@ -352,7 +380,7 @@ def attribute_types(
             continue
         assert isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
         params = {a.arg: a.annotation for a in [*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs]}
-        for sub in ast.walk(stmt):
+        for sub in pysource.walk(stmt):
             target = sub.target if isinstance(sub, ast.AnnAssign) else None
             if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
                 target = sub.targets[0]
@@ -374,9 +402,9 @@ def attribute_types(
 
 def _outer_chains(node: ast.AST, names: set[str]) -> list[list[str]]:
     """Whole attribute chains (`self.a.b`, not also `self.a`) whose base is one of `names`."""
-    inner = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Attribute)}
+    inner = {id(sub.value) for sub in pysource.walk(node) if isinstance(sub, ast.Attribute)}
     chains: list[list[str]] = []
-    for sub in ast.walk(node):
+    for sub in pysource.walk(node):
         if isinstance(sub, ast.Attribute) and id(sub) not in inner:
             attrs, base = unwind_attributes(sub)
             if isinstance(base, ast.Name) and base.id in names:
@@ -409,7 +437,7 @@ def _add_member(
     kind = "method" if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else "attribute"
     items[qual] = _item(index, qual, kind, owner_mod.path, node)
     own = {n for n in (_self_name(node), cls_name, owner_cls) if n}
-    for chain in _referenced_names(node):
+    for chain in index.references(node):
         if chain[0] not in own:
             _follow_chain(index, todo, owner_mod, chain, skip="")
     cls = mod.defs.get(cls_name)
@@ -450,11 +478,14 @@ def _follow_import(index: ModuleIndex, imp: tuple[str, str | None], rest: list[s
     return None
 
 
-def factor_sites(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> dict[str, tuple[str, int]]:
+def factor_sites(
+    git: GitRepo, rev: str, roots: tuple[str, ...] | list[str], index: ModuleIndex | None = None
+) -> dict[str, tuple[str, int]]:
     """Factor name -> (path, line) where the first function or method root names it, read statically: string
     keys of dict literals it returns or assigns, `x["name"] = ...` assignments and `dict(name=...)`
-    keywords, in order. Empty when no function root exists."""
-    index = ModuleIndex(git, rev)
+    keywords, in order. Empty when no function root exists. `index`: modules of `rev` already parsed, to reuse."""
+    assert index is None or index.rev == rev
+    index = index or ModuleIndex(git, rev)
     for root in roots:
         found = resolve_root(index, root)
         if found is None:
@@ -469,7 +500,7 @@ def factor_sites(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> 
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         sites: dict[str, tuple[str, int]] = {}
-        for sub in ast.walk(node):
+        for sub in pysource.walk(node):
             keys: list[ast.expr | None] = []
             if isinstance(sub, ast.Dict):
                 keys = list(sub.keys)
@@ -486,9 +517,11 @@ def factor_sites(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> 
     return {}
 
 
-def factor_names(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> list[str]:
+def factor_names(
+    git: GitRepo, rev: str, roots: tuple[str, ...] | list[str], index: ModuleIndex | None = None
+) -> list[str]:
     """The factor names of `factor_sites`, in order."""
-    return list(factor_sites(git, rev, roots))
+    return list(factor_sites(git, rev, roots, index))
 
 
 def unwind_attributes(node: ast.AST) -> tuple[list[str], ast.AST]:
@@ -501,7 +534,11 @@ def unwind_attributes(node: ast.AST) -> tuple[list[str], ast.AST]:
     return attrs, node
 
 
-def resolvable_roots(git: GitRepo, rev: str, roots: tuple[str, ...] | list[str]) -> list[str]:
-    """The roots that name something at `rev` (see `resolve_root`), in order."""
-    index = ModuleIndex(git, rev)
+def resolvable_roots(
+    git: GitRepo, rev: str, roots: tuple[str, ...] | list[str], index: ModuleIndex | None = None
+) -> list[str]:
+    """The roots that name something at `rev` (see `resolve_root`), in order. `index`: modules of
+    `rev` already parsed, to reuse."""
+    assert index is None or index.rev == rev
+    index = index or ModuleIndex(git, rev)
     return [root for root in roots if resolve_root(index, root) is not None]

@@ -69,11 +69,12 @@ class FileContext:
     factors_known: list[str]
     # the head revision's own exception classes (`reviewbot.exception_index`), built on first call
     exceptions: Callable[[], ExceptionIndex]
-    # (path, source) of every changed Python file at "base" (removed files included) or "head", read on
-    # first call: which code the change moved rather than added (`silent_gate`)
-    changed_sources: Callable[[str], tuple[tuple[str, str], ...]] = dataclasses.field(default=lambda _: ())
-    # (path, tree) of those that parse, parsed once per review on first call (`broad_except`'s callers)
+    # (path, tree) of every changed Python file at "base" (removed files included) or "head" that parses,
+    # parsed once per review on first call (`broad_except`'s callers); read-only (`pysource.Trees`)
     changed_trees: Callable[[str], tuple[tuple[str, ast.Module], ...]] = dataclasses.field(default=lambda _: ())
+    # `silent_gate.moved_conditions` of the changed trees: which code the change moved rather than
+    # added, computed once per review on first call
+    moved_conditions: Callable[[], frozenset[str]] = dataclasses.field(default=lambda: frozenset())
 
     def qualname(self, line: int) -> str:
         return self.qualnames.at(line)

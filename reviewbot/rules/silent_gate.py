@@ -98,29 +98,26 @@ def _skips_silently_anywhere(body: list[ast.stmt]) -> bool:
     return last is not None and _is_skip(last, set()) and not contains_logging(body)
 
 
-@functools.lru_cache(maxsize=16)
-def silent_conditions(sources: tuple[tuple[str, str], ...]) -> Counter[str]:
-    """How often each `condition_key` guards an `if` that exits silently in `sources` ((path,
-    source) pairs)."""
+def silent_conditions(trees: tuple[tuple[str, ast.Module], ...]) -> Counter[str]:
+    """How often each `condition_key` guards an `if` that exits silently in `trees` ((path, tree)
+    pairs: the review's parsed files, read only)."""
     keys: Counter[str] = Counter()
-    for _, source in sources:
-        tree = pysource.parse(source)
-        if tree is None:
-            continue
+    for _, tree in trees:
         keys.update(
             condition_key(node.test)
-            for node in ast.walk(tree)
+            for node in pysource.statements(tree)
             if isinstance(node, ast.If) and _skips_silently_anywhere(node.body)
         )
     return keys
 
 
-def moved_conditions(ctx: FileContext) -> frozenset[str]:
-    """At head: conditions that skip silently no more often in the changed files than at base."""
-    if ctx.revision != "head":
-        return frozenset()
-    base = silent_conditions(ctx.changed_sources("base"))
-    head = silent_conditions(ctx.changed_sources("head"))
+def moved_conditions(
+    base_trees: tuple[tuple[str, ast.Module], ...], head_trees: tuple[tuple[str, ast.Module], ...]
+) -> frozenset[str]:
+    """Conditions that skip silently no more often in the changed files at head (`head_trees`)
+    than at base: the engine computes this once per review (`FileContext.moved_conditions`)."""
+    base = silent_conditions(base_trees)
+    head = silent_conditions(head_trees)
     return frozenset(key for key, count in head.items() if base[key] >= count)
 
 
@@ -153,8 +150,8 @@ class _Scanner:
 
     @functools.cached_property
     def moved(self) -> frozenset[str]:
-        """Conditions this change moved rather than added (read only when a gate is found)."""
-        return moved_conditions(self.ctx)
+        """Conditions this change moved rather than added, at head (read only when a gate is found)."""
+        return self.ctx.moved_conditions() if self.ctx.revision == "head" else frozenset()
 
     def scan(self, body: list[ast.stmt], flag_active: bool, params: set[str]) -> None:
         active = flag_active

@@ -1,0 +1,155 @@
+"""What keeps the static review of a large repository cheap: one review parses each distinct source
+text once (`pysource.Trees`, shared by the cache-key closure at both revisions, the exception
+index and the file rules), `pysource.walk` is `ast.walk` in the same order, the closure digest
+still ignores docstrings at any depth and leaves the tree as it was."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from engine_gitrepos import KEYED_CACHE_KEY, keyed_repo, sub
+
+from reviewbot import engine, pysource
+from reviewbot.engine import run_review
+from reviewbot.keychange.closure import digest
+
+# statements that hold others in every kind of statement list: bodies, orelse, handlers, finalbody, match cases
+NESTED = '''
+"""Module docstring."""
+import contextlib
+
+
+class Outer:
+    """Outer."""
+
+    def method(self, value):
+        """Method."""
+        try:
+            def in_try():
+                """In a try body."""
+                return 1
+        except* ValueError:
+            def in_handler():
+                """In an except* handler."""
+        else:
+            pass
+        finally:
+            async def in_finally():
+                """In a finally."""
+                async with contextlib.nullcontext():
+                    return [x async for x in value]
+        match value:
+            case {"k": [first, *rest]} if first:
+                def in_case():
+                    """In a match case."""
+                    return lambda y: (y := y + 1)
+        while value:
+            class InLoop:
+                """In a loop body."""
+        else:
+            return f"{value!r:>{len(value)}}"
+'''
+
+
+def test_trees_parse_each_text_once_and_remember_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: Counter[str] = Counter()
+    real = pysource.parse
+
+    def counting(source: str, filename: str = "<unknown>") -> ast.Module | None:
+        parsed[source] += 1
+        return real(source, filename)
+
+    monkeypatch.setattr(pysource, "parse", counting)
+    trees = pysource.Trees()
+    first = trees.parse("x = 1\n", filename="a.py")
+    assert first is not None and trees.parse("x = 1\n", filename="b.py") is first
+    assert trees.parse("x = (\n") is None and trees.parse("x = (\n") is None
+    assert trees.parse("x = 2\n") is not first
+    assert parsed == Counter({"x = 1\n": 1, "x = (\n": 1, "x = 2\n": 1})
+    assert len(trees) == 3
+
+
+@pytest.mark.parametrize("name", ["nested", "engine", "broad_except"])
+def test_walk_yields_the_nodes_of_ast_walk_in_its_order(name: str) -> None:
+    root = Path(engine.__file__).parent
+    source = {
+        "nested": NESTED,
+        "engine": (root / "engine.py").read_text(),
+        "broad_except": (root / "rules" / "broad_except.py").read_text(),
+    }[name]
+    tree = ast.parse(source)
+    expected = list(ast.walk(tree))
+    got = list(pysource.walk(tree))
+    assert len(got) == len(expected) > 50
+    assert all(a is b for a, b in zip(got, expected, strict=True))
+
+
+def test_digest_ignores_docstrings_in_every_statement_list_and_restores_the_tree() -> None:
+    tree = ast.parse(NESTED)
+    before = ast.dump(tree, include_attributes=True)
+    outer = tree.body[2]
+    assert isinstance(outer, ast.ClassDef)
+    stripped = ast.parse(NESTED)
+    for node in ast.walk(stripped):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                node.body = node.body[1:] or [ast.Pass()]
+    # every docstring (seven nested ones among them) is out of the digest, and nothing else is
+    assert digest(outer) == digest(stripped.body[1])
+    assert digest(outer) != digest(ast.parse(NESTED.replace("return 1", "return 2")).body[2])
+    assert ast.dump(tree, include_attributes=True) == before
+
+
+def test_a_review_parses_each_distinct_source_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = keyed_repo(
+        tmp_path / "r",
+        {
+            "pkg/errors.py": "class CacheMissError(RuntimeError):\n    pass\n",
+            "pkg/loader.py": textwrap.dedent(
+                """
+                def report(error):
+                    raise RuntimeError(str(error))
+
+
+                def load(path):
+                    try:
+                        return open(path).read()
+                    except Exception as error:
+                        report(error)
+                """
+            ),
+        },
+    )
+    repo.branch("feature")
+    repo.commit(
+        {
+            "pkg/cache_key.py": sub(
+                KEYED_CACHE_KEY,
+                '        "input_placements": _h(placements),\n',
+                '        "input_placements": _h(placements),\n        "graph_signature": _h(config.mode),\n',
+            ),
+            "pkg/loader.py": (repo.path / "pkg/loader.py").read_text()
+            + "\n\ndef size(path):\n    return len(load(path))\n",
+        },
+        "key: add a factor; loader: size",
+    )
+    parsed: Counter[str] = Counter()
+    real = pysource.parse
+
+    def counting(source: str, filename: str = "<unknown>") -> ast.Module | None:
+        parsed[source] += 1
+        return real(source, filename)
+
+    monkeypatch.setattr(pysource, "parse", counting)
+    run_review(repo.path, "main", "feature", suites="none")
+    config = (repo.path / "pkg/config.py").read_text()
+    errors = (repo.path / "pkg/errors.py").read_text()
+    # the config module is read by the closure at base and at head and by the exception index; the
+    # errors module by the exception index only (the handler's last call asks whether `report` raises)
+    assert parsed[config] == 1 and parsed[errors] == 1
+    assert max(parsed.values()) == 1, [text.splitlines()[:2] for text, n in parsed.items() if n > 1]
