@@ -42,7 +42,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from pathlib import Path
 
 from reviewbot import pysource
@@ -122,7 +122,25 @@ def _parse(trees: pysource.Trees, source: str | None, path: str) -> ast.Module |
     return None if source is None else trees.parse(source, filename=path)
 
 
-def _keep(finding: Finding, change: FileChange, base_prints: set[str]) -> bool:
+class BasePrints:
+    """The fingerprints of the file rules' findings on one file's base version, computed on the
+    first lookup: only a head finding that touches a changed line without starting on an added one
+    (or a `stale-key-doc` one) is compared with the base, so a file whose head findings need no
+    comparison never has the rules run on its base (the rules have no effects, so the findings
+    are the same). `context`: makes the base's `FileContext`, None when there is no base version."""
+
+    def __init__(self, context: Callable[[], FileContext] | None) -> None:
+        self._context = context
+        self._prints: set[str] | None = None
+
+    def __contains__(self, fingerprint: object) -> bool:
+        if self._prints is None:
+            ctx = self._context() if self._context is not None else None
+            self._prints = set() if ctx is None else {f.fingerprint for rule in FILE_RULES for f in rule(ctx)}
+        return fingerprint in self._prints
+
+
+def _keep(finding: Finding, change: FileChange, base_prints: Container[str]) -> bool:
     """Report a head finding when it touches a changed line and starts on one or is new vs base."""
     if not change.touches(finding.line_start, finding.line_end):
         return False
@@ -381,7 +399,8 @@ def _file_findings(
     say: ProgressFn,
     trees: pysource.Trees,
 ) -> tuple[list[Finding], list[str]]:
-    """Per-file rules on head and base versions of the changed Python files, filtered to the change.
+    """Per-file rules on head and base versions of the changed Python files, filtered to the change
+    (the base version's rules run only when a head finding needs the comparison, `BasePrints`).
     `trees`: the review's parsed sources, shared read-only with the rules and the exception index."""
     versions: dict[str, tuple[FileChange, str | None, str | None]] = {}
     for change in changes:
@@ -437,9 +456,11 @@ def _file_findings(
         if head_tree is None or head_src is None:
             logger.warning("%s does not parse at head; static rules skipped for it", path)
             continue
-        base_prints: set[str] = set()
-        if base_tree is not None and base_src is not None:
-            base_ctx = _context(
+        base_prints = BasePrints(
+            None
+            if base_tree is None or base_src is None
+            else functools.partial(
+                _context,
                 path,
                 "base",
                 base_src,
@@ -451,7 +472,7 @@ def _file_findings(
                 changed_trees,
                 moved_conditions,
             )
-            base_prints = {f.fingerprint for rule in FILE_RULES for f in rule(base_ctx)}
+        )
         head_ctx = _context(
             path,
             "head",

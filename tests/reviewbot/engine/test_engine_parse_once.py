@@ -1,7 +1,8 @@
 """What keeps the static review of a large repository cheap: one review parses each distinct source
 text once (`pysource.Trees`, shared by the cache-key closure at both revisions, the exception
 index and the file rules), `pysource.walk` is `ast.walk` in the same order, the closure digest
-still ignores docstrings at any depth and leaves the tree as it was."""
+still ignores docstrings at any depth and leaves the tree as it was, and the rules run on a file's
+base version only when a head finding needs the comparison."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from engine_gitrepos import KEYED_CACHE_KEY, keyed_repo, sub
+from engine_gitrepos import KEYED_CACHE_KEY, Repo, keyed_repo, sub
 
 from reviewbot import engine, pysource
 from reviewbot.engine import run_review
+from reviewbot.findings import Finding
 from reviewbot.keychange.closure import digest
+from reviewbot.rules import FileContext, FileRule
 
 # statements that hold others in every kind of statement list: bodies, orelse, handlers, finalbody, match cases
 NESTED = '''
@@ -153,3 +156,57 @@ def test_a_review_parses_each_distinct_source_once(tmp_path: Path, monkeypatch: 
     # errors module by the exception index only (the handler's last call asks whether `report` raises)
     assert parsed[config] == 1 and parsed[errors] == 1
     assert max(parsed.values()) == 1, [text.splitlines()[:2] for text, n in parsed.items() if n > 1]
+
+
+def _recording_rules(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the revision of every context the file rules run on."""
+    seen: list[str] = []
+
+    def recording(rule: FileRule) -> FileRule:
+        def run(ctx: FileContext) -> list[Finding]:
+            seen.append(ctx.revision)
+            return rule(ctx)
+
+        return run
+
+    monkeypatch.setattr(engine, "FILE_RULES", tuple(recording(rule) for rule in engine.FILE_RULES))
+    return seen
+
+
+LOADER = """
+def load(path):
+    try:
+        data = open(path).read()
+        return data
+    except Exception:
+        return None
+"""
+
+
+def test_rules_run_on_the_base_only_when_a_head_finding_needs_the_comparison(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = Repo(tmp_path / "r")
+    repo.commit({"pkg/loader.py": LOADER}, "base")
+    repo.branch("new-handler")
+    # the old handler's lines are untouched; the new one starts on an added line
+    added = sub(LOADER, "return data\n", "return data.strip()\n")
+    repo.commit(
+        {
+            "pkg/loader.py": added
+            + "\n\ndef save(path, data):\n    try:\n        open(path, 'w').write(data)\n    except Exception:\n        return False\n    return True\n"
+        }
+    )
+    repo.branch("handler-comment", "main")
+    # the old handler's body changes, its `except` line does not: only the base can tell it is not new
+    repo.commit({"pkg/loader.py": sub(LOADER, "        return None\n", "        return None  # no file\n")})
+    seen = _recording_rules(monkeypatch)
+
+    findings = run_review(repo.path, "main", "new-handler", suites="none").findings
+    assert [(f.rule, f.qualname) for f in findings] == [("broad-except", "save")]
+    assert set(seen) == {"head"}
+
+    seen.clear()
+    findings = run_review(repo.path, "main", "handler-comment", suites="none").findings
+    assert findings == []
+    assert seen.count("base") == len(engine.FILE_RULES) and seen.count("head") == len(engine.FILE_RULES)
