@@ -230,7 +230,6 @@ def run_review(
     """Review `merge-base(base, head)..head` of the git repository at `repo` (see module docstring)."""
     say = progress or _no_progress
     clock = StageClock()
-    trees = pysource.Trees()  # this review's parsed sources, shared read-only by its stages
     with GitRepo(repo) as git:
         with clock.stage("diff"):
             head_sha = git.rev_parse(head)
@@ -265,38 +264,40 @@ def run_review(
             )
 
         key_change: KeyChange | None = None
-        with clock.stage("cache_key"):
-            if config.key_roots:
-                base_config = base_config or _base_config(git, merge_base, config)
-                key_change = detect_key_change(
-                    git,
-                    merge_base,
-                    head_sha,
-                    config,
-                    probe=False if suites == "none" else None,
-                    base_config=base_config,
-                    progress=say,
-                    require_roots=True,
-                    hashed_sources=True,
-                    trees=trees,
-                )
-                if key_change.probe_status == "ok":  # the experiment runs the probe again at both revisions
-                    with clock.stage("key_reproducibility"):
-                        key_change = check_reproducibility(git, key_change, config, base_config, progress=say)
-                say(f"cache key: {key_change.status}")
-
-        with clock.stage("static_rules"):
-            findings, guards = _file_findings(git, merge_base, head_sha, changes, config, key_change, say, trees)
-            if key_change is not None:
-                findings += cache_key_rule.check(key_change, {c.path: c for c in changes}, pr_body)
-                if pr_body:
-                    findings += key_docs.check_pr_body(
-                        pr_body,
-                        config.vocabulary,
-                        key_change.factors_head,
-                        key_change.factors_added,
-                        key_change.factors_base,
+        # the parsed sources of the static stages, shared read-only; the cyclic GC waits meanwhile
+        with pysource.Trees() as trees:
+            with clock.stage("cache_key"):
+                if config.key_roots:
+                    base_config = base_config or _base_config(git, merge_base, config)
+                    key_change = detect_key_change(
+                        git,
+                        merge_base,
+                        head_sha,
+                        config,
+                        probe=False if suites == "none" else None,
+                        base_config=base_config,
+                        progress=say,
+                        require_roots=True,
+                        hashed_sources=True,
+                        trees=trees,
                     )
+                    if key_change.probe_status == "ok":  # the experiment runs the probe again at both revisions
+                        with clock.stage("key_reproducibility"):
+                            key_change = check_reproducibility(git, key_change, config, base_config, progress=say)
+                    say(f"cache key: {key_change.status}")
+
+            with clock.stage("static_rules"):
+                findings, guards = _file_findings(git, merge_base, head_sha, changes, config, key_change, say, trees)
+                if key_change is not None:
+                    findings += cache_key_rule.check(key_change, {c.path: c for c in changes}, pr_body)
+                    if pr_body:
+                        findings += key_docs.check_pr_body(
+                            pr_body,
+                            config.vocabulary,
+                            key_change.factors_head,
+                            key_change.factors_added,
+                            key_change.factors_base,
+                        )
 
         # Failing tests are re-run under coverage in the full modes only, not in `static`.
         executed = FailureCoverage(changes) if suites not in ("none", "static") else None

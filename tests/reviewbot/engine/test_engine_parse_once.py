@@ -1,12 +1,14 @@
 """What keeps the static review of a large repository cheap: one review parses each distinct source
 text once (`pysource.Trees`, shared by the cache-key closure at both revisions, the exception
 index and the file rules), `pysource.walk` is `ast.walk` in the same order, the closure digest
-still ignores docstrings at any depth and leaves the tree as it was, and the rules run on a file's
-base version only when a head finding needs the comparison."""
+still ignores docstrings at any depth and leaves the tree as it was, the rules run on a file's
+base version only when a head finding needs the comparison, and the static stages pause the
+cyclic garbage collector (the trees are acyclic) and restore it."""
 
 from __future__ import annotations
 
 import ast
+import gc
 import textwrap
 from collections import Counter
 from pathlib import Path
@@ -74,6 +76,25 @@ def test_trees_parse_each_text_once_and_remember_a_failure(monkeypatch: pytest.M
     assert trees.parse("x = 2\n") is not first
     assert parsed == Counter({"x = 1\n": 1, "x = (\n": 1, "x = 2\n": 1})
     assert len(trees) == 3
+
+
+def test_open_trees_pause_the_cyclic_gc_and_drop_their_trees_on_exit() -> None:
+    assert gc.isenabled()
+    with pysource.Trees() as trees:
+        assert not gc.isenabled()
+        tree = trees.parse("x = 1\n")
+        assert trees.parse("x = 1\n") is tree and len(trees) == 1
+        with pysource.Trees():
+            pass
+        assert not gc.isenabled()  # an inner block leaves the collector off for the outer one
+    assert gc.isenabled() and len(trees) == 0
+    gc.disable()
+    try:
+        with pysource.Trees():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("name", ["nested", "engine", "broad_except"])
@@ -210,3 +231,26 @@ def test_rules_run_on_the_base_only_when_a_head_finding_needs_the_comparison(
     findings = run_review(repo.path, "main", "handler-comment", suites="none").findings
     assert findings == []
     assert seen.count("base") == len(engine.FILE_RULES) and seen.count("head") == len(engine.FILE_RULES)
+
+
+def test_the_static_stages_pause_the_cyclic_gc_and_restore_its_state(tmp_path: Path) -> None:
+    repo = keyed_repo(tmp_path / "r")
+    repo.branch("feature")
+    repo.commit({"pkg/cache_key.py": sub(KEYED_CACHE_KEY, "_h(placements)", "_h(list(placements))")}, "key")
+    lines: list[tuple[str, bool]] = []
+
+    def progress(line: str) -> None:
+        lines.append((line, gc.isenabled()))
+
+    assert gc.isenabled()
+    run_review(repo.path, "main", "feature", suites="none", progress=progress)
+    assert gc.isenabled()
+    static = [enabled for line, enabled in lines if line.startswith(("cache key:", "static rules:"))]
+    assert static and not any(static), lines
+    assert [enabled for line, enabled in lines if line.startswith(("diff ", "review done"))] == [True, True], lines
+    gc.disable()
+    try:
+        run_review(repo.path, "main", "feature", suites="none")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
