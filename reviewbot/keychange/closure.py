@@ -116,10 +116,11 @@ class ModuleIndex:
         self.trees = trees if trees is not None else pysource.Trees()
         self.files = set(git.list_files(rev))
         self._modules: dict[str, ModuleInfo | None] = {}
-        # id of a node of a parsed module (kept alive by `trees`) -> its digest, its references;
-        # shared with the indexes `at` makes, where an unchanged module is the same tree
-        self._digests: dict[int, str] = {}
-        self._references: dict[int, list[list[str]]] = {}
+        # id of a node of a parsed module -> the node (kept alive here, so its id is not reused) and
+        # its digest, its references; shared with the indexes `at` makes, where an unchanged module
+        # is the same tree
+        self._digests: dict[int, tuple[ast.stmt, str]] = {}
+        self._references: dict[int, tuple[ast.stmt, list[list[str]]]] = {}
 
     def at(self, rev: str) -> ModuleIndex:
         """The index of revision `rev` of the same repository, sharing this one's `trees` and its
@@ -132,15 +133,15 @@ class ModuleIndex:
     def digest(self, node: ast.stmt) -> str:
         """`digest(node)` of a definition of one of the parsed modules, computed once."""
         if id(node) not in self._digests:
-            self._digests[id(node)] = digest(node)
-        return self._digests[id(node)]
+            self._digests[id(node)] = (node, digest(node))
+        return self._digests[id(node)][1]
 
     def references(self, node: ast.stmt) -> list[list[str]]:
         """`_referenced_names(node)` of a definition of one of the parsed modules, computed once
         (the caller must not change the lists)."""
         if id(node) not in self._references:
-            self._references[id(node)] = _referenced_names(node)
-        return self._references[id(node)]
+            self._references[id(node)] = (node, _referenced_names(node))
+        return self._references[id(node)][1]
 
     def module_path(self, module: str) -> str | None:
         base = module.replace(".", "/")
