@@ -9,10 +9,33 @@ from __future__ import annotations
 
 import ast
 import gc
+import threading
 from collections import deque
 from collections.abc import Iterator
 from types import TracebackType
 from typing import Self
+
+_collector = threading.Lock()
+_open_blocks = 0
+_collector_was_on = False
+
+
+def _pause_collector() -> None:
+    global _open_blocks, _collector_was_on
+    with _collector:
+        if _open_blocks == 0:
+            _collector_was_on = gc.isenabled()
+            gc.disable()
+        _open_blocks += 1
+
+
+def _resume_collector() -> None:
+    global _open_blocks
+    with _collector:
+        assert _open_blocks > 0, "a Trees block closed more often than opened"
+        _open_blocks -= 1
+        if _open_blocks == 0 and _collector_was_on:
+            gc.enable()
 
 
 def parse(source: str, filename: str = "<unknown>") -> ast.Module | None:
@@ -41,24 +64,23 @@ class Trees:
     automatic collection meanwhile would traverse them all for nothing (about half of a large
     repository's static review); dropped before the collector resumes, they cost it nothing.
     Cyclic garbage made meanwhile waits for the next collection. The collector is one per
-    process: another thread does not get it during the block, and a nested block leaves it off.
+    process: another thread does not get it during the block. Open blocks are counted process-wide
+    (a worker runs reviews in several threads, whose blocks overlap in any order): the first to open
+    records the collector's state and pauses it, the last to close restores that state.
     """
 
     def __init__(self) -> None:
         self._trees: dict[str, ast.Module | None] = {}
-        self._collector_was_on = False
 
     def __enter__(self) -> Self:
-        self._collector_was_on = gc.isenabled()
-        gc.disable()
+        _pause_collector()
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
     ) -> None:
         self._trees.clear()
-        if self._collector_was_on:
-            gc.enable()
+        _resume_collector()
 
     def parse(self, source: str, filename: str = "<unknown>") -> ast.Module | None:
         """`parse(source, filename)`, once per distinct `source` text."""

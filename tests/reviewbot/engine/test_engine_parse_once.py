@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import gc
 import textwrap
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -95,6 +96,36 @@ def test_open_trees_pause_the_cyclic_gc_and_drop_their_trees_on_exit() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_overlapping_blocks_of_two_threads_restore_the_collector_only_when_both_are_closed() -> None:
+    # two job threads of one worker: A opens, B opens, A closes first, then B
+    assert gc.isenabled()
+    first, second = pysource.Trees(), pysource.Trees()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert not gc.isenabled()  # B's review still holds its trees
+    second.__exit__(None, None, None)
+    assert gc.isenabled()
+
+
+def test_blocks_in_real_threads_leave_the_collector_as_they_found_it() -> None:
+    inside = threading.Barrier(4)
+    done = threading.Barrier(4)
+
+    def review() -> None:
+        with pysource.Trees() as trees:
+            trees.parse("x = 1\n")
+            inside.wait(timeout=30)
+        done.wait(timeout=30)
+
+    threads = [threading.Thread(target=review) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert gc.isenabled()
 
 
 @pytest.mark.parametrize("name", ["nested", "engine", "broad_except"])
