@@ -1888,7 +1888,7 @@ def check(ctx: FileContext) -> list[Finding]:
             elif handler.type is not None and ("BLE001", handler.type.lineno) in ruff_lines:
                 ruff_note = "ruff BLE001"
             if names is None or BROAD & set(names):
-                read = left_unbound(node, handler, unbound.get(id(node), []))
+                read = left_unbound(handler, unbound.get(id(node), []))
                 if read is not None:
                     params = {"label": label, "name": read.name, "line": read.line}
                     findings.append(

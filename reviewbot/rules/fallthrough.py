@@ -53,8 +53,9 @@ def _names(node: ast.AST, ctx: type[ast.expr_context]) -> list[ast.Name]:
 
 
 def _bound(stmt: ast.stmt) -> set[str]:
-    """Names `stmt` binds in its scope (assignments, loop targets, `with ... as`, imports, defs)."""
-    names = {n.id for n in _names(stmt, ast.Store)}
+    """Names `stmt` binds in its scope (assignments, loop targets, `with ... as`, imports, defs;
+    of a `def` or `class` its name, not the names its body binds, which are its own)."""
+    names = {n.id for part in _run_now(stmt) for n in _names(part, ast.Store)}
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):
         names |= {(alias.asname or alias.name).split(".")[0] for alias in stmt.names}
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -71,7 +72,7 @@ def _declared_outside(scope: ast.AST) -> set[str]:
     return names
 
 
-def falls_through(handler: ast.ExceptHandler) -> bool:
+def _falls_through(handler: ast.ExceptHandler) -> bool:
     """No statement directly in the handler's body leaves the block."""
     return not any(isinstance(stmt, _LEAVES) for stmt in handler.body)
 
@@ -155,11 +156,9 @@ def _reads_after(node: ast.Try | ast.TryStar, after: list[ast.stmt], bound: set[
     return reads
 
 
-def left_unbound(
-    node: ast.Try | ast.TryStar, handler: ast.ExceptHandler, reads: list[UnboundRead]
-) -> UnboundRead | None:
+def left_unbound(handler: ast.ExceptHandler, reads: list[UnboundRead]) -> UnboundRead | None:
     """The first of the try's `reads` when `handler` falls through and binds no name at all (a handler
     that sets a flag or a default, `ok = False`, states what the code after the try tests)."""
-    if not falls_through(handler) or _bound_in(handler.body):
+    if not _falls_through(handler) or _bound_in(handler.body):
         return None
     return reads[0] if reads else None

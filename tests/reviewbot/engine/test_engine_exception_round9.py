@@ -36,6 +36,22 @@ def preload(devices, to_device, load):
             load(dev)
 
 
+def preload_then_define(devices, to_device, load):
+    for d in devices:
+        try:
+            dev = to_device(d)
+        except Exception:
+            # ignore unsupported devices like TPUs
+            pass
+
+        def describe():
+            dev = "unknown"
+            return dev
+
+        if dev.is_cuda:
+            load(dev, describe)
+
+
 def preload_skipping(devices, to_device, load):
     for d in devices:
         try:
@@ -143,6 +159,13 @@ def test_a_fall_through_that_leaves_a_name_unbound_is_reported_even_as_a_probe(r
     assert found.message_id == "broad-except.unbound"
     assert found.params["name"] == "dev" and found.params["line"] == 8
     assert "line 8 reads it after the try" in found.message
+
+
+def test_a_name_bound_inside_a_later_def_is_that_function_s_own(review: list[Finding]) -> None:
+    # `describe`'s local `dev` binds nothing in the loop: line 24 still reads the loop's `dev`
+    found = findings_by_rule(review, "pkg/devices.py", "preload_then_define")["broad-except"]
+    assert found.message_id == "broad-except.unbound"
+    assert found.params["name"] == "dev" and found.params["line"] == 24
 
 
 def test_near_misses_leave_the_turn_or_bind_a_default_or_a_flag(review: list[Finding]) -> None:
