@@ -10,8 +10,8 @@ inside the body of a flag check, or `or`-ed with the flag in the same test. Retu
 value is the work itself, not a skip; raising is loud. A condition that calls a function of the same
 module which logs counts as logged (the helper says why it skips). Severity P2-MAINTAIN.
 
-Only new conditions count: at head, a gate whose condition (compared as code, `self.` dropped)
-skipped silently as often in the base versions of the changed files (the same file, or a file the
+Only new conditions count: at head, a gate whose condition (compared as code, `self.` dropped,
+the operands of `and`/`or` in any order) skipped silently as often in the base versions of the changed files (the same file, or a file the
 code moved from) as it does in their head versions was moved, not added, and is not reported.
 """
 
@@ -86,8 +86,18 @@ def _calls_logging_helper(test: ast.AST, helpers: set[str]) -> bool:
 
 
 def condition_key(test: ast.expr) -> str:
-    """The condition as code, with `self.` dropped (a method moved to a function reads the same)."""
-    return " ".join(ast.unparse(test).replace("self.", "").split())
+    """The condition as code, with `self.` dropped (a method moved to a function reads the same)
+    and the operands of each `and`/`or` in sorted order (a move that reorders them is still a move)."""
+    return " ".join(_ordered_code(test).replace("self.", "").split())
+
+
+def _ordered_code(node: ast.expr) -> str:
+    if isinstance(node, ast.BoolOp):
+        joiner = " and " if isinstance(node.op, ast.And) else " or "
+        return "(" + joiner.join(sorted(_ordered_code(value) for value in node.values)) + ")"
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return "not " + _ordered_code(node.operand)
+    return ast.unparse(node)
 
 
 def _skips_silently_anywhere(body: list[ast.stmt]) -> bool:

@@ -171,6 +171,27 @@ def computed_result(items, settings):
         {"pkg/passes.py": sub(BASE, "    return split(nodes)", "    result = split(nodes)\n    return result")},
         "touch old_gate body",
     )
+    or_gate = sub(BASE, "    if not config.fsdp.overlap:\n", "    if not config.fsdp.overlap or graph is None:\n")
+    overlap = or_gate[or_gate.index("def overlap_pass") : or_gate.index("def old_gate")]
+    moved = overlap.replace("not config.fsdp.overlap or graph is None", "graph is None or not config.fsdp.overlap")
+    repo.branch("reordered", "or-gate")
+    repo.commit(
+        {
+            "pkg/passes.py": or_gate.replace(overlap, ""),
+            "pkg/overlap.py": "from pkg.passes import reorder\n\n\n" + moved.rstrip() + "\n",
+        },
+        "move overlap_pass to its own module, the operands of its gate swapped",
+    )
+    repo.branch("reordered-widened", "or-gate")
+    repo.commit(
+        {
+            "pkg/passes.py": or_gate.replace(overlap, ""),
+            "pkg/overlap.py": "from pkg.passes import reorder\n\n\n"
+            + moved.replace("not config.fsdp.overlap", "not config.fsdp.overlap or len(graph) < 3").rstrip()
+            + "\n",
+        },
+        "move overlap_pass, its gate swapped and widened",
+    )
     repo.checkout("main")
     return repo
 
@@ -218,6 +239,16 @@ def test_gate_moved_to_another_file_or_function_is_not_new(repo: Repo) -> None:
     # the fingerprint changes with the path or the function; the condition skipped silently at base
     assert run_review(repo.path, "main", "moved-file", suites="none").findings == []
     assert run_review(repo.path, "main", "moved-function", suites="none").findings == []
+
+
+def test_gate_moved_with_its_or_operands_swapped_is_not_new(repo: Repo) -> None:
+    # found on SandAI-org/MagiCompiler 8403142: `if A or B` in _api.py became `if B or A` in api.py
+    assert run_review(repo.path, "or-gate", "reordered", suites="none").findings == []
+    review = run_review(repo.path, "or-gate", "reordered-widened", suites="none")
+    assert [(f.rule, f.path, f.qualname) for f in review.findings] == [
+        ("silent-gate", "pkg/overlap.py", "overlap_pass")
+    ]
+    assert "len(graph) < 3" in review.findings[0].message
 
 
 def test_gate_copied_next_to_its_original_is_new(repo: Repo) -> None:
