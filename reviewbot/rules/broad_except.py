@@ -1202,9 +1202,10 @@ def _own_module(ctx: FileContext, stmt: ast.Import | ast.ImportFrom) -> bool:
 
 def _optional_dependency(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
     """A try of only imports of modules outside the repository (`from PIL import Image`), followed at
-    most by constant assignments of a success flag (`WITH_NUMBA = True`), that the
-    file imports nowhere else outside a try, whose handler records the absence in a constant
-    (`_HAS_PIL = False`; otherwise only `pass` and logging): an optional third-party dependency;
+    most by constant assignments of a success flag (`WITH_NUMBA = True`), that the file imports
+    nowhere else outside a try or the body of an `if` that tests the flag, whose handler records the
+    absence in a constant (`_HAS_PIL = False`; otherwise only `pass` and logging): an optional
+    third-party dependency;
     "not installed" (or installed broken) means the feature it serves is unavailable, the flag says
     so to the code that needs it, and no code of the repository runs in the try. Stay reported: an
     import of the repository's own module (`from . import _C`: a broken build is a bug the fallback
@@ -1227,6 +1228,7 @@ def _optional_dependency(ctx: FileContext, node: ast.Try | ast.TryStar, handler:
         for alias in stmt.names
     }
     guarded = {id(sub) for t in ast.walk(ctx.tree) if isinstance(t, (ast.Try, ast.TryStar)) for sub in t.body}
+    guarded.update(_under_flag(ctx.tree, handler))
     for sub in ast.walk(ctx.tree):
         if id(sub) in guarded:
             continue
@@ -1235,6 +1237,25 @@ def _optional_dependency(ctx: FileContext, node: ast.Try | ast.TryStar, handler:
         if isinstance(sub, ast.Import) and any(alias.name.split(".")[0] in tops for alias in sub.names):
             return False
     return True
+
+
+def _under_flag(tree: ast.Module, handler: ast.ExceptHandler) -> set[int]:
+    """Ids of the nodes in the body of every `if` whose test reads a name the handler assigns (the
+    availability flag): code that runs only when the optional import succeeded."""
+    flags = {
+        target.id
+        for stmt in handler.body
+        if isinstance(stmt, ast.Assign)
+        for target in stmt.targets
+        if isinstance(target, ast.Name)
+    }
+    return {
+        id(sub)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and any(isinstance(n, ast.Name) and n.id in flags for n in ast.walk(node.test))
+        for stmt in node.body
+        for sub in ast.walk(stmt)
+    }
 
 
 _NOT_INSTALLED = frozenset(["ImportError", "ModuleNotFoundError"])
