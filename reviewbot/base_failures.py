@@ -1,13 +1,14 @@
 """Which failing tests already failed before the change.
 
-After the suites ran at head, the tests that failed or errored there and that exist at the merge
-base (their file, and a def or class of their name in it) run again at the merge base by node id
-(`python -m pytest` with the base's own test files, in a worktree and box like a suite's), with
-the longest time limit of the suites they came from. A test that fails or errors there too was
-failing before the change: its failure at head is no evidence against the change, and the review
-says so instead of blocking (`reviewbot.rules.suite_results`). A test the change adds, or one
-whose file or def the base lacks, is not re-run: its failure stays the change's. At most
-`MAX_TESTS` are re-run; the rest keep their blocking finding.
+After the suites and the test plan ran at head, the tests that failed or errored there and that
+exist at the merge base (their file, and a def or class of their name in it) run again at the
+merge base by node id (`python -m pytest` with the base's own test files, in a worktree and box
+like a suite's), with the longest time limit of the suites they came from (the test plan's for a
+test only the plan ran). A test that fails or errors there too (`FAILING`) was failing before the
+change: its failure at head is no evidence against the change, so it is no finding of it; the
+review lists it in its suite summary instead (`reviewbot.rules.suite_results`). A test the change
+adds, or one whose file or def the base lacks, is not re-run: its failure stays the change's. At
+most `MAX_TESTS` are re-run; the rest keep their blocking finding.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import RepoConfig, SuiteConfig
 from reviewbot.results.schema import SuiteResult
 from reviewbot.suites import run_suites
-from reviewbot.testplan import locate_test
+from reviewbot.testplan import PLAN_TIMEOUT_S, locate_test
 
 MAX_TESTS = 200
 FAILING = ("failed", "error")
@@ -32,22 +33,28 @@ def outcomes_at_base(
     results: Sequence[SuiteResult],
     config: RepoConfig,
     *,
+    planned: Sequence[str] = (),
     log_dir: Path | None = None,
     progress: Callable[[str], None],
 ) -> dict[str, str]:
     """Node id -> outcome at the merge base (`passed`, `failed`, `error`, `skipped`) of each test
-    that failed at head and exists at the base; a test that did not run there is left out."""
+    that failed at head, in a suite of `results` or as the node id of a test-plan test in `planned`,
+    and exists at the base; a test that did not run there is left out."""
     ids: list[str] = []
     limit = 0.0
-    for result in results:
-        for case in result.failures:
-            path, _, name = case.id.partition("::")
-            if case.id in ids or not path.endswith(".py") or not name:
-                continue
-            if locate_test(git, merge_base, path, name.split("::")[-1]) is None:
-                continue
-            ids.append(case.id)
-            limit = max(limit, config.suite(result.name).timeout_s if result.name in config.suites else 600.0)
+    failing = [
+        (case.id, config.suite(result.name).timeout_s if result.name in config.suites else PLAN_TIMEOUT_S)
+        for result in results
+        for case in result.failures
+    ]
+    for test_id, timeout_s in failing + [(test_id, PLAN_TIMEOUT_S) for test_id in planned]:
+        path, _, name = test_id.partition("::")
+        if test_id in ids or not path.endswith(".py") or not name:
+            continue
+        if locate_test(git, merge_base, path, name.split("::")[-1]) is None:
+            continue
+        ids.append(test_id)
+        limit = max(limit, timeout_s)
     if not ids:
         return {}
     ids = ids[:MAX_TESTS]

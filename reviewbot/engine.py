@@ -30,8 +30,9 @@ Public API (used by `reviewbot review`, the service and the release notes):
 message/why/fix and fingerprint), the change summary, the `KeyChange` (`review.invalidates_cache`
 is True when the probe confirmed a key change or the change edits files the key hashes by their
 bytes, as the probe at base lists them: label the PR `cache: invalidates`), suite results,
-the test-plan table and the generated-code signals. `review.to_json()` is the data;
-`reviewbot.render.render_markdown(review, language)` (or `review.to_markdown()`) the text.
+the failing tests that fail at the merge base too (`review.failing_at_base`: no findings, they do
+not block), the test-plan table and the generated-code signals. `review.to_json()` is the data;
+`reviewbot.render.render_markdown(review, language)` the text.
 """
 
 from __future__ import annotations
@@ -325,16 +326,24 @@ def run_review(
                 unmeasured=Executed(not_measured=f"suites mode `{suites}` does not re-run failing tests under coverage")
             )
         at_base: dict[str, str] = {}
-        if any(result.failures for result in results):
+        if any(result.failures for result in results) or planned:
             with clock.stage("failing_at_base"):
                 at_base = outcomes_at_base(
                     git,
                     merge_base,
                     results,
                     config,
+                    planned=sorted(planned),
                     log_dir=log_dir / "base" if log_dir is not None else None,
                     progress=say,
                 )
+        test_plan = [
+            dataclasses.replace(row, base_outcome=at_base[row.test_id])
+            if row.status == FAILS_AT_HEAD and row.test_id in at_base
+            else row
+            for row in test_plan
+        ]
+        failing_at_base = suite_results.failing_at_base(results, at_base)
         failing = suite_results.from_suites(results, config, anchor, planned, ran, at_base)
         findings += suite_results.from_test_plan(test_plan, anchor, {f.qualname for f in failing}, ran) + failing
         if suites != "none" and injection_candidates(findings):  # the experiment runs the revision's code
@@ -368,6 +377,7 @@ def run_review(
         timings=timings,
         notes=_checks_off(config, config_file, head_has_file) + _root_notes(key_change),
         suites_configured=list(config.suites),
+        failing_at_base=failing_at_base,
     )
 
 

@@ -1,6 +1,7 @@
 """The result of one review: what changed (`ChangeSummary`), the findings, the cache-key change,
-suite and test-plan results, the signals of unreviewed generated code, and the `Verdict` derived
-from them. The engine builds a `Review`; the renderer, the CLI and the service read it.
+suite and test-plan results, the failing tests that fail at the merge base too (`FailingAtBase`:
+not findings, listed in the suite summary), the signals of unreviewed generated code, and the
+`Verdict` derived from them. The engine builds a `Review`; the renderer, the CLI and the service read it.
 """
 
 from __future__ import annotations
@@ -69,10 +70,45 @@ class Note:
 
 
 @dataclasses.dataclass(frozen=True)
+class FailingAtBase:
+    """The failing tests of one suite that fail at the merge base too (`reviewbot.base_failures`):
+    failures the change did not cause. They are no findings of the change and do not block; the
+    review lists them under its suite results (the first `SHOWN` ids, then how many more), and the
+    suite keeps its failed status. `tests`: node ids, in the suite's order, never empty."""
+
+    SHOWN = 10
+
+    suite: str
+    tests: tuple[str, ...]
+
+    def text(self, language: str = "en") -> str:
+        params = {
+            "suite": self.suite,
+            "count": len(self.tests),
+            "tests": self.tests[: self.SHOWN],
+            "more": max(0, len(self.tests) - self.SHOWN),
+        }
+        return messages.render("suite-summary.fails-at-base", params, language).message
+
+    def to_json(self) -> dict[str, Any]:
+        return {"suite": self.suite, "count": len(self.tests), "tests": list(self.tests)}
+
+
+@dataclasses.dataclass(frozen=True)
 class Verdict:
+    """`failing_at_base`: how many failing tests (distinct node ids) fail at the merge base too; they
+    never make the verdict blocking."""
+
     blocking: bool
     counts: dict[str, int]
     suites_not_run: int
+    failing_at_base: int = 0
+
+    def failing_at_base_text(self, language: str = "en") -> str:
+        """The line under the verdict that says how many failures predate the change ("" for none)."""
+        if not self.failing_at_base:
+            return ""
+        return messages.render("suite-summary.total-at-base", {"count": self.failing_at_base}, language).message
 
 
 @dataclasses.dataclass
@@ -89,6 +125,8 @@ class Review:
     notes: list[Note] = dataclasses.field(default_factory=list)
     # the suites the configuration names (run or not): says why none ran when none did
     suites_configured: list[str] = dataclasses.field(default_factory=list)
+    # per suite, its failing tests that fail at the merge base too (suites without any left out)
+    failing_at_base: list[FailingAtBase] = dataclasses.field(default_factory=list)
 
     @property
     def verdict(self) -> Verdict:
@@ -97,6 +135,7 @@ class Review:
             blocking=counts[Severity.P0.value] > 0,
             counts={sev.value: counts[sev.value] for sev in Severity},
             suites_not_run=sum(1 for r in self.suite_results if not r.ran),
+            failing_at_base=len({test for f in self.failing_at_base for test in f.tests}),
         )
 
     @property
@@ -114,6 +153,7 @@ class Review:
                 "blocking": verdict.blocking,
                 "counts": verdict.counts,
                 "suites_not_run": verdict.suites_not_run,
+                "failing_at_base": verdict.failing_at_base,
             },
             "summary": {
                 **{k: v for k, v in dataclasses.asdict(self.summary).items() if k != "files"},
@@ -125,6 +165,7 @@ class Review:
             "key_change": self.key_change.to_json() if self.key_change else None,
             "invalidates_cache": self.invalidates_cache,
             "suite_results": [r.to_json() for r in self.suite_results],
+            "failing_at_base": [f.to_json() for f in self.failing_at_base],
             "test_plan": [r.to_json() for r in self.test_plan],
             "signals": [dataclasses.asdict(s) for s in self.signals],
             "language": self.language,

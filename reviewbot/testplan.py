@@ -5,7 +5,8 @@ The plan is the bullets under a heading containing "Test plan" (markdown `#` hea
 `path::name` items keep their path. For each named test:
 
 - `not-found` (P4): no `def <name>` in a test file at head;
-- `fails-at-head` (P0): it fails or errors at head;
+- `fails-at-head` (P0): it fails or errors at head (P4 when it fails at the merge base too, where
+  the engine re-runs it, `reviewbot.base_failures`: the plan names a test that was failing before);
 - `fails-then-passes`: the PR adds or changes it, it passes at head and fails with the base
   revision's code and the head's test files (proof it catches the change);
 - `passes-on-both` (P4): the PR adds or changes it and it also passes against the base code, so it
@@ -41,6 +42,7 @@ FAILS_AT_HEAD = "fails-at-head"
 NOT_FOUND = "not-found"
 PASSES = "passes"
 NOT_RUN = "not-run"
+PLAN_TIMEOUT_S = 600.0  # the default time limit of one test-plan run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,7 +156,7 @@ def verify_test_plan(
     changes: list[FileChange],
     *,
     log_dir: Path | None = None,
-    timeout_s: float = 600.0,
+    timeout_s: float = PLAN_TIMEOUT_S,
     progress: ProgressFn,
     after_head: AfterSuite | None = None,
 ) -> list[TestPlanRow]:

@@ -3,8 +3,9 @@
 `render_markdown(review, language)` with language `en` or `zh`. The review opens with the verdict
 (blocking or not, counts per severity), then four sections: 1. summary of the change, 2. code
 quality and correctness (findings grouped P0..P4, each anchored to file:line), 3. goal
-completeness (test-plan table, suite results, timing table), 4. signals of unreviewed generated
-code. Identifiers, paths and severity labels stay in English in both languages; with no findings
+completeness (test-plan table, suite results with each suite's failing tests that fail at the
+merge base too, timing table), 4. signals of unreviewed generated code. Under the verdict: how
+many suites could not run and how many failing tests fail at the merge base too (no findings). Identifiers, paths and severity labels stay in English in both languages; with no findings
 the text says what was checked instead of a bare approval. `reviewbot.render.terminal` makes the
 markdown plain for a terminal.
 """

@@ -7,10 +7,13 @@ changed lines it executes (`reviewbot.failure_coverage`; "not measured" with the
 failing tests were not re-run under coverage). A test that
 fails in a suite and is also named in the PR's test plan is reported once, as the suite failure,
 which says that the plan names it. A test that also fails at the merge base (with the base's own
-test files, `reviewbot.base_failures`) was failing before the change: it is a P4 note saying so,
-not a blocker. A suite that could not run produces no finding: the review
-lists it plainly as not run, and it never counts as passed.
-Test-plan rows: `fails-at-head` is P0; `passes-on-both` and `not-found` are P4.
+test files, `reviewbot.base_failures`) was failing before the change: it is no finding of the
+change; `failing_at_base` lists it per suite for the review's suite summary, and its suite keeps
+its failed status. A suite that could not run produces no finding either: the review lists it
+plainly as not run, and it never counts as passed.
+Test-plan rows: `fails-at-head` is P0, or P4 `test-plan.fails-on-both` when the test fails at the
+merge base too (the plan names a test that was failing before: no verification of the change);
+`passes-on-both` and `not-found` are P4.
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 
+from reviewbot.base_failures import FAILING
 from reviewbot.diff import FileChange
 from reviewbot.failure_coverage import NOTHING_MEASURED, Measured
 from reviewbot.findings import Evidence, EvidenceKind, Finding, Severity
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import RepoConfig
 from reviewbot.results.schema import SuiteResult
+from reviewbot.review import FailingAtBase
 from reviewbot.testplan import FAILS_AT_HEAD, NOT_FOUND, PASSES_ON_BOTH, TestPlanRow, locate_test
 
 
@@ -56,37 +61,28 @@ def from_suites(
     """One P0 per failing test id (a test failing in several suites is reported for the first).
     `planned`: node ids of failing tests the PR's test plan names. `executed`: the changed lines
     each failing test executes (or why that is not known). `at_base`: outcomes at the merge base
-    of failing tests re-run there; one that failed or errored there too is P4, pre-existing."""
+    of failing tests re-run there; one that failed or errored there too gives no finding (see
+    `failing_at_base`)."""
     at_base = at_base or {}
     findings: list[Finding] = []
     seen: set[str] = set()
     for result in results:
         means = config.suites[result.name].failure_means if result.name in config.suites else ""
         for case in result.failures:
-            if case.id in seen:
+            if case.id in seen or at_base.get(case.id) in FAILING:
                 continue
             seen.add(case.id)
             line, in_diff = anchor.anchor(case.path, case.name, case.line)
-            base_outcome = at_base.get(case.id, "")
-            before = base_outcome in ("failed", "error")
-            evidence = Evidence(
-                EvidenceKind.TEST,
-                "evidence.failing-test",
-                {"test": case.id, "outcome": case.status, "suite": result.name},
-            )
-            if before:
-                evidence = Evidence(
-                    EvidenceKind.TEST, "evidence.fails-at-base", {"test": case.id, "base": base_outcome}
-                )
+            params = {"test": case.id, "outcome": case.status, "suite": result.name}
             findings.append(
                 Finding(
                     rule="suite-failure",
-                    severity=Severity.P4 if before else Severity.P0,
+                    severity=Severity.P0,
                     path=case.path or result.name,
                     line_start=line,
                     line_end=line,
-                    message_id="suite-failure.pre-existing" if before else "suite-failure.test-failed",
-                    params={"test": case.id, "outcome": case.status, "suite": result.name},
+                    message_id="suite-failure.test-failed",
+                    params=params,
                     extra={
                         "means": means,
                         "failure": case.summary,
@@ -98,10 +94,22 @@ def from_suites(
                     qualname=case.id,
                     in_diff=in_diff,
                     details=case.message or "",
-                    evidence=evidence,
+                    evidence=Evidence(EvidenceKind.TEST, "evidence.failing-test", dict(params)),
                 )
             )
     return findings
+
+
+def failing_at_base(results: list[SuiteResult], at_base: Mapping[str, str]) -> list[FailingAtBase]:
+    """Per suite of `results` (in their order), its failing tests whose outcome in `at_base` (the
+    merge base's, `reviewbot.base_failures`) is failed or errored too; suites with none are left out.
+    A test failing in several suites is listed under each."""
+    listed: list[FailingAtBase] = []
+    for result in results:
+        tests = tuple(dict.fromkeys(case.id for case in result.failures if at_base.get(case.id) in FAILING))
+        if tests:
+            listed.append(FailingAtBase(result.name, tests))
+    return listed
 
 
 _PLAN_MESSAGES = {
@@ -112,7 +120,10 @@ _PLAN_MESSAGES = {
 
 
 def _plan_evidence(row: TestPlanRow) -> Evidence:
-    """What backs a test-plan finding: the failing run, the runs on both revisions, or the lookup."""
+    """What backs a test-plan finding: the failing run (and the merge base's, when it failed there
+    too), the runs on both revisions, or the lookup."""
+    if row.status == FAILS_AT_HEAD and row.base_outcome in FAILING:
+        return Evidence(EvidenceKind.TEST, "evidence.fails-at-base", {"test": row.test_id, "base": row.base_outcome})
     if row.status == FAILS_AT_HEAD:
         params = {"test": row.test_id or row.test, "outcome": row.head_outcome or "failed", "suite": "test plan"}
         return Evidence(EvidenceKind.TEST, "evidence.failing-test", params)
@@ -126,7 +137,9 @@ def from_test_plan(
     rows: list[TestPlanRow], anchor: TestAnchor, reported: Collection[str] = (), executed: Measured = NOTHING_MEASURED
 ) -> list[Finding]:
     """Findings for test-plan rows; a `fails-at-head` row whose failing test id is in `reported`
-    (already a suite-failure finding) gives none; it says which changed lines the test executes."""
+    (already a suite-failure finding) gives none; it says which changed lines the test executes.
+    A `fails-at-head` row whose `base_outcome` is failed or errored (the engine fills it in from the
+    re-run at the merge base) is P4 `test-plan.fails-on-both`, not a blocker."""
     findings: list[Finding] = []
     for row in rows:
         if row.status not in _PLAN_MESSAGES:
@@ -135,6 +148,8 @@ def from_test_plan(
         if failing and row.test_id in reported:
             continue
         severity, message_id = _PLAN_MESSAGES[row.status]
+        if failing and row.base_outcome in FAILING:
+            severity, message_id = Severity.P4, "test-plan.fails-on-both"
         line, in_diff = anchor.anchor(row.path, row.test, row.line) if row.path else (0, False)
         findings.append(
             Finding(

@@ -86,7 +86,12 @@ def test_cli_exit_codes_saving_and_progress(repo: Repo) -> None:
     clean = _cli(repo, "--head", "clean", "--format", "json")
     assert clean.returncode == 0, clean.stderr
     data = json.loads(clean.stdout)
-    assert data["verdict"] == {"blocking": False, "counts": {s.value: 0 for s in Severity}, "suites_not_run": 0}
+    assert data["verdict"] == {
+        "blocking": False,
+        "counts": {s.value: 0 for s in Severity},
+        "suites_not_run": 0,
+        "failing_at_base": 0,
+    }
     assert data["summary"]["files"][0]["path"] == "pkg/mod.py"
 
 

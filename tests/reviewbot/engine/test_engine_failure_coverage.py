@@ -56,8 +56,12 @@ def test_gross():
 
 
 def test_unrelated():
-    assert sorted([2, 1]) == [1, 2, 3], "own message of the unrelated failure"
+    assert sorted(open("data.txt").read().split()) == ["1", "2"], "own message of the unrelated failure"
 """
+
+# The head adds a number to a data file: `test_unrelated` fails at head only, and runs no changed
+# Python line (a failure at the merge base too would be no finding at all).
+DATA, DATA_HEAD = "2 1\n", "2 1 3\n"
 
 # Added by the PR, outside the suite: only the test plan runs it.
 EXTRA_TESTS = """
@@ -86,9 +90,14 @@ suites:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo = Repo(tmp_path_factory.mktemp("coverage") / "r")
-    repo.commit({"pricing.py": PRICING, "tests/test_pricing.py": TESTS, ".reviewbot.yml": YML}, "base")
+    repo.commit(
+        {"pricing.py": PRICING, "tests/test_pricing.py": TESTS, "data.txt": DATA, ".reviewbot.yml": YML}, "base"
+    )
     repo.branch("pr")
-    repo.commit({"pricing.py": PRICING_HEAD, "tests/extra/test_extra.py": EXTRA_TESTS}, "rework discounts")
+    repo.commit(
+        {"pricing.py": PRICING_HEAD, "tests/extra/test_extra.py": EXTRA_TESTS, "data.txt": DATA_HEAD},
+        "rework discounts",
+    )
     return repo
 
 

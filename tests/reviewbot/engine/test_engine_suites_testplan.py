@@ -13,6 +13,7 @@ from reviewbot.engine import run_review
 from reviewbot.findings import EvidenceKind, Severity
 from reviewbot.render import render_markdown
 from reviewbot.repo_config import SuiteConfig, parse_config
+from reviewbot.review import FailingAtBase
 from reviewbot.suites import run_suites
 from reviewbot.testplan import parse_test_plan
 from tests.reviewbot.toy_pytest import NO_PLUGINS
@@ -202,15 +203,14 @@ def test_test_plan_verification_and_suite_findings(repo: Repo, tmp_path: Path) -
     assert evidence["test_does_not_exist"].text("en") == (
         "unconfirmed: no test named `test_does_not_exist` in the head revision's files (a static lookup)"
     )
-    (suite_fail,) = [f for f in review.findings if f.rule == "suite-failure"]
-    # test_mul_fails fails at the base too: a note on a failure the change did not cause
-    assert suite_fail.severity is Severity.P4 and "tests/test_calc.py::test_mul_fails" in suite_fail.message
-    assert suite_fail.message_id == "suite-failure.pre-existing"
-    assert "The calculator is wrong." in suite_fail.why and "test_mul_fails" in suite_fail.details
+    # test_mul_fails fails at the base too: no finding of the change, listed with its suite
+    assert not [f for f in review.findings if f.rule == "suite-failure"]
+    assert review.failing_at_base == [FailingAtBase("unit", ("tests/test_calc.py::test_mul_fails",))]
     assert review.blocking  # the test plan's test_add_broken fails at head
     text = render_markdown(review)
     assert "| `test_add_fixed` | fails-then-passes | passed | failed |" in text
     assert "| `unit` | failed |" in text
+    assert "- `unit`: 1 failing test(s) fail at the merge base too (failing before this change):" in text
 
 
 def test_gpu_suite_that_could_not_run_is_never_counted_as_passed(
