@@ -155,6 +155,11 @@ class ExceptionIndex:
     # as it is reached through torch)
     torch_imported: bool = False
 
+    @property
+    def files(self) -> int:
+        """How many Python files were scanned (those that parse)."""
+        return len(self._trees)
+
     @functools.cached_property
     def _functions(self) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...]:
         """Every function and method definition of the scanned sources (found on first use)."""

@@ -3,13 +3,20 @@ corpus, each next to its near miss, on a real git repo reviewed statically (`--s
 
 - pytorch-labs/gpt-fast eb1789b (`eval.py`): an optional import recorded in a flag whose other
   imports of the same package run only under `if <flag>:`; the package is still optional there.
+
+And what a user saw: on unslothai/unsloth (1,813 Python files) the exception index took most of a
+review with no word of it; its progress line now says how many files it scanned and how long it took.
 """
 
 from __future__ import annotations
 
-import pytest
-from engine_gitrepos import findings_by_rule, review_shapes
+import re
+from pathlib import Path
 
+import pytest
+from engine_gitrepos import Repo, findings_by_rule, review_shapes
+
+from reviewbot.engine import run_review
 from reviewbot.findings import Finding
 
 FLAG_GUARDED = """
@@ -48,3 +55,18 @@ def test_an_optional_import_whose_other_imports_run_under_its_flag(review: list[
     # near miss: the file imports the package unconditionally as well, so it is not optional
     found = findings_by_rule(review, "pkg/imported_anyway.py", "")["broad-except"]
     assert found.message_id == "broad-except.swallows"
+
+
+def test_the_exception_index_says_how_many_files_it_scanned_and_how_long_it_took(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "r")
+    repo.commit({"pkg/__init__.py": "", "pkg/errors.py": "class CacheMiss(RuntimeError):\n    pass\n"}, "base")
+    repo.branch("shapes", "main")
+    converting = "from pkg.errors import CacheMiss\n\n\ndef load(read):\n    try:\n        return read()\n    except Exception as error:\n        raise CacheMiss(str(error)) from error\n"
+    repo.commit({"pkg/load.py": converting}, "convert")
+    lines: list[str] = []
+    run_review(repo.path, "main", "shapes", suites="none", progress=lines.append)
+    index_lines = [line for line in lines if line.startswith("exception index:")]
+    assert len(index_lines) == 1, lines
+    assert re.fullmatch(
+        r"exception index: 1 exception class\(es\) in 3 Python file\(s\) of the repository \(\d+\.\ds\)", index_lines[0]
+    ), index_lines
