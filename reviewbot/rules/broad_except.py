@@ -182,6 +182,7 @@ import re
 import sys
 from collections.abc import Mapping
 
+from reviewbot import pysource
 from reviewbot.exception_index import (
     BUILTIN_EXCEPTIONS,
     CatchSite,
@@ -1537,7 +1538,7 @@ def import_map(path: str, tree: ast.Module) -> dict[str, str]:
     own = module_name(path).split(".")
     package = own if path.endswith("__init__.py") else own[:-1]
     out: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in pysource.statements(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 out[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
@@ -1549,11 +1550,11 @@ def import_map(path: str, tree: ast.Module) -> dict[str, str]:
     return out
 
 
-def _called_modules(ctx: FileContext, body: list[ast.stmt]) -> set[str]:
+def _called_modules(ctx: FileContext, body: list[ast.stmt], imports: Mapping[str, str]) -> set[str]:
     """Where the calls in `body` lead: the dotted import target of each call's root name (`f()` for
     `from m import f` gives `m.f`; `m.f()` for `import m` gives `m.f`), this file's module for local
-    names, `self` and `cls`. One level only: what the called module calls in turn is not followed."""
-    imports = _import_map(ctx)
+    names, `self` and `cls`. One level only: what the called module calls in turn is not followed.
+    `imports`: the file's `import_map`."""
     own = module_name(ctx.path)
     out: set[str] = set()
     for stmt in body:
@@ -1587,7 +1588,7 @@ def _reaches(raised_in: str, called: set[str]) -> bool:
 
 
 def _unhandled_subclasses(
-    ctx: FileContext, node: ast.Try | ast.TryStar, index: int, caught: list[str]
+    ctx: FileContext, node: ast.Try | ast.TryStar, index: int, caught: list[str], imports: Mapping[str, str]
 ) -> list[ExceptionClass]:
     """The repository's subclasses of the builtin types in `caught` that reach handler `index`: raised
     in a module the try body calls into (`_called_modules`), and not handled first."""
@@ -1607,7 +1608,7 @@ def _unhandled_subclasses(
         for sub in [exceptions.get(name), *exceptions.subclasses_of(name)]
         if sub is not None
     }
-    called = _called_modules(ctx, node.body)
+    called = _called_modules(ctx, node.body, imports)
     found: dict[str, ExceptionClass] = {}
     for name in caught:
         for cls in exceptions.subclasses_of(name):
@@ -1734,8 +1735,8 @@ def _teardown_tries(tree: ast.AST) -> frozenset[int]:
     `__del__`/`__exit__`/`__aexit__` method, or in a function `_registered_callbacks` names."""
     found: set[int] = set()
     callbacks = _registered_callbacks(tree)
-    for node in ast.walk(tree):
-        scopes: list[ast.AST] = []
+    for node in pysource.statements(tree):
+        scopes: list[ast.stmt] = []
         if isinstance(node, (ast.Try, ast.TryStar)):
             scopes = list(node.finalbody)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
@@ -1743,7 +1744,9 @@ def _teardown_tries(tree: ast.AST) -> frozenset[int]:
         ):
             scopes = list(node.body)
         for scope in scopes:
-            found.update(id(sub) for sub in ast.walk(scope) if isinstance(sub, (ast.Try, ast.TryStar)))
+            found.update(
+                id(sub) for sub in (scope, *pysource.statements(scope)) if isinstance(sub, (ast.Try, ast.TryStar))
+            )
     return frozenset(found)
 
 
@@ -1952,7 +1955,7 @@ def check(ctx: FileContext) -> list[Finding]:
                 continue
             builtin = [n for n in names if n in RUNTIME_FAMILY]
             around_call = bool(calls) and not reraises_same(handler)
-            subclasses = _unhandled_subclasses(ctx, node, i, builtin) if builtin and around_call else []
+            subclasses = _unhandled_subclasses(ctx, node, i, builtin, imports) if builtin and around_call else []
             if subclasses:
                 target = _conversion(handler)
                 shown = [f"`{c.full_name}` ({c.path}:{c.line})" for c in subclasses[:SHOWN_SUBCLASSES]]

@@ -7,6 +7,7 @@ import bisect
 import dataclasses
 from collections.abc import Callable
 
+from reviewbot import pysource
 from reviewbot.exception_index import ExceptionIndex
 from reviewbot.findings import Finding
 from reviewbot.keychange import KeyChange
@@ -29,13 +30,18 @@ class QualnameIndex:
         spans: list[tuple[int, int, str]] = []
 
         def visit(node: ast.AST, prefix: str) -> None:
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    name = f"{prefix}{child.name}"
-                    spans.append((child.lineno, child.end_lineno or child.lineno, name))
-                    visit(child, name + ".")
-                else:
-                    visit(child, prefix)
+            # a def or class is a statement: only statement lists can hold one
+            for field in pysource.STATEMENT_LISTS:
+                children = getattr(node, field, None)
+                if not isinstance(children, list):
+                    continue
+                for child in children:
+                    if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        name = f"{prefix}{child.name}"
+                        spans.append((child.lineno, child.end_lineno or child.lineno, name))
+                        visit(child, name + ".")
+                    else:
+                        visit(child, prefix)
 
         visit(tree, "")
         self._spans = sorted(spans)

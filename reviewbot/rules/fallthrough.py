@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from collections.abc import Callable
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LEAVES = (ast.Return, ast.Raise, ast.Continue, ast.Break)
@@ -46,9 +47,14 @@ def _names(node: ast.AST, ctx: type[ast.expr_context]) -> list[ast.Name]:
         current = stack.pop()
         if isinstance(current, ast.Name) and isinstance(current.ctx, ctx):
             found.append(current)
-        for child in reversed(list(ast.iter_child_nodes(current))):
-            if not isinstance(child, _SCOPES):
-                stack.append(child)
+        children: list[ast.AST] = []
+        for field in current._fields:
+            value = getattr(current, field, None)
+            if isinstance(value, ast.AST):
+                children.append(value)
+            elif isinstance(value, list):
+                children.extend(item for item in value if isinstance(item, ast.AST))
+        stack.extend(child for child in reversed(children) if not isinstance(child, _SCOPES))
     return found
 
 
@@ -81,16 +87,22 @@ def unbound_reads(tree: ast.Module) -> dict[int, list[UnboundRead]]:
     """id of each try statement -> the names its body binds that are unbound before it and read by
     a later statement of its block (see the module docstring), with the line of that read."""
     out: dict[int, list[UnboundRead]] = {}
+    memo: dict[int, set[str]] = {}
+
+    def bound_by(stmt: ast.stmt) -> set[str]:
+        if id(stmt) not in memo:
+            memo[id(stmt)] = _bound(stmt)
+        return memo[id(stmt)]
 
     def block(stmts: list[ast.stmt], bound: set[str], skip: set[str]) -> None:
         bound = set(bound)
         for i, stmt in enumerate(stmts):
             if isinstance(stmt, (ast.Try, ast.TryStar)):
-                reads = _reads_after(stmt, stmts[i + 1 :], bound | skip)
+                reads = _reads_after(stmt, stmts[i + 1 :], bound | skip, bound_by)
                 if reads:
                     out[id(stmt)] = reads
             descend(stmt, bound, skip)
-            bound |= _bound(stmt)
+            bound |= bound_by(stmt)
 
     def descend(stmt: ast.stmt, bound: set[str], skip: set[str]) -> None:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -113,7 +125,7 @@ def unbound_reads(tree: ast.Module) -> dict[int, list[UnboundRead]]:
             block(stmt.body, bound, skip)
             for handler in stmt.handlers:
                 block(handler.body, bound | ({handler.name} if handler.name else set()), skip)
-            block(stmt.orelse, bound | _bound_in(stmt.body), skip)
+            block(stmt.orelse, bound | _bound_in(stmt.body, bound_by), skip)
             block(stmt.finalbody, bound, skip)
         elif isinstance(stmt, ast.Match):
             for case in stmt.cases:
@@ -123,10 +135,10 @@ def unbound_reads(tree: ast.Module) -> dict[int, list[UnboundRead]]:
     return out
 
 
-def _bound_in(stmts: list[ast.stmt]) -> set[str]:
+def _bound_in(stmts: list[ast.stmt], bound_by: Callable[[ast.stmt], set[str]] = _bound) -> set[str]:
     names: set[str] = set()
     for stmt in stmts:
-        names |= _bound(stmt)
+        names |= bound_by(stmt)
     return names
 
 
@@ -142,18 +154,32 @@ def _run_now(stmt: ast.stmt) -> list[ast.AST]:
     return [stmt]
 
 
-def _reads_after(node: ast.Try | ast.TryStar, after: list[ast.stmt], bound: set[str]) -> list[UnboundRead]:
-    candidates = _bound_in(node.body) - bound
+def _reads_after(
+    node: ast.Try | ast.TryStar, after: list[ast.stmt], bound: set[str], bound_by: Callable[[ast.stmt], set[str]]
+) -> list[UnboundRead]:
+    """Of the names the try's body binds that are not in `bound`, those a statement of `after` reads
+    before one binds them again, with the line of that first read, by name (`bound_by`: `_bound`,
+    memoized)."""
+    remaining = _bound_in(node.body, bound_by) - bound
     reads: list[UnboundRead] = []
-    for name in sorted(candidates):
-        for stmt in after:
-            loads = [n for part in _run_now(stmt) for n in _names(part, ast.Load) if n.id == name]
-            if loads:
-                reads.append(UnboundRead(name, loads[0].lineno))
-                break
-            if name in _bound(stmt):
-                break
-    return reads
+    for stmt in after:
+        if not remaining:
+            break
+        loads = _first_loads(stmt)
+        for name in remaining & loads.keys():
+            reads.append(UnboundRead(name, loads[name]))
+        remaining -= loads.keys()
+        remaining -= bound_by(stmt)
+    return sorted(reads, key=lambda read: read.name)
+
+
+def _first_loads(stmt: ast.stmt) -> dict[str, int]:
+    """name -> line of the first read of it in the parts of `stmt` that run when it runs."""
+    loads: dict[str, int] = {}
+    for part in _run_now(stmt):
+        for name in _names(part, ast.Load):
+            loads.setdefault(name.id, name.lineno)
+    return loads
 
 
 def left_unbound(handler: ast.ExceptHandler, reads: list[UnboundRead]) -> UnboundRead | None:
