@@ -56,6 +56,7 @@ from reviewbot.experiments.key_stability import check_reproducibility
 from reviewbot.failure_coverage import Executed, FailureCoverage, Measured
 from reviewbot.findings import Finding, apply_evidence_policy
 from reviewbot.gitrepo import GitRepo
+from reviewbot.index_cache import FactsCache
 from reviewbot.keychange import KeyChange, detect_key_change
 from reviewbot.repo_config import CONFIG_FILE, ConfigError, RepoConfig, load_config
 from reviewbot.results.schema import SuiteResult
@@ -435,7 +436,8 @@ def _file_findings(
     def exceptions() -> ExceptionIndex:
         # the head's classes serve the base pass too: a finding is new when the handler is
         start = time.perf_counter()
-        index = index_revision(git, head, trees)
+        with FactsCache.at(git.git_dir()) as cache:
+            index = index_revision(git, head, trees, cache)
         say(
             f"exception index: {len(index)} exception class(es) in {index.files} Python file(s) "
             f"of the repository ({time.perf_counter() - start:.1f}s)"

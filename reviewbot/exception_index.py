@@ -14,12 +14,15 @@ against the builtins; a base defined by a third-party package (`torch.OutOfMemor
 `bases` but not followed, so a class deriving only from it is not indexed. Classes nested in
 functions are skipped (they cannot be raised across modules); classes nested in classes are
 indexed under their dotted `qualname`. Files that do not parse, and the directories named in
-`SKIP_DIRS`, are skipped. Nothing is imported or executed.
+`SKIP_DIRS`, are skipped. Nothing is imported or executed. What the scan takes from a file does not
+depend on its path (`file_facts`); a review keeps it in the repository's facts cache
+(`reviewbot.index_cache`) under the digest of the file's text and of the scanner's code, so a later
+review parses only the files that changed in between.
 
 The index also lists every `except` clause of the revision by the simple names it catches
 (`handlers_of`), so a rule can tell whether a type some handler converts into is caught elsewhere
 (one frame up, to fall back), with the names each clause's try body calls; `reaching(names)` follows
-the revision's calls backwards (by simple name, parsed on first use) so such a clause counts only
+the revision's calls backwards (by simple name, from the calls each function's body makes) so such a clause counts only
 when its try body can run the converting function. A handler *re-raises* when a statement directly in its body is a
 bare `raise` or `raise <the caught name>` (`reraises_same`).
 
@@ -33,13 +36,17 @@ import ast
 import builtins
 import dataclasses
 import functools
+import hashlib
 import logging
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from reviewbot import pysource
 from reviewbot.gitrepo import GitRepo
+from reviewbot.index_cache import FactsCache
 
 logger = logging.getLogger(__name__)
 
@@ -148,55 +155,43 @@ class ExceptionIndex:
     _handlers: dict[str, tuple[CatchSite, ...]] = dataclasses.field(default_factory=dict)
     # simple name -> modules with a `raise <name>` / `raise <name>(...)` statement
     _raised_in: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
-    # the parsed sources, for the call graph `reaching` builds on first use
-    _trees: tuple[ast.Module, ...] = dataclasses.field(default=(), repr=False, compare=False)
+    # (name, `call_names` of its body, `_always_raises`) of every function and method, for the call
+    # graph `reaching` and `always_raises` build on first use
+    _functions: tuple[tuple[str, frozenset[str], bool], ...] = dataclasses.field(default=(), repr=False, compare=False)
     # some scanned file imports torch: without that, no code of the revision can raise torch's
     # `OutOfMemoryError` or Dynamo's errors (third-party code the revision calls included, as far
     # as it is reached through torch)
     torch_imported: bool = False
-
-    @property
-    def files(self) -> int:
-        """How many Python files were scanned (those that parse)."""
-        return len(self._trees)
-
-    @functools.cached_property
-    def _functions(self) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...]:
-        """Every function and method definition of the scanned sources (found on first use)."""
-        found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-        for tree in self._trees:
-            found.extend(
-                node for node in _statements(tree.body) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            )
-        return tuple(found)
+    # how many Python files were scanned (those that parse)
+    files: int = 0
 
     @functools.cached_property
     def _callers(self) -> dict[str, frozenset[str]]:
         """simple name -> simple names of the functions whose bodies call it (`call_names`)."""
         callers: dict[str, set[str]] = {}
-        for node in self._functions:
-            for name in call_names(node.body):
-                callers.setdefault(name, set()).add(node.name)
+        for name, calls, _ in self._functions:
+            for called in calls:
+                callers.setdefault(called, set()).add(name)
         return {name: frozenset(found) for name, found in callers.items()}
 
     @functools.cached_property
     def _raising(self) -> dict[str, bool]:
         """simple function name -> whether every definition of that name always raises."""
         out: dict[str, bool] = {}
-        for node in self._functions:
-            out[node.name] = out.get(node.name, True) and _always_raises(node)
+        for name, _, raises in self._functions:
+            out[name] = out.get(name, True) and raises
         return out
 
     def always_raises(self, name: str) -> bool:
         """The revision defines a function or method of simple name `name`, and every such definition
         ends in a `raise` with no `return` or `yield` before it (a helper that builds and raises an
-        error: calling it converts, it never returns). Parsed on first use, with `reaching`'s."""
+        error: calling it converts, it never returns)."""
         return self._raising.get(name, False)
 
     def reaching(self, names: set[str], depth: int = CALL_DEPTH) -> frozenset[str]:
         """`names` and the simple names of the functions that call one of them, transitively up to
         `depth` calls, matched by simple name (a method `f` of any class counts as `f`): every
-        function from which one of `names` may run. The call graph is parsed on the first call."""
+        function from which one of `names` may run. The call graph is built on the first call."""
         found = set(names)
         frontier = set(names)
         for _ in range(depth):
@@ -341,65 +336,110 @@ def index_exceptions(root: Path) -> ExceptionIndex:
     return index_sources(sources)
 
 
-def index_revision(git: GitRepo, rev: str, trees: pysource.Trees | None = None) -> ExceptionIndex:
+def index_revision(
+    git: GitRepo, rev: str, trees: pysource.Trees | None = None, cache: FactsCache | None = None
+) -> ExceptionIndex:
     """`index_exceptions` of revision `rev` of `git`, read from the object store (no checkout);
-    `trees`: the review's parsed sources, to reuse (see `index_sources`)."""
+    `trees`: the review's parsed sources, to reuse; `cache`: the repository's facts cache (see
+    `index_sources`)."""
     sources: dict[str, str] = {}
     for rel in git.list_files(rev):
         if rel.endswith(".py") and not _skipped(rel):
             text = git.read(rev, rel)
             if text is not None:
                 sources[rel] = text
-    return index_sources(sources, trees)
+    return index_sources(sources, trees, cache)
 
 
-def index_sources(sources: Mapping[str, str], trees: pysource.Trees | None = None) -> ExceptionIndex:
+@functools.cache
+def _scanner_digest() -> bytes:
+    """What the facts of a file depend on besides its text: this module's and `pysource`'s code and
+    the Python version whose parser reads it."""
+    digest = hashlib.sha256(f"{sys.version_info[:2]}".encode())
+    for module_file in (__file__, pysource.__file__):
+        digest.update(Path(module_file).read_bytes())
+    return digest.digest()
+
+
+def facts_digest(text: str) -> str:
+    """The cache key of one file's facts: its text and the scanner's code."""
+    return hashlib.sha256(_scanner_digest() + text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def file_facts(text: str, filename: str, trees: pysource.Trees) -> dict[str, list] | None:
+    """What the index takes from one file, independent of its path (JSON-ready, for
+    `reviewbot.index_cache`): `classes` ([qualname, name, line, bases as written, their last name
+    segments]), `sites` ([except line, caught names, re-raises, [try body's first, last line], the try
+    body's `call_names`]), `raised` (the names a `raise` names) and `functions` ([name, `call_names`
+    of its body, `_always_raises`]); None when the file does not parse."""
+    tree = trees.parse(text, filename=filename)
+    if tree is None:
+        return None
+    sites: list[list] = []
+    raised: set[str] = set()
+    functions: list[list] = []
+    for node in _statements(tree.body):
+        if isinstance(node, (ast.Try, ast.TryStar)):
+            body_calls = sorted(call_names(node.body))
+            lines = [node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno]
+            for handler in node.handlers:
+                caught = caught_names(handler) or []
+                sites.append([handler.lineno, caught, reraises_same(handler), lines, body_calls])
+        elif isinstance(node, ast.Raise) and node.exc is not None:
+            raised_name = _base_name(node.exc.func if isinstance(node.exc, ast.Call) else node.exc)
+            if raised_name is not None:
+                raised.add(raised_name)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.append([node.name, sorted(call_names(node.body)), _always_raises(node)])
+    classes = [
+        [qualname, node.name, node.lineno, [ast.unparse(b) for b in node.bases], [_base_name(b) for b in node.bases]]
+        for qualname, node in _classes(tree)
+        if node.bases
+    ]
+    return {"classes": classes, "sites": sites, "raised": sorted(raised), "functions": functions}
+
+
+def index_sources(
+    sources: Mapping[str, str], trees: pysource.Trees | None = None, cache: FactsCache | None = None
+) -> ExceptionIndex:
     """The index of `sources` (POSIX path relative to the repository root -> file text). `trees`:
-    the review's parsed sources (read-only, shared with the rest of the review); a fresh one by default."""
+    the review's parsed sources (read-only, shared with the rest of the review); a fresh one by
+    default. `cache`: an open facts cache; the facts of a file whose digest it holds are not computed
+    again, and those computed are stored in it."""
     candidates: list[tuple[ExceptionClass, tuple[str | None, ...]]] = []
     handlers: dict[str, list[CatchSite]] = {}
     raised: dict[str, set[str]] = {}
-    parsed: list[ast.Module] = []
+    functions: list[tuple[str, frozenset[str], bool]] = []
     trees = trees if trees is not None else pysource.Trees()
+    digests = {rel: facts_digest(text) for rel, text in sources.items()}
+    known = cache.get(set(digests.values())) if cache is not None else {}
+    computed: dict[str, Any] = {}
+    files = 0
     for rel_text in sorted(sources):
-        rel = Path(rel_text)
-        tree = trees.parse(sources[rel_text], filename=rel_text)
-        if tree is None:
+        digest = digests[rel_text]
+        if digest in known:
+            facts = known[digest]
+        else:
+            facts = computed[digest] = file_facts(sources[rel_text], rel_text, trees)
+        if facts is None:
             logger.debug("exception index: %s does not parse; skipped", rel_text)
             continue
-        parsed.append(tree)
-        module = _module_name(rel)
-        for node in _statements(tree.body):
-            if isinstance(node, (ast.Try, ast.TryStar)):
-                body_calls = call_names(node.body)
-                for handler in node.handlers:
-                    names = tuple(caught_names(handler) or ())
-                    site = CatchSite(
-                        rel_text,
-                        handler.lineno,
-                        names,
-                        reraises_same(handler),
-                        (node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno),
-                        body_calls,
-                    )
-                    for name in names:
-                        handlers.setdefault(name, []).append(site)
-            elif isinstance(node, ast.Raise) and node.exc is not None:
-                raised_name = _base_name(node.exc.func if isinstance(node.exc, ast.Call) else node.exc)
-                if raised_name is not None:
-                    raised.setdefault(raised_name, set()).add(module)
-        for qualname, node in _classes(tree):
-            if not node.bases:
-                continue
+        files += 1
+        module = _module_name(Path(rel_text))
+        for line, caught, reraises, (first, last), body_calls in facts["sites"]:
+            site = CatchSite(rel_text, line, tuple(caught), reraises, (first, last), frozenset(body_calls))
+            for name in caught:
+                handlers.setdefault(name, []).append(site)
+        for name in facts["raised"]:
+            raised.setdefault(name, set()).add(module)
+        functions.extend((name, frozenset(calls), raises) for name, calls, raises in facts["functions"])
+        for qualname, name, line, bases, base_names in facts["classes"]:
             cls = ExceptionClass(
-                name=node.name,
-                qualname=qualname,
-                module=module,
-                path=rel_text,
-                line=node.lineno,
-                bases=tuple(ast.unparse(b) for b in node.bases),
+                name=name, qualname=qualname, module=module, path=rel_text, line=line, bases=tuple(bases)
             )
-            candidates.append((cls, tuple(_base_name(b) for b in node.bases)))
+            candidates.append((cls, tuple(base_names)))
+    if cache is not None:
+        cache.put(computed)
 
     by_simple: dict[str, list[str]] = {}
     for cls, _ in candidates:
@@ -439,6 +479,7 @@ def index_sources(sources: Mapping[str, str], trees: pysource.Trees | None = Non
         _repo_ancestors={name: repo_memo[name] & kept for name in kept},
         _handlers={name: tuple(sorted(sites, key=lambda c: (c.path, c.line))) for name, sites in handlers.items()},
         _raised_in={name: frozenset(modules) for name, modules in raised.items()},
-        _trees=tuple(parsed),
+        _functions=tuple(functions),
+        files=files,
         torch_imported=any(_TORCH_IMPORT.search(text) for text in sources.values()),
     )

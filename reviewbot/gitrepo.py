@@ -54,6 +54,10 @@ class GitRepo:
     def toplevel(self) -> Path:
         return Path(self.git("rev-parse", "--show-toplevel").strip())
 
+    def git_dir(self) -> Path:
+        """The repository's git directory, the one its worktrees share (absolute)."""
+        return Path(self.git("rev-parse", "--path-format=absolute", "--git-common-dir").strip())
+
     def list_files(self, rev: str) -> list[str]:
         """Paths of all files at `rev` (cached per revision string)."""
         if rev not in self._tree_cache:
