@@ -37,7 +37,9 @@ may confirm or refute them.
     type and that caller takes it into its fallback; nothing when no such clause catches it (the
     converted error reaches the user, chained to the original);
   - a *unit boundary* that reports the error: nothing. The handler logs the traceback
-    (`logger.exception`, `exc_info=`) or, at warning level or above, the caught exception itself;
+    (`logger.exception`, `exc_info=`) or, at warning level or above, the caught exception itself,
+    or, for a turn of a loop, keeps the caught exception in the loop's results (a value built
+    from it added to a collection: `out.append({"case": case, "error": repr(exc)})`);
     its other statements only `pass`, `continue`, `break`, `return`/`return None` or record a
     failure state (an assignment or return of a name or attribute called error, failed, failure,
     aborted, ...; a call named for a failure, alone, assigned or returned,
@@ -691,19 +693,42 @@ def _records_failure(stmt: ast.stmt) -> bool:
     return any(_failure_marker(keyword.value) for keyword in value.keywords if keyword.arg)
 
 
+_COLLECTING = frozenset(["append", "add", "extend", "put", "put_nowait"])
+
+
+def _keeps_error(stmt: ast.stmt, name: str | None) -> bool:
+    """`stmt` adds a value built from the caught exception `name` to a collection
+    (`results.append({"case": c, "error": repr(e)})`, `failures[key] = str(e)`, `queue.put(e)`)."""
+    if name is None:
+        return False
+    values: list[ast.expr] = []
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        func = stmt.value.func
+        if isinstance(func, ast.Attribute) and func.attr in _COLLECTING:
+            values = [*stmt.value.args, *(keyword.value for keyword in stmt.value.keywords)]
+    elif isinstance(stmt, ast.Assign) and all(isinstance(target, ast.Subscript) for target in stmt.targets):
+        values = [stmt.value]
+    return any(isinstance(sub, ast.Name) and sub.id == name for value in values for sub in ast.walk(value))
+
+
 def _unit_boundary(handler: ast.ExceptHandler, in_loop: bool, teardown: bool) -> bool:
-    """The handler ends one unit of work and reports its error (see the module docstring)."""
-    if not _reports_error(handler):
+    """The handler ends one unit of work and reports its error, in a log or, for a turn of a loop,
+    in the loop's results (see the module docstring)."""
+    kept = {id(stmt) for stmt in handler.body if _keeps_error(stmt, handler.name)}
+    logged = _reports_error(handler)
+    if not logged and not kept:
         return False
     records_failure = False
     for stmt in handler.body:
-        if _logs_or_leaves(stmt):
+        if _logs_or_leaves(stmt) or id(stmt) in kept:
             continue
         if _records_failure(stmt):
             records_failure = True
             continue
         return False
     ends_turn = in_loop or (bool(handler.body) and isinstance(handler.body[-1], ast.Continue))
+    if not logged:  # the error is kept in the results: only a loop's results hold one per turn
+        return ends_turn
     return ends_turn or teardown or records_failure
 
 

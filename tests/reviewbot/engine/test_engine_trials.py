@@ -2,7 +2,10 @@
 corpus, each next to its near miss, on a real git repo reviewed statically (`--suites none`):
 
 - pytorch-labs/gpt-fast eb1789b (`eval.py`): an optional import recorded in a flag whose other
-  imports of the same package run only under `if <flag>:`; the package is still optional there.
+  imports of the same package run only under `if <flag>:`; the package is still optional there;
+- unslothai/unsloth 746ad086d8 (`tests/studio/probe_dismiss_guard.py`): a loop over cases whose
+  handler keeps the caught exception in the loop's results (`out.append({"case": c, "error":
+  repr(exc)})`): a unit boundary that reports the error in its output, not in a log.
 
 And what a user saw: on unslothai/unsloth (1,813 Python files) the exception index took most of a
 review with no word of it; its progress line now says how many files it scanned and how long it took.
@@ -41,12 +44,43 @@ from lm_eval.evaluator import evaluate
 """
 
 
+RESULTS = """
+def run_cases(cases, one_case):
+    out = []
+    for case in cases:
+        try:
+            out.append(one_case(case))
+        except Exception as exc:
+            out.append({"case": case, "error": repr(exc)})
+    return out
+
+
+def run_cases_flagged(cases, one_case):
+    out = []
+    for case in cases:
+        try:
+            out.append(one_case(case))
+        except Exception:
+            out.append({"case": case, "error": True})
+    return out
+
+
+def run_once(case, one_case):
+    out = {}
+    try:
+        out["result"] = one_case(case)
+    except Exception as exc:
+        out["error"] = repr(exc)
+    return out
+"""
+
+
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     return review_shapes(
         tmp_path_factory.mktemp("trials") / "r",
         {"pkg/__init__.py": ""},
-        {"pkg/flag_guarded.py": FLAG_GUARDED, "pkg/imported_anyway.py": IMPORTED_ANYWAY},
+        {"pkg/flag_guarded.py": FLAG_GUARDED, "pkg/imported_anyway.py": IMPORTED_ANYWAY, "pkg/results.py": RESULTS},
     )
 
 
@@ -55,6 +89,14 @@ def test_an_optional_import_whose_other_imports_run_under_its_flag(review: list[
     # near miss: the file imports the package unconditionally as well, so it is not optional
     found = findings_by_rule(review, "pkg/imported_anyway.py", "")["broad-except"]
     assert found.message_id == "broad-except.swallows"
+
+
+def test_a_loop_that_keeps_each_turns_error_in_its_results(review: list[Finding]) -> None:
+    assert findings_by_rule(review, "pkg/results.py", "run_cases") == {}
+    # near misses: the record says a case failed but not why; one call, not a turn of a loop
+    for name in ("run_cases_flagged", "run_once"):
+        found = findings_by_rule(review, "pkg/results.py", name)["broad-except"]
+        assert found.message_id == "broad-except.swallows", name
 
 
 def test_the_exception_index_says_how_many_files_it_scanned_and_how_long_it_took(tmp_path: Path) -> None:
