@@ -1,0 +1,166 @@
+"""The precision benchmark's round-10 classes, next to their near misses, on a real git repo reviewed
+statically (`--suites none`):
+
+- an `__eq__` that compares hash values only (`key-shares-artifacts.hash-equality`): a proxy that
+  keeps `hash(fingerprint)` and compares only that makes two objects whose hashes collide equal, so
+  as a cache key they share one entry (CPython's `hash(-1) == hash(-2)` shows it, below); the near
+  misses compare the fingerprints themselves, compare the hash first as a quick rejection and then
+  the fingerprints, or compare an integer id that no `hash()` produced.
+
+These are the class of the one miss of the round-10 held-out set (google/flax's `nn.jit`
+fingerprint), now tuning material of `reviewbot/bench_precision_corpus`."""
+
+from __future__ import annotations
+
+import pytest
+from engine_gitrepos import findings_by_rule, review_shapes
+
+from reviewbot.findings import Finding
+from reviewbot.severity import Severity
+
+PROXY_BASE = """
+import dataclasses
+
+
+def fingerprint(module):
+    return (type(module), tuple(sorted(vars(module).items())))
+
+
+@dataclasses.dataclass(frozen=True)
+class Proxy:
+    module: object
+
+    def __hash__(self):
+        return hash(fingerprint(self.module))
+
+    def __eq__(self, other):
+        return isinstance(other, Proxy) and fingerprint(self.module) == fingerprint(other.module)
+"""
+
+PROXY_HEAD = """
+import dataclasses
+
+
+def fingerprint(module):
+    return (type(module), tuple(sorted(vars(module).items())))
+
+
+@dataclasses.dataclass(frozen=True)
+class Proxy:
+    module: object
+    hash_key: int
+
+    @classmethod
+    def from_module(cls, module):
+        key = hash(fingerprint(module))
+        return cls(module, key)
+
+    def __hash__(self):
+        return self.hash_key
+
+    def __eq__(self, other):
+        return isinstance(other, Proxy) and self.hash_key == other.hash_key
+
+
+class Digest:
+    def __init__(self, value):
+        self.value = value
+        self._hash = hash(value)
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        if not isinstance(other, Digest):
+            return NotImplemented
+        return self._hash == other._hash
+
+
+class Direct:
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return type(self) is type(other) and hash(self.value) == hash(other.value)
+
+    def __hash__(self):
+        return hash(self.value)
+
+
+@dataclasses.dataclass(frozen=True)
+class QuickReject:
+    module: object
+    hash_key: int
+
+    @classmethod
+    def from_module(cls, module):
+        return cls(module, hash_key=hash(fingerprint(module)))
+
+    def __hash__(self):
+        return self.hash_key
+
+    def __eq__(self, other):
+        return (
+            isinstance(other, QuickReject)
+            and self.hash_key == other.hash_key
+            and fingerprint(self.module) == fingerprint(other.module)
+        )
+
+
+class Handle:
+    _next = 0
+
+    def __init__(self):
+        self.ident = Handle._next
+        Handle._next += 1
+
+    def __hash__(self):
+        return self.ident
+
+    def __eq__(self, other):
+        return isinstance(other, Handle) and self.ident == other.ident
+"""
+
+
+@pytest.fixture(scope="module")
+def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
+    return review_shapes(
+        tmp_path_factory.mktemp("round10") / "r",
+        {"pkg/__init__.py": "", "pkg/proxy.py": PROXY_BASE},
+        {"pkg/proxy.py": PROXY_HEAD},
+    )
+
+
+def test_an_eq_that_compares_a_stored_hash_only_is_a_key_collision(review: list[Finding]) -> None:
+    found = findings_by_rule(review, "pkg/proxy.py", "Proxy.__eq__")["key-shares-artifacts"]
+    assert found.message_id == "key-shares-artifacts.hash-equality"
+    assert found.params == {"class_name": "Proxy"}
+    assert (found.line_start, found.line_end) == (21, 22)
+    # a static pattern: claimed P0, shown as an unconfirmed P2
+    assert found.severity == Severity.P2 and found.evidence.claimed == Severity.P0
+    assert "compares hash values only" in found.message
+
+
+def test_a_hash_set_in_init_or_compared_directly_is_the_same_class(review: list[Finding]) -> None:
+    for qualname in ("Digest.__eq__", "Direct.__eq__"):
+        found = findings_by_rule(review, "pkg/proxy.py", qualname)["key-shares-artifacts"]
+        assert found.message_id == "key-shares-artifacts.hash-equality", qualname
+
+
+def test_near_misses_compare_the_values_or_an_id_no_hash_produced(review: list[Finding]) -> None:
+    assert findings_by_rule(review, "pkg/proxy.py", "QuickReject.__eq__") == {}
+    assert findings_by_rule(review, "pkg/proxy.py", "Handle.__eq__") == {}
+    assert {f.qualname for f in review if f.rule == "key-shares-artifacts"} == {
+        "Proxy.__eq__",
+        "Digest.__eq__",
+        "Direct.__eq__",
+    }
+
+
+def test_the_base_version_that_compares_fingerprints_gives_nothing(tmp_path_factory: pytest.TempPathFactory) -> None:
+    unchanged_eq = review_shapes(
+        tmp_path_factory.mktemp("round10-base") / "r",
+        {"pkg/__init__.py": ""},
+        {"pkg/proxy.py": PROXY_BASE},
+    )
+    assert [f.location for f in unchanged_eq if f.rule == "key-shares-artifacts"] == []
