@@ -35,7 +35,11 @@ may confirm or refute them.
     function (its try body encloses the handler or calls that function, directly or through other
     functions of the revision: `ExceptionIndex.reaching`): every `AssertionError` becomes the target
     type and that caller takes it into its fallback; nothing when no such clause catches it (the
-    converted error reaches the user, chained to the original);
+    converted error reaches the user, chained to the original), unless the target is by its name the
+    "not supported here" signal (`NotImplementedError`, a class named `*Unsupported*`,
+    `*NotSupported*`, `*Unimplemented*`): callers catch that to fall back whether or not they are in
+    the revision (a dispatch layer, the library's users), so P2 `broad-except.converts-to-signal`
+    (round 10; near miss: `raise ValueError(...) from e` that nothing here catches);
   - a *unit boundary* that reports the error: nothing. The handler logs the traceback
     (`logger.exception`, `exc_info=`) or, at warning level or above, the caught exception itself;
     its other statements only `pass`, `continue`, `break`, `return`/`return None` or record a
@@ -212,6 +216,8 @@ _JUSTIFIED = re.compile(
     r"|only (slower|a warning)|harmless|安全|回退|尽力",
     re.IGNORECASE,
 )
+# exception class names that say "not supported here": the signal callers catch to take another path
+_FALLBACK_SIGNAL = re.compile(r"^NotImplemented(Error)?$|Unsupported|NotSupported|Unimplemented")
 # words (of the file path and the enclosing qualified name, split at `/`, `.`, `_` and case changes)
 # that mark code whose job is diagnostics or teardown
 _DIAGNOSTIC_WORDS = frozenset(
@@ -1764,6 +1770,13 @@ def _broad(
     target = _conversion(handler) or _falls_into_raise(handler, after)
     if target is not None:
         sites = _fallback_sites(ctx, target, handler)
+        if not sites and _FALLBACK_SIGNAL.search(target.rsplit(".", 1)[-1]):
+            # the type is by its name the "not supported here" signal that callers catch to fall
+            # back, whether or not they are in this revision (a dispatch layer, the library's users)
+            params["target"] = target
+            return _handler_finding(
+                ctx, handler, "broad-except", Severity.P2, "broad-except.converts-to-signal", params, ruff_note
+            )
         if not sites:
             # nothing here catches the new type: it reaches the caller, chained to the original
             if handler.type is None:

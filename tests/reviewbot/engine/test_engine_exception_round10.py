@@ -5,10 +5,15 @@ statically (`--suites none`):
   keeps `hash(fingerprint)` and compares only that makes two objects whose hashes collide equal, so
   as a cache key they share one entry (CPython's `hash(-1) == hash(-2)` shows it, below); the near
   misses compare the fingerprints themselves, compare the hash first as a quick rejection and then
-  the fingerprints, or compare an integer id that no `hash()` produced.
+  the fingerprints, or compare an integer id that no `hash()` produced;
+- a catch-all converted into the "not supported here" signal (`NotImplementedError`, a class named
+  `...Unsupported...`) that nothing in the revision catches: a dispatch layer or the library's users
+  catch it to fall back, so every bug takes the fallback; the near miss converts into `ValueError`,
+  which reaches the user chained.
 
-These are the class of the one miss of the round-10 held-out set (google/flax's `nn.jit`
-fingerprint), now tuning material of `reviewbot/bench_precision_corpus`."""
+The first is the class of the one miss of the round-10 held-out set (google/flax's `nn.jit`
+fingerprint), the second that of keras' fused-LSTM catch-all in the tuning set (its catching caller
+is not in the case's bundle); both now tuning material of `reviewbot/bench_precision_corpus`."""
 
 from __future__ import annotations
 
@@ -121,13 +126,47 @@ class Handle:
         return isinstance(other, Handle) and self.ident == other.ident
 """
 
+FUSED = """
+from pkg import errors
+
+
+def _cudnn_lstm(inputs, kernel):
+    return inputs @ kernel
+
+
+def fused_lstm(inputs, kernel):
+    try:
+        return _cudnn_lstm(inputs, kernel)
+    except Exception:
+        raise NotImplementedError("no fused kernel for these inputs")
+
+
+def fused_gru(inputs, kernel):
+    try:
+        return _cudnn_lstm(inputs, kernel)
+    except Exception as error:
+        raise errors.BackendUnsupportedError("no fused kernel") from error
+
+
+def checked(inputs, kernel):
+    try:
+        return _cudnn_lstm(inputs, kernel)
+    except Exception as error:
+        raise ValueError(f"bad inputs: {error}") from error
+"""
+
+ERRORS = """
+class BackendUnsupportedError(Exception):
+    pass
+"""
+
 
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     return review_shapes(
         tmp_path_factory.mktemp("round10") / "r",
         {"pkg/__init__.py": "", "pkg/proxy.py": PROXY_BASE},
-        {"pkg/proxy.py": PROXY_HEAD},
+        {"pkg/proxy.py": PROXY_HEAD, "pkg/fused.py": FUSED, "pkg/errors.py": ERRORS},
     )
 
 
@@ -164,3 +203,15 @@ def test_the_base_version_that_compares_fingerprints_gives_nothing(tmp_path_fact
         {"pkg/proxy.py": PROXY_BASE},
     )
     assert [f.location for f in unchanged_eq if f.rule == "key-shares-artifacts"] == []
+
+
+def test_a_catch_all_converted_into_the_not_supported_signal(review: list[Finding]) -> None:
+    for qualname, target in (("fused_lstm", "NotImplementedError"), ("fused_gru", "errors.BackendUnsupportedError")):
+        found = findings_by_rule(review, "pkg/fused.py", qualname)["broad-except"]
+        assert found.message_id == "broad-except.converts-to-signal", qualname
+        assert found.params["target"] == target and found.severity == Severity.P2
+        assert 'the "not supported here" signal callers catch to fall back' in found.message
+
+
+def test_a_conversion_nothing_catches_into_another_type_reaches_the_user(review: list[Finding]) -> None:
+    assert findings_by_rule(review, "pkg/fused.py", "checked") == {}
