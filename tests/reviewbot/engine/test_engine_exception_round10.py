@@ -9,11 +9,15 @@ statically (`--suites none`):
 - a catch-all converted into the "not supported here" signal (`NotImplementedError`, a class named
   `...Unsupported...`) that nothing in the revision catches: a dispatch layer or the library's users
   catch it to fall back, so every bug takes the fallback; the near miss converts into `ValueError`,
-  which reaches the user chained.
+  which reaches the user chained;
+- a guarded probe whose expected failure is stated in code: a one-call try under `except Exception`
+  around a function of the same file that raises a named exception on purpose (`raise
+  RuntimeError("not a TPU device")`), with a constant fallback; the near misses call a helper that
+  raises nothing or only `Exception(...)`, or catch with a bare `except:` (Ctrl+C too).
 
 The first is the class of the one miss of the round-10 held-out set (google/flax's `nn.jit`
 fingerprint), the second that of keras' fused-LSTM catch-all in the tuning set (its catching caller
-is not in the case's bundle); both now tuning material of `reviewbot/bench_precision_corpus`."""
+is not in the case's bundle), the third that of sglang-jax's tuned block-size lookup; all now tuning material of `reviewbot/bench_precision_corpus`."""
 
 from __future__ import annotations
 
@@ -160,13 +164,69 @@ class BackendUnsupportedError(Exception):
     pass
 """
 
+TUNED = """
+from pkg import backend
+
+TUNED = {"TPU v5e": {(64, 8): 64}}
+
+
+def _device_name():
+    kind = backend.devices()[0].device_kind
+    if "TPU" not in kind:
+        raise RuntimeError("not a TPU device")
+    return kind
+
+
+def _device_name_loose():
+    kind = backend.devices()[0].device_kind
+    if "TPU" not in kind:
+        raise Exception("not a TPU device")
+    return kind
+
+
+def _device_kind():
+    return backend.devices()[0].device_kind
+
+
+def tuned_size(tokens, topk):
+    try:
+        device = _device_name()
+    except Exception:
+        return None
+    return TUNED.get(device, {}).get((tokens, topk))
+
+
+def tuned_size_loose(tokens, topk):
+    try:
+        device = _device_name_loose()
+    except Exception:
+        return None
+    return TUNED.get(device, {}).get((tokens, topk))
+
+
+def tuned_size_any(tokens, topk):
+    try:
+        device = _device_kind()
+    except Exception:
+        return None
+    return TUNED.get(device, {}).get((tokens, topk))
+
+
+def tuned_size_bare(tokens, topk):
+    try:
+        device = _device_name()
+    except:
+        return None
+    return TUNED.get(device, {}).get((tokens, topk))
+"""
+
 
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     return review_shapes(
         tmp_path_factory.mktemp("round10") / "r",
         {"pkg/__init__.py": "", "pkg/proxy.py": PROXY_BASE},
-        {"pkg/proxy.py": PROXY_HEAD, "pkg/fused.py": FUSED, "pkg/errors.py": ERRORS},
+        {"pkg/proxy.py": PROXY_HEAD, "pkg/fused.py": FUSED, "pkg/errors.py": ERRORS, "pkg/tuned.py": TUNED},
     )
 
 
@@ -215,3 +275,12 @@ def test_a_catch_all_converted_into_the_not_supported_signal(review: list[Findin
 
 def test_a_conversion_nothing_catches_into_another_type_reaches_the_user(review: list[Finding]) -> None:
     assert findings_by_rule(review, "pkg/fused.py", "checked") == {}
+
+
+def test_a_probe_of_a_helper_that_raises_on_purpose_states_its_expected_failure(review: list[Finding]) -> None:
+    assert findings_by_rule(review, "pkg/tuned.py", "tuned_size") == {}
+
+
+def test_near_misses_a_helper_raising_nothing_or_only_exception_or_a_bare_except(review: list[Finding]) -> None:
+    for qualname in ("tuned_size_loose", "tuned_size_any", "tuned_size_bare"):
+        assert "broad-except" in findings_by_rule(review, "pkg/tuned.py", qualname), qualname
