@@ -145,7 +145,8 @@ may confirm or refute them.
     the code after the try (not an implicit `None` replacing the try's returned result): nothing;
     the failure is visible with its cause, the fallback is a stated default or the function's own
     other route (a scalar build of an op, a slower conversion), not a substitute computed in the
-    handler;
+    handler. Since round 10 the report may stand under a rank guard (`if not dist.is_initialized()
+    or dist.get_rank() == 0: print(ex)`: one process of many reports; `if verbose:` does not count);
   - swallows, logging, in diagnostics or teardown code (a word of the file path or the enclosing
     name is in `_DIAGNOSTIC_WORDS`: dump, report, metrics, trace, close, shutdown, ...) with a body
     of only logging, `pass`, `continue`, `break` and bare `return`/`return None`: P3
@@ -807,11 +808,40 @@ def _reported_fallback(handler: ast.ExceptHandler, try_body: list[ast.stmt], aft
     code path the function takes anyway, not a substitute computed in the handler. A handler that
     falls off the end of a function whose try returns a result is not one (an implicit `None`
     replaces the result; `after`: the statement after the try, see `_following`)."""
-    if not any(_reports_caught(stmt, handler.name) for stmt in handler.body):
+    body = _rank_guards_opened(handler.body)
+    if not any(_reports_caught(stmt, handler.name) for stmt in body):
         return False
     if not isinstance(handler.body[-1], ast.Return) and isinstance(try_body[-1], ast.Return) and after is None:
         return False
-    return all(_reports_caught(stmt, handler.name) or _constant_default(stmt) for stmt in handler.body)
+    return all(_reports_caught(stmt, handler.name) or _constant_default(stmt) for stmt in body)
+
+
+def _rank_guards_opened(body: list[ast.stmt]) -> list[ast.stmt]:
+    """`body` with each rank guard replaced by its body: an `if` without `else` whose test reads the
+    process's rank (a name or attribute with the word `rank`, `is_main_process`, ...) and whose
+    body only logs (`if not dist.is_initialized() or dist.get_rank() == 0: print(ex)`). One process
+    of many reports the error, as every process would without the guard (round 10); another test
+    (`if verbose: print(ex)`) leaves the report to chance and stays a statement of its own."""
+    out: list[ast.stmt] = []
+    for stmt in body:
+        if (
+            isinstance(stmt, ast.If)
+            and not stmt.orelse
+            and _reads_rank(stmt.test)
+            and all(isinstance(sub, ast.Expr) and is_logging_call(sub.value) for sub in stmt.body)
+        ):
+            out.extend(stmt.body)
+        else:
+            out.append(stmt)
+    return out
+
+
+def _reads_rank(test: ast.expr) -> bool:
+    words = set()
+    for node in ast.walk(test):
+        text = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        words.update(word.lower() for word in _WORD_SPLIT.split(text) if word)
+    return bool(words & {"rank", "master", "main"})
 
 
 _DISPLAY_METHODS = frozenset({"__repr__", "__str__", "__format__", "_repr_html_", "_repr_pretty_"})
