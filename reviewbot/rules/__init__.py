@@ -10,14 +10,15 @@ and the problem is new. Change-wide rules (`cache_key`, `key_docs.check_pr_body`
 
 Rule ids: `broad-except`, `runtime-error-fallback`, `caught-own-subclass`
 (broad_except.py);
-`cache-key-change`, `key-ignores-field`, `key-shares-artifacts`, `key-not-reproducible` (cache_key.py); `stale-key-doc`, `unused-key-param`
+`cache-key-change`, `key-ignores-field`, `key-shares-artifacts`, `key-not-reproducible` (cache_key.py;
+`key-shares-artifacts.hash-equality`, an `__eq__` that compares hashes only: hash_equality.py); `stale-key-doc`, `unused-key-param`
 (key_docs.py); `silent-gate` (silent_gate.py); `suite-failure`, `suite-not-run`, `test-plan`
 (suite_results.py); `not-utf8` (encoding.py).
 """
 
-from reviewbot.rules import broad_except, key_docs, silent_gate
+from reviewbot.rules import broad_except, hash_equality, key_docs, silent_gate
 from reviewbot.rules.common import FileContext, FileRule
 
-FILE_RULES: tuple[FileRule, ...] = (broad_except.check, silent_gate.check, key_docs.check_file)
+FILE_RULES: tuple[FileRule, ...] = (broad_except.check, silent_gate.check, key_docs.check_file, hash_equality.check)
 
 __all__ = ["FILE_RULES", "FileContext", "FileRule"]

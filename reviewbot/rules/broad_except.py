@@ -35,7 +35,11 @@ may confirm or refute them.
     function (its try body encloses the handler or calls that function, directly or through other
     functions of the revision: `ExceptionIndex.reaching`): every `AssertionError` becomes the target
     type and that caller takes it into its fallback; nothing when no such clause catches it (the
-    converted error reaches the user, chained to the original);
+    converted error reaches the user, chained to the original), unless the target is by its name the
+    "not supported here" signal (`NotImplementedError`, a class named `*Unsupported*`,
+    `*NotSupported*`, `*Unimplemented*`): callers catch that to fall back whether or not they are in
+    the revision (a dispatch layer, the library's users), so P2 `broad-except.converts-to-signal`
+    (round 10; near miss: `raise ValueError(...) from e` that nothing here catches);
   - a *unit boundary* that reports the error: nothing. The handler logs the traceback
     (`logger.exception`, `exc_info=`) or, at warning level or above, the caught exception itself,
     or, for a turn of a loop, keeps the caught exception in the loop's results (a value built
@@ -60,8 +64,11 @@ may confirm or refute them.
     (the lines directly above the `try`, inside the try body or in the handler) says which failure
     is expected ("will raise a RuntimeError if no XLA device is configured", "may fail in CPU-only
     containers", "not available", "can not be serialized", "could not be determined"; "# flag the
-    error" is not one) or the statement right after the try warns
-    (`warnings.warn`, logging at warning level or above): nothing. The try guards one operation and
+    error" is not one), or the statement right after the try warns
+    (`warnings.warn`, logging at warning level or above), or (round 10, `except Exception` only) the
+    one operation calls by simple name a function of this file that raises a named exception on
+    purpose (`raise RuntimeError("not a TPU device")`; not `raise Exception(...)`), which states the
+    expected failure in code (`_raises_on_purpose`): nothing. The try guards one operation and
     the fallback is a stated or announced default, not a hidden one (`import torch_npu` returning
     "not available"; a memory query that falls through to "the figure is incorrect" warning). An
     `if` without calls in its test that only falls back to constants (`if git_hash is None:
@@ -140,7 +147,8 @@ may confirm or refute them.
     the code after the try (not an implicit `None` replacing the try's returned result): nothing;
     the failure is visible with its cause, the fallback is a stated default or the function's own
     other route (a scalar build of an op, a slower conversion), not a substitute computed in the
-    handler;
+    handler. Since round 10 the report may stand under a rank guard (`if not dist.is_initialized()
+    or dist.get_rank() == 0: print(ex)`: one process of many reports; `if verbose:` does not count);
   - swallows, logging, in diagnostics or teardown code (a word of the file path or the enclosing
     name is in `_DIAGNOSTIC_WORDS`: dump, report, metrics, trace, close, shutdown, ...) with a body
     of only logging, `pass`, `continue`, `break` and bare `return`/`return None`: P3
@@ -215,6 +223,8 @@ _JUSTIFIED = re.compile(
     r"|only (slower|a warning)|harmless|安全|回退|尽力",
     re.IGNORECASE,
 )
+# exception class names that say "not supported here": the signal callers catch to take another path
+_FALLBACK_SIGNAL = re.compile(r"^NotImplemented(Error)?$|Unsupported|NotSupported|Unimplemented")
 # words (of the file path and the enclosing qualified name, split at `/`, `.`, `_` and case changes)
 # that mark code whose job is diagnostics or teardown
 _DIAGNOSTIC_WORDS = frozenset(
@@ -824,11 +834,40 @@ def _reported_fallback(handler: ast.ExceptHandler, try_body: list[ast.stmt], aft
     code path the function takes anyway, not a substitute computed in the handler. A handler that
     falls off the end of a function whose try returns a result is not one (an implicit `None`
     replaces the result; `after`: the statement after the try, see `_following`)."""
-    if not any(_reports_caught(stmt, handler.name) for stmt in handler.body):
+    body = _rank_guards_opened(handler.body)
+    if not any(_reports_caught(stmt, handler.name) for stmt in body):
         return False
     if not isinstance(handler.body[-1], ast.Return) and isinstance(try_body[-1], ast.Return) and after is None:
         return False
-    return all(_reports_caught(stmt, handler.name) or _constant_default(stmt) for stmt in handler.body)
+    return all(_reports_caught(stmt, handler.name) or _constant_default(stmt) for stmt in body)
+
+
+def _rank_guards_opened(body: list[ast.stmt]) -> list[ast.stmt]:
+    """`body` with each rank guard replaced by its body: an `if` without `else` whose test reads the
+    process's rank (a name or attribute with the word `rank`, `is_main_process`, ...) and whose
+    body only logs (`if not dist.is_initialized() or dist.get_rank() == 0: print(ex)`). One process
+    of many reports the error, as every process would without the guard (round 10); another test
+    (`if verbose: print(ex)`) leaves the report to chance and stays a statement of its own."""
+    out: list[ast.stmt] = []
+    for stmt in body:
+        if (
+            isinstance(stmt, ast.If)
+            and not stmt.orelse
+            and _reads_rank(stmt.test)
+            and all(isinstance(sub, ast.Expr) and is_logging_call(sub.value) for sub in stmt.body)
+        ):
+            out.extend(stmt.body)
+        else:
+            out.append(stmt)
+    return out
+
+
+def _reads_rank(test: ast.expr) -> bool:
+    words = set()
+    for node in ast.walk(test):
+        text = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        words.update(word.lower() for word in _WORD_SPLIT.split(text) if word)
+    return bool(words & {"rank", "master", "main"})
 
 
 _DISPLAY_METHODS = frozenset({"__repr__", "__str__", "__format__", "_repr_html_", "_repr_pretty_"})
@@ -933,7 +972,45 @@ def _guarded_probe(
         index -= 1
     inside = _comment_lines(ctx, node.lineno, handler.end_lineno or handler.lineno)
     text = " ".join([*above, *inside])
-    return bool(_EXPECTED_FAILURE.search(text) or _JUSTIFIED.search(text))
+    if _EXPECTED_FAILURE.search(text) or _JUSTIFIED.search(text):
+        return True
+    return caught_names(handler) == ["Exception"] and _raises_on_purpose(ctx, operations[0])
+
+
+def _raises_on_purpose(ctx: FileContext, operation: ast.stmt) -> bool:
+    """The operation calls, by simple name, a function defined at the top level of this file whose
+    own body raises a new exception of a named class outside any handler (`if "TPU" not in kind:
+    raise RuntimeError("not a TPU device")`; not `raise Exception(...)`, which says nothing a bug
+    does not): the failure the probe expects is stated in that code, as a comment would state it
+    (round 10). The caller checks the handler is `except Exception` (a bare or `BaseException`
+    handler also takes Ctrl+C, which no `raise` explains)."""
+    value = operation.value if isinstance(operation, (ast.Expr, ast.Return, ast.Assign, ast.AnnAssign)) else None
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        return False
+    name = value.func.id
+    callee = next(
+        (
+            stmt
+            for stmt in ctx.tree.body
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name
+        ),
+        None,
+    )
+    if callee is None:
+        return False
+    stack: list[ast.AST] = list(callee.body)
+    while stack:
+        sub = stack.pop()
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ExceptHandler)):
+            continue
+        if (
+            isinstance(sub, ast.Raise)
+            and isinstance(sub.exc, ast.Call)
+            and ast.unparse(sub.exc.func) not in ("Exception", "BaseException")
+        ):
+            return True
+        stack.extend(ast.iter_child_nodes(sub))
+    return False
 
 
 def _normalises(stmt: ast.stmt) -> bool:
@@ -1813,6 +1890,13 @@ def _broad(
     target = _conversion(handler) or _falls_into_raise(handler, after)
     if target is not None:
         sites = _fallback_sites(ctx, target, handler)
+        if not sites and _FALLBACK_SIGNAL.search(target.rsplit(".", 1)[-1]):
+            # the type is by its name the "not supported here" signal that callers catch to fall
+            # back, whether or not they are in this revision (a dispatch layer, the library's users)
+            params["target"] = target
+            return _handler_finding(
+                ctx, handler, "broad-except", Severity.P2, "broad-except.converts-to-signal", params, ruff_note
+            )
         if not sites:
             # nothing here catches the new type: it reaches the caller, chained to the original
             if handler.type is None:
