@@ -423,7 +423,7 @@ def _mentions_oom(node: ast.AST) -> bool:
     return any(
         (isinstance(sub, ast.Attribute) and sub.attr.endswith(OOM_NAMES))
         or (isinstance(sub, ast.Name) and sub.id.endswith(OOM_NAMES))
-        for sub in ast.walk(node)
+        for sub in pysource.walk(node)
     )
 
 
@@ -433,7 +433,7 @@ def _oom_reraised(node: ast.Try | ast.TryStar, index: int) -> bool:
         if any(n.endswith(OOM_NAMES) for n in names) and _raises(earlier.body):
             return True
     handler = node.handlers[index]
-    for sub in ast.walk(handler):
+    for sub in pysource.walk(handler):
         if isinstance(sub, ast.If) and _mentions_oom(sub.test) and _raises(sub.body):
             return True
     return False
@@ -462,7 +462,7 @@ def stdlib_call_count(
     library_values = _library_values(body, imports, neutral)
     found = 0
     for stmt in body:
-        for call in ast.walk(stmt):
+        for call in pysource.walk(stmt):
             if isinstance(call, (ast.Await, ast.YieldFrom)) or (
                 isinstance(call, (ast.Import, ast.ImportFrom)) and not _stdlib_import(call)
             ):
@@ -511,7 +511,7 @@ def _library_values(body: list[ast.stmt], imports: Mapping[str, str], neutral: f
     (`with open(path) as f`, `m = re.match(...)`): values of the library, whose methods run its code."""
     bound: set[str] = set()
     for stmt in body:
-        for node in ast.walk(stmt):
+        for node in pysource.walk(stmt):
             pairs: list[tuple[ast.expr, ast.expr | None]] = []
             if isinstance(node, (ast.With, ast.AsyncWith)):
                 pairs = [(item.context_expr, item.optional_vars) for item in node.items]
@@ -528,7 +528,7 @@ def _library_values(body: list[ast.stmt], imports: Mapping[str, str], neutral: f
 
 
 def _call_statements(body: list[ast.stmt]) -> list[ast.stmt]:
-    return [stmt for stmt in body if any(isinstance(sub, ast.Call) for sub in ast.walk(stmt))]
+    return [stmt for stmt in body if any(isinstance(sub, ast.Call) for sub in pysource.walk(stmt))]
 
 
 def _comment(line: str) -> str | None:
@@ -632,7 +632,7 @@ def _carries_traceback(call: ast.Call) -> bool:
 def _reports_error(handler: ast.ExceptHandler) -> bool:
     """A log call in the handler carries the traceback (`.exception(...)`, `exc_info=` not False or
     None) or, at warning level or above, the caught exception itself."""
-    for sub in ast.walk(handler):
+    for sub in pysource.walk(handler):
         if not is_logging_call(sub):
             continue
         assert isinstance(sub, ast.Call)
@@ -640,7 +640,7 @@ def _reports_error(handler: ast.ExceptHandler) -> bool:
             return True
         method = sub.func.attr if isinstance(sub.func, ast.Attribute) else ""
         if method in _LOUD_LEVELS and handler.name is not None:
-            named = (node for arg in sub.args for node in ast.walk(arg))
+            named = (node for arg in sub.args for node in pysource.walk(arg))
             if any(isinstance(node, ast.Name) and node.id == handler.name for node in named):
                 return True
     return False
@@ -718,7 +718,7 @@ def _keeps_error(stmt: ast.stmt, name: str | None) -> bool:
             values = [*stmt.value.args, *(keyword.value for keyword in stmt.value.keywords)]
     elif isinstance(stmt, ast.Assign) and all(isinstance(target, ast.Subscript) for target in stmt.targets):
         values = [stmt.value]
-    return any(isinstance(sub, ast.Name) and sub.id == name for value in values for sub in ast.walk(value))
+    return any(isinstance(sub, ast.Name) and sub.id == name for value in values for sub in pysource.walk(value))
 
 
 def _unit_boundary(handler: ast.ExceptHandler, in_loop: bool, teardown: bool) -> bool:
@@ -753,7 +753,7 @@ def _filters(handler: ast.ExceptHandler) -> bool:
     for stmt in handler.body:
         if not isinstance(stmt, ast.If):
             continue
-        inspects = any(isinstance(sub, ast.Name) and sub.id == handler.name for sub in ast.walk(stmt.test))
+        inspects = any(isinstance(sub, ast.Name) and sub.id == handler.name for sub in pysource.walk(stmt.test))
         if not inspects:
             continue
         negated = isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not)
@@ -773,13 +773,13 @@ def _bounded_retry(handler: ast.ExceptHandler, in_loop: bool) -> bool:
     result and stays reported."""
     if not in_loop:
         return False
-    if any(isinstance(sub, (ast.Return, ast.Break)) for stmt in handler.body for sub in ast.walk(stmt)):
+    if any(isinstance(sub, (ast.Return, ast.Break)) for stmt in handler.body for sub in pysource.walk(stmt)):
         return False
     for stmt in handler.body:
         if not isinstance(stmt, ast.If) or stmt.orelse:
             continue
         if handler.name is not None and any(
-            isinstance(sub, ast.Name) and sub.id == handler.name for sub in ast.walk(stmt.test)
+            isinstance(sub, ast.Name) and sub.id == handler.name for sub in pysource.walk(stmt.test)
         ):
             continue
         if reraises_same(ast.ExceptHandler(type=handler.type, name=handler.name, body=stmt.body)):
@@ -864,7 +864,7 @@ def _rank_guards_opened(body: list[ast.stmt]) -> list[ast.stmt]:
 
 def _reads_rank(test: ast.expr) -> bool:
     words = set()
-    for node in ast.walk(test):
+    for node in pysource.walk(test):
         text = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
         words.update(word.lower() for word in _WORD_SPLIT.split(text) if word)
     return bool(words & {"rank", "master", "main"})
@@ -1017,7 +1017,7 @@ def _normalises(stmt: ast.stmt) -> bool:
     """An `if` without calls in its test whose branches only fall back to constants
     (`if git_hash is None: git_hash = "UNKNOWN"`): it normalises the operation's answer, it is no
     second operation."""
-    if not isinstance(stmt, ast.If) or any(isinstance(sub, ast.Call) for sub in ast.walk(stmt.test)):
+    if not isinstance(stmt, ast.If) or any(isinstance(sub, ast.Call) for sub in pysource.walk(stmt.test)):
         return False
     return all(_constant_default(sub) or _normalises(sub) for sub in [*stmt.body, *stmt.orelse])
 
@@ -1049,7 +1049,7 @@ def _named_alternative(ctx: FileContext, node: ast.Try | ast.TryStar, handler: a
     names = caught_names(handler)
     if names is None or BROAD & set(names) or len(node.body) != 1 or len(_call_statements(node.body)) != 1:
         return False
-    calls = (sub for stmt in handler.body for sub in ast.walk(stmt) if isinstance(sub, ast.Call))
+    calls = (sub for stmt in handler.body for sub in pysource.walk(stmt) if isinstance(sub, ast.Call))
     if not all(is_logging_call(call) for call in calls):
         return False
     return _names_expected_failure(ctx, node, handler)
@@ -1065,7 +1065,9 @@ def _queues_error(handler: ast.ExceptHandler) -> bool:
     text) stays reported: the reader cannot tell a failure from the end of the data."""
     if handler.name is None:
         return False
-    if any(isinstance(sub, ast.Return) and sub.value is not None for stmt in handler.body for sub in ast.walk(stmt)):
+    if any(
+        isinstance(sub, ast.Return) and sub.value is not None for stmt in handler.body for sub in pysource.walk(stmt)
+    ):
         return False
     for stmt in handler.body:
         value = stmt.value if isinstance(stmt, ast.Expr) else None
@@ -1124,7 +1126,7 @@ def _error_dropped(ctx: FileContext, function: str, positions: list[int], width:
     names (`can_use, _ = be.verify(...)`), or drops the whole result (a call as a statement)."""
     trees = [ctx.tree, *(tree for path, tree in ctx.changed_trees("head") if path != ctx.path)]
     for tree in trees:
-        for node in ast.walk(tree):
+        for node in pysource.walk(tree):
             value = node.value if isinstance(node, (ast.Assign, ast.Expr)) else None
             if not (isinstance(value, ast.Call) and _callee(value) == function):
                 continue
@@ -1160,7 +1162,7 @@ def _version_probe(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler, impo
             root = root.func if isinstance(root, ast.Call) else root.value
         if not (isinstance(root, ast.Name) and root.id in imports):
             return False
-        for sub in ast.walk(expr):
+        for sub in pysource.walk(expr):
             name = sub.attr if isinstance(sub, ast.Attribute) else sub.id if isinstance(sub, ast.Name) else ""
             if "version" in name.lower():
                 return True
@@ -1169,17 +1171,17 @@ def _version_probe(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler, impo
     assigned: set[str] = set()
     found = False
     for stmt in node.body:
-        for call in (sub for sub in ast.walk(stmt) if isinstance(sub, ast.Call)):
+        for call in (sub for sub in pysource.walk(stmt) if isinstance(sub, ast.Call)):
             if mentions_version(call.func):
                 found = True
                 continue
             args = [*call.args, *(k.value for k in call.keywords)]
-            used = {sub.id for arg in [call.func, *args] for sub in ast.walk(arg) if isinstance(sub, ast.Name)}
+            used = {sub.id for arg in [call.func, *args] for sub in pysource.walk(arg) if isinstance(sub, ast.Name)}
             if not (used & assigned or any(mentions_version(arg) for arg in args)):
                 return False
-        for sub in ast.walk(stmt):
+        for sub in pysource.walk(stmt):
             if isinstance(sub, ast.Assign):
-                assigned |= {n.id for t in sub.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+                assigned |= {n.id for t in sub.targets for n in pysource.walk(t) if isinstance(n, ast.Name)}
     return found
 
 
@@ -1224,13 +1226,13 @@ def _docstring_fallbacks(tree: ast.AST) -> frozenset[int]:
     documented behaviour, and its value is the function's own (an argument, a result computed before
     the try), not a substitute computed in the handler (`return fn(*args)` stays reported)."""
     found: set[int] = set()
-    for node in ast.walk(tree):
+    for node in pysource.walk(tree):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         doc = ast.get_docstring(node)
         if not doc or not _DOC_FALLBACK.search(doc):
             continue
-        for sub in ast.walk(node):
+        for sub in pysource.walk(node):
             if isinstance(sub, ast.ExceptHandler) and sub.body and all(_value_at_hand(stmt) for stmt in sub.body):
                 found.add(id(sub))
     return frozenset(found)
@@ -1268,11 +1270,13 @@ def _package_probe(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler, impo
         return False
     assigned = {t.id for t in first.targets if isinstance(t, ast.Name)} if isinstance(first, ast.Assign) else set()
     for stmt in node.body[1:]:
-        for call in (sub for sub in ast.walk(stmt) if isinstance(sub, ast.Call)):
-            used = {sub.id for arg in [call.func, *call.args] for sub in ast.walk(arg) if isinstance(sub, ast.Name)}
+        for call in (sub for sub in pysource.walk(stmt) if isinstance(sub, ast.Call)):
+            used = {
+                sub.id for arg in [call.func, *call.args] for sub in pysource.walk(arg) if isinstance(sub, ast.Name)
+            }
             if not used & assigned:
                 return False
-        for sub in ast.walk(stmt):
+        for sub in pysource.walk(stmt):
             if isinstance(sub, ast.Assign):
                 assigned |= {t.id for t in sub.targets if isinstance(t, ast.Name)}
     return True
@@ -1330,9 +1334,9 @@ def _optional_dependency(ctx: FileContext, node: ast.Try | ast.TryStar, handler:
         for stmt, _ in imported
         for alias in stmt.names
     }
-    guarded = {id(sub) for t in ast.walk(ctx.tree) if isinstance(t, (ast.Try, ast.TryStar)) for sub in t.body}
+    guarded = {id(sub) for t in pysource.walk(ctx.tree) if isinstance(t, (ast.Try, ast.TryStar)) for sub in t.body}
     guarded.update(_under_flag(ctx.tree, handler))
-    for sub in ast.walk(ctx.tree):
+    for sub in pysource.walk(ctx.tree):
         if id(sub) in guarded:
             continue
         if isinstance(sub, ast.ImportFrom) and not sub.level and (sub.module or "").split(".")[0] in tops:
@@ -1354,10 +1358,10 @@ def _under_flag(tree: ast.Module, handler: ast.ExceptHandler) -> set[int]:
     }
     return {
         id(sub)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and any(isinstance(n, ast.Name) and n.id in flags for n in ast.walk(node.test))
+        for node in pysource.walk(tree)
+        if isinstance(node, ast.If) and any(isinstance(n, ast.Name) and n.id in flags for n in pysource.walk(node.test))
         for stmt in node.body
-        for sub in ast.walk(stmt)
+        for sub in pysource.walk(stmt)
     }
 
 
@@ -1439,7 +1443,7 @@ def _deferred_import_failure(tree: ast.AST, node: ast.Try | ast.TryStar, handler
     if not all(_warns(stmt) for stmt in handler.body):
         return False
     names = {name for _, name in imported}
-    for sub in ast.walk(tree):
+    for sub in pysource.walk(tree):
         if sub is node:
             continue
         if isinstance(sub, (ast.Import, ast.ImportFrom)) and any(sub is stmt for stmt, _ in imported):
@@ -1447,7 +1451,7 @@ def _deferred_import_failure(tree: ast.AST, node: ast.Try | ast.TryStar, handler
         bound: set[str] = set()
         if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
-            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            bound = {n.id for t in targets for n in pysource.walk(t) if isinstance(n, ast.Name)}
         elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound = {sub.name}
         elif isinstance(sub, (ast.Import, ast.ImportFrom)):
@@ -1588,7 +1592,7 @@ def _alternatives_tries(tree: ast.AST) -> frozenset[int]:
     def leaves(block: list[ast.stmt]) -> bool:
         return bool(block) and isinstance(block[-1], (ast.Return, ast.Break))
 
-    for node in ast.walk(tree):
+    for node in pysource.walk(tree):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if not isinstance(block, list):
@@ -1617,7 +1621,7 @@ def _alternatives(handler: ast.ExceptHandler) -> bool:
 def _loop_tries(tree: ast.AST) -> set[int]:
     """ids of the try statements standing directly in the body of a loop."""
     found: set[int] = set()
-    for node in ast.walk(tree):
+    for node in pysource.walk(tree):
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             found.update(id(stmt) for stmt in node.body if isinstance(stmt, (ast.Try, ast.TryStar)))
     return found
@@ -1660,7 +1664,7 @@ def _called_modules(ctx: FileContext, body: list[ast.stmt], imports: Mapping[str
     own = module_name(ctx.path)
     out: set[str] = set()
     for stmt in body:
-        for call in ast.walk(stmt):
+        for call in pysource.walk(stmt):
             if not isinstance(call, ast.Call):
                 continue
             chain: list[str] = []
@@ -1698,8 +1702,8 @@ def _unhandled_subclasses(
     handled: set[str] = set(caught)
     for earlier in node.handlers[:index]:
         handled |= set(caught_names(earlier) or [])
-    handled |= {sub.id for sub in ast.walk(handler) if isinstance(sub, ast.Name)}
-    handled |= {sub.attr for sub in ast.walk(handler) if isinstance(sub, ast.Attribute)}
+    handled |= {sub.id for sub in pysource.walk(handler) if isinstance(sub, ast.Name)}
+    handled |= {sub.attr for sub in pysource.walk(handler) if isinstance(sub, ast.Attribute)}
     in_test = _is_test_path(ctx.path)
     exceptions = ctx.exceptions()
     # a repository class handled first takes its own subclasses with it
@@ -1813,7 +1817,7 @@ def _registered_callbacks(tree: ast.AST) -> set[str]:
     decorator), `signal.signal` or `weakref.finalize`: they run while the program exits or is
     being stopped."""
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in pysource.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if any(_hook(d) is not None for d in node.decorator_list):
                 out.add(node.name)
@@ -1970,7 +1974,7 @@ def check(ctx: FileContext) -> list[Finding]:
     import_tries = _module_level_tries(ctx.tree)
     unbound = unbound_reads(ctx.tree)
     display = _display_functions(ctx.tree)
-    for node in ast.walk(ctx.tree):
+    for node in pysource.walk(ctx.tree):
         if not isinstance(node, (ast.Try, ast.TryStar)) or not node.handlers:
             continue
         calls = _call_statements(node.body)

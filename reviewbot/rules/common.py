@@ -100,7 +100,7 @@ def is_logging_call(node: ast.AST) -> bool:
 
 
 def contains_logging(nodes: list[ast.stmt]) -> bool:
-    return any(is_logging_call(sub) for node in nodes for sub in ast.walk(node))
+    return any(is_logging_call(sub) for node in nodes for sub in pysource.walk(node))
 
 
 FileRule = Callable[[FileContext], list[Finding]]

@@ -27,6 +27,8 @@ import ast
 import dataclasses
 from collections.abc import Callable
 
+from reviewbot import pysource
+
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LEAVES = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
@@ -72,7 +74,7 @@ def _bound(stmt: ast.stmt) -> set[str]:
 def _declared_outside(scope: ast.AST) -> set[str]:
     """Names a function declares `global` or `nonlocal`: bound elsewhere, not followed here."""
     names: set[str] = set()
-    for node in ast.walk(scope):
+    for node in pysource.walk(scope):
         if isinstance(node, (ast.Global, ast.Nonlocal)):
             names.update(node.names)
     return names

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 
+from reviewbot import pysource
 from reviewbot.findings import Finding, Severity
 from reviewbot.rules.common import FileContext
 
@@ -62,12 +63,12 @@ def _hash_attributes(cls: ast.ClassDef) -> set[str]:
         me = _first_param(method)
         hash_locals = {
             target.id
-            for node in ast.walk(method)
+            for node in pysource.walk(method)
             if isinstance(node, ast.Assign) and _is_hash_call(node.value)
             for target in node.targets
             if isinstance(target, ast.Name)
         }
-        for node in ast.walk(method):
+        for node in pysource.walk(method):
             if isinstance(node, ast.Assign) and _is_hash_call(node.value):
                 found.update(
                     t.attr
@@ -183,7 +184,7 @@ def check(ctx: FileContext) -> list[Finding]:
     if _hash_rebound(ctx.tree):
         return []
     findings = []
-    for cls in (n for n in ast.walk(ctx.tree) if isinstance(n, ast.ClassDef)):
+    for cls in (n for n in pysource.walk(ctx.tree) if isinstance(n, ast.ClassDef)):
         eq = _hash_only_eq(cls)
         if eq is None:
             continue

@@ -30,6 +30,7 @@ import re
 import tokenize
 from collections.abc import Iterable
 
+from reviewbot import pysource
 from reviewbot.findings import Finding, Severity
 from reviewbot.rules.common import FileContext
 
@@ -170,7 +171,7 @@ def _stale_finding(
 
 def _docstrings(tree: ast.Module) -> list[tuple[int, int, str]]:
     out: list[tuple[int, int, str]] = []
-    for node in ast.walk(tree):
+    for node in pysource.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
             first = node.body[0]
             if (
@@ -240,7 +241,7 @@ def _unused_params(ctx: FileContext) -> list[Finding]:
         args = node.args
         params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
         params += [a for a in (args.vararg, args.kwarg) if a is not None]
-        used = {n.id for stmt in node.body for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+        used = {n.id for stmt in node.body for n in pysource.walk(stmt) if isinstance(n, ast.Name)}
         for param in params:
             name = param.arg
             if name in ("self", "cls") or name.startswith("_") or name in used:

@@ -46,7 +46,7 @@ def _names_config(segment: str, names: tuple[str, ...]) -> bool:
 
 
 def _reads_config(test: ast.AST, names: tuple[str, ...]) -> bool:
-    return any(_is_config_chain(sub, names) for sub in ast.walk(test))
+    return any(_is_config_chain(sub, names) for sub in pysource.walk(test))
 
 
 def _only_config(test: ast.AST, names: tuple[str, ...]) -> bool:
@@ -81,7 +81,7 @@ def _exits_silently(body: list[ast.stmt], params: set[str]) -> bool:
 def _calls_logging_helper(test: ast.AST, helpers: set[str]) -> bool:
     return any(
         isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in helpers
-        for sub in ast.walk(test)
+        for sub in pysource.walk(test)
     )
 
 
