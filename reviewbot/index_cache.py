@@ -10,7 +10,8 @@ The store is one SQLite file in the repository's git directory (shared by its wo
 a checkout or of `git status`); the service's clones and a developer's repository keep theirs
 between reviews. Readers and writers of several processes or threads take turns through SQLite's
 locking. A file that is not a readable cache (corrupt, or another program's) is moved aside once
-with a warning naming it, and the index is built without it: a cache is only ever a speed-up.
+with a warning naming it, and the index is built without it; so is the index where the directory
+cannot be made (a read-only git directory), with a warning: a cache is only ever a speed-up.
 """
 
 from __future__ import annotations
@@ -45,9 +46,13 @@ class FactsCache:
     def __enter__(self) -> Self:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:  # a read-only git directory, say
+            logger.warning("exception index cache %s cannot be made (%s); indexing without it", self.path, error)
+            return self
+        try:
             self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             self._db.execute("CREATE TABLE IF NOT EXISTS facts (digest TEXT PRIMARY KEY, data TEXT NOT NULL)")
-        except (sqlite3.DatabaseError, OSError) as error:
+        except sqlite3.DatabaseError as error:
             self._set_aside(error)
         return self
 

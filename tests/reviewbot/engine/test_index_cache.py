@@ -125,6 +125,19 @@ def test_a_file_that_is_no_cache_is_moved_aside_with_a_warning(
     assert path.exists()
 
 
+def test_a_cache_that_cannot_be_made_is_a_warning(repo: Repo, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "git-dir").write_text("a file where the cache's directory would go\n")
+    with (
+        caplog.at_level(logging.WARNING, logger="reviewbot.index_cache"),
+        GitRepo(repo.path) as git,
+        FactsCache.at(tmp_path / "git-dir") as cache,
+    ):
+        index = index_revision(git, "HEAD", cache=cache)
+    assert index.files == 3
+    (record,) = caplog.records
+    assert "cannot be made" in record.getMessage() and "indexing without it" in record.getMessage()
+
+
 def test_two_threads_fill_one_cache_file(repo: Repo, tmp_path: Path) -> None:
     path = tmp_path / "facts.sqlite3"
     results: list[tuple] = []
