@@ -508,22 +508,29 @@ def _library_call(
 
 def _library_values(body: list[ast.stmt], imports: Mapping[str, str], neutral: frozenset[str]) -> frozenset[str]:
     """Names `body` binds to the result of a builtin of `neutral` or a standard-library call
-    (`with open(path) as f`, `m = re.match(...)`): values of the library, whose methods run its code."""
-    bound: set[str] = set()
+    (`with open(path) as f`, `m = re.match(...)`): values of the library, whose methods run its code.
+    Since round 11 also the results of such values' methods, to a fixed point (`line = f.readline()`
+    then `line.split()`: the text a file object returned is the library's value too)."""
+    pairs: list[tuple[ast.expr, ast.expr | None]] = []
     for stmt in body:
         for node in pysource.walk(stmt):
-            pairs: list[tuple[ast.expr, ast.expr | None]] = []
             if isinstance(node, (ast.With, ast.AsyncWith)):
-                pairs = [(item.context_expr, item.optional_vars) for item in node.items]
+                pairs.extend((item.context_expr, item.optional_vars) for item in node.items)
             elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-                pairs = [(node.value, node.targets[0])]
-            for value, target in pairs:
-                if (
-                    isinstance(target, ast.Name)
-                    and isinstance(value, ast.Call)
-                    and _library_call(value, imports, neutral, frozenset()) is not None
-                ):
-                    bound.add(target.id)
+                pairs.append((node.value, node.targets[0]))
+    bound: set[str] = set()
+    grown = True
+    while grown:
+        grown = False
+        for value, target in pairs:
+            if (
+                isinstance(target, ast.Name)
+                and target.id not in bound
+                and isinstance(value, ast.Call)
+                and _library_call(value, imports, neutral, frozenset(bound)) is not None
+            ):
+                bound.add(target.id)
+                grown = True
     return frozenset(bound)
 
 
@@ -839,7 +846,110 @@ def _reported_fallback(handler: ast.ExceptHandler, try_body: list[ast.stmt], aft
         return False
     if not isinstance(handler.body[-1], ast.Return) and isinstance(try_body[-1], ast.Return) and after is None:
         return False
-    return all(_reports_caught(stmt, handler.name) or _constant_default(stmt) for stmt in body)
+    return all(
+        _reports_caught(stmt, handler.name) or _constant_default(stmt) or _prepares_report(body, i)
+        for i, stmt in enumerate(body)
+    )
+
+
+def _prepares_report(body: list[ast.stmt], index: int) -> bool:
+    """`body[index]` only prepares the handler's report (round 11): an assignment to plain names that
+    a later logging call of `body` reads, in a handler that ends with
+    `return` (`arch = core.arch_name(arch)` before `core.warn(f"{e} ... {arch}")`, then `return
+    False`): the names cannot reach the code after the handler, so no value is substituted."""
+    stmt = body[index]
+    if not (isinstance(stmt, ast.Assign) and isinstance(body[-1], ast.Return)):
+        return False
+    if not all(isinstance(target, ast.Name) for target in stmt.targets):
+        return False
+    names = {target.id for target in stmt.targets if isinstance(target, ast.Name)}
+    read = {
+        node.id
+        for later in body[index + 1 :]
+        if isinstance(later, ast.Expr) and is_logging_call(later.value)
+        for node in pysource.walk(later)
+        if isinstance(node, ast.Name)
+    }
+    return names <= read
+
+
+def _diagnostic_procedures(tree: ast.AST) -> dict[int, str]:
+    """The tries whose failure can only cost a diagnostic (round 11), by id, with their function's
+    name: a try standing directly in the body of a function that hands back no value (no `return`
+    of a value, no `yield`), whose body only imports and binds local names (it computes, it changes
+    nothing; a name the function declares `global` or `nonlocal` is not local), and whose function
+    after it only binds local names, reports (`warnings.warn`, logging, `print`) and branches on
+    those, with at least one report (`_warn_iree_is_too_old`: look up two versions, warn when they
+    do not match; a once-only flag set before the try is no part of it). Whatever the
+    handler does short of raising, the program goes on exactly as it would have: a warning is lost,
+    no value is substituted and no state is left half changed."""
+    found: dict[int, str] = {}
+    for function in pysource.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if not _hands_back_nothing(function):
+            continue
+        shared = {
+            name
+            for node in pysource.walk(function)
+            if isinstance(node, (ast.Global, ast.Nonlocal))
+            for name in node.names
+        }
+        for index, stmt in enumerate(function.body):
+            if not isinstance(stmt, ast.Try) or stmt.orelse or stmt.finalbody:
+                continue
+            rest = function.body[index + 1 :]
+            if (
+                all(_binds_only(part, shared) for part in stmt.body)
+                and all(_diagnostic_statement(part, shared) for part in rest)
+                and contains_logging(rest)
+            ):
+                found[id(stmt)] = function.name
+    return found
+
+
+def _hands_back_nothing(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """No `return <value>` (other than `None`) or `yield` in `function`'s own body (nested functions
+    and classes are theirs)."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(node, ast.Return) and not (
+            node.value is None or (isinstance(node.value, ast.Constant) and node.value.value is None)
+        ):
+            return False
+        pending.extend(ast.iter_child_nodes(node))
+    return True
+
+
+def _binds_only(stmt: ast.stmt, shared: set[str]) -> bool:
+    """An import, or an assignment whose targets are plain names, none of them in `shared` (the
+    function's `global` and `nonlocal` names)."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        names = [(alias.asname or alias.name).split(".")[0] for alias in stmt.names]
+    elif isinstance(stmt, ast.Assign):
+        names = [target.id if isinstance(target, ast.Name) else "" for target in stmt.targets]
+    elif isinstance(stmt, ast.AnnAssign):
+        names = [stmt.target.id if isinstance(stmt.target, ast.Name) else ""]
+    else:
+        return False
+    return all(name and name not in shared for name in names)
+
+
+def _diagnostic_statement(stmt: ast.stmt, shared: set[str]) -> bool:
+    """A statement that binds local names (`_binds_only`), reports (a logging call), passes or
+    returns nothing, or an `if` of such statements."""
+    if _binds_only(stmt, shared) or _logs_or_leaves(stmt):
+        return True
+    if isinstance(stmt, ast.Expr) and _warns(stmt):
+        return True
+    if isinstance(stmt, ast.If):
+        return all(_diagnostic_statement(part, shared) for part in [*stmt.body, *stmt.orelse])
+    return False
 
 
 def _rank_guards_opened(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -1869,17 +1979,17 @@ def _broad(
     try_line: int,
     try_body: list[ast.stmt],
     after: ast.stmt | None,
+    diagnostic_procedure: str | None,
 ) -> Finding | None:
     """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring);
     `boundary`: the handler ends a unit of work and reports its error; `teardown`: `_teardown`;
     `exit_path`: the try runs on the way out (`_teardown_tries`); `wide_calls`, `try_line`: the
     annotation `_handler_finding` shows; `try_body`: the body of the handler's try; `after`: the statement
-    after it (`_following`)."""
+    after it (`_following`); `diagnostic_procedure`: the function's name when the try's failure can
+    only cost a diagnostic (`_diagnostic_procedures`)."""
     if reraises_same(handler):
-        if handler.type is None:
-            return _handler_finding(
-                ctx, handler, "broad-except", Severity.P3, "broad-except.bare-reraises", {}, ruff_note
-            )
+        # the same exception goes on, `KeyboardInterrupt` included, after the handler's cleanup
+        # (round 11: a bare `except:` here is `except BaseException: ...; raise`, nothing is lost)
         return None
     params: dict[str, object] = {"label": label}
     noqa = _noqa(ctx, handler)
@@ -1922,6 +2032,11 @@ def _broad(
         return None
     if _reported_fallback(handler, try_body, after):
         return None
+    if diagnostic_procedure is not None and all(_logs_or_leaves(stmt) for stmt in handler.body):
+        params["where"] = diagnostic_procedure
+        return _handler_finding(
+            ctx, handler, "broad-except", Severity.P3, "broad-except.skips-diagnostics", params, ruff_note
+        )
     if _logs_and_continues(handler) and teardown:
         params["where"] = ctx.qualname(handler.lineno) or ctx.path
         return _handler_finding(
@@ -1974,6 +2089,7 @@ def check(ctx: FileContext) -> list[Finding]:
     import_tries = _module_level_tries(ctx.tree)
     unbound = unbound_reads(ctx.tree)
     display = _display_functions(ctx.tree)
+    diagnostic_tries = _diagnostic_procedures(ctx.tree)
     for node in pysource.walk(ctx.tree):
         if not isinstance(node, (ast.Try, ast.TryStar)) or not node.handlers:
             continue
@@ -2062,6 +2178,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     try_line=node.lineno,
                     try_body=node.body,
                     after=following.get(id(node)),
+                    diagnostic_procedure=diagnostic_tries.get(id(node)),
                 )
                 if finding is not None:
                     findings.append(finding)
