@@ -20,7 +20,10 @@ may confirm or refute them.
     statement after the try reads a name only the try's body binds (`reviewbot.rules.fallthrough`):
     P2 `broad-except.unbound`, before any of the exemptions below (a probe whose comment names the
     expected failure still hands the code after it an unbound or stale name);
-  - re-raises: nothing (a bare `except:` that re-raises: P3, it still catches `KeyboardInterrupt`);
+  - re-raises: nothing, a bare `except:` included (round 11: until then P3, "it still catches
+    `KeyboardInterrupt`"; but the handler passes Ctrl+C on after its cleanup, which should run then
+    too: iree-turbine's fence signalled after a failed launch). Near miss: a bare `except:` that
+    converts (below) stays P3 `broad-except.bare-reraises`, Ctrl+C becomes the new type;
   - `# noqa: BLE001` (or `E722`, `BLE`, `S110`, a blanket `# noqa`) with a reason after the codes or
     in comment lines directly above the `except`: P3 `broad-except.noqa-reason` (respected: the
     injection experiment may still show a programmer error swallowed silently); a noqa without a
@@ -130,7 +133,9 @@ may confirm or refute them.
   - a *confined try*: every call of the try body goes to a builtin on values at hand (`eval`,
     `repr`, `str`, `hash`, `open`; not `getattr`, `map`, ... which run code they are handed) or to the
     standard library (`stdlib_call_count` with `BUILTINS_AT_HAND`: a method of a value such a call
-    returned counts, `with open(p) as f: f.read(4)`): nothing for `except Exception`, here and for the
+    returned counts, `with open(p) as f: f.read(4)`, and since round 11 a method of what such a
+    method returned, to a fixed point, `line = f.readline()` then `line.split()`): nothing for
+    `except Exception`, here and for the
     injection experiment's can-arise check, the same test. No code of the repository runs there, so no
     programmer error of it (an `AssertionError`, a `TypeError` of a wrong call) can be swallowed; what
     is caught is the library's failure of that operation (an unreadable file, a text that is no
@@ -149,6 +154,19 @@ may confirm or refute them.
     other route (a scalar build of an op, a slower conversion), not a substitute computed in the
     handler. Since round 10 the report may stand under a rank guard (`if not dist.is_initialized()
     or dist.get_rank() == 0: print(ex)`: one process of many reports; `if verbose:` does not count);
+    since round 11 the handler may first prepare its report: an assignment to plain names that a
+    later logging call of the handler reads, in a handler that ends with `return` (`arch =
+    arch_name(arch)` before the warning, then `return False`; `_prepares_report`). Near miss: the
+    same handler falling through, the rebound name reaching the code after the try;
+  - a failure that can only cost a warning (round 11): the try stands directly in a function that
+    hands back no value, its body only imports and binds local names, and the function after it
+    only binds local names, reports and branches on those (`_diagnostic_procedures`: look up two
+    versions, warn when they do not match), the handler only passing, logging or returning nothing:
+    P3 `broad-except.skips-diagnostics`. Whatever the handler does, the program goes on as it
+    would have; a warning is lost, no value is substituted, no state is half changed. Near misses:
+    a global set after the try, the computed value returned (P0 `swallows`). Not the wider "the
+    try's result is unused and the handler changes nothing": xla's async checkpoint worker
+    (`self.save(...)` in the try, the traceback printed) loses the save, the work itself;
   - swallows, logging, in diagnostics or teardown code (a word of the file path or the enclosing
     name is in `_DIAGNOSTIC_WORDS`: dump, report, metrics, trace, close, shutdown, ...) with a body
     of only logging, `pass`, `continue`, `break` and bare `return`/`return None`: P3
