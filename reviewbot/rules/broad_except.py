@@ -116,7 +116,12 @@ may confirm or refute them.
   - a *display placeholder* (round 9): in code that only builds text for display (`__repr__`,
     `__str__`, ..., and functions of the file called only from such code), a handler that only
     returns a constant (`return "{...}"`): nothing; a repr must not raise, and what it drops is
-    text (`_display_functions`). The same helper also called from other code stays reported;
+    text (`_display_functions`). The same helper also called from other code stays reported.
+    Since round 11 the same for a helper whose answer can only word an error that is raised anyway
+    (`_error_wording_functions`: called only where every way on raises, a statement of a function
+    body from which it holds no `return` and ends in `raise`; taichi's `try_get_wheel_tag`, asked
+    which message to raise). Near misses: the helper also called from code that goes on, or from a
+    function that returns after the call;
   - a *fallback the function's docstring states* ("falls back to the original function if
     compilation fails"; or a swallow it states: "swallows any exception so that ...", "errors are
     ignored"), the handler handing back a value at hand (`return <name or constant>`,
@@ -1033,6 +1038,69 @@ def _display_functions(tree: ast.Module) -> frozenset[str]:
                 display.add(name)
                 grown = True
     return frozenset(display)
+
+
+def _error_wording_functions(tree: ast.Module) -> frozenset[str]:
+    """Names of the functions of `tree` whose answer can only word an error that is raised anyway
+    (round 11): called (by name or as `self.<name>`) at least once and only from an *error path*,
+    or from such functions, followed to a fixed point. A call is on an error path when it stands in
+    a statement of a function's body from which that body holds no `return` and ends in `raise`:
+    every way on from the call raises (taichi's `check_ggui_availability` asks `try_get_wheel_tag`
+    which message to raise). A call from code outside any function is on no error path."""
+    uses: dict[str, list[tuple[str, bool]]] = {}
+    defined: set[str] = set()
+
+    def record(node: ast.AST, within: str, on_error_path: bool) -> None:
+        for sub in _own_scope(node):
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub is not node:
+                visit_function(sub)
+            elif isinstance(sub, ast.Call):
+                func = sub.func
+                if isinstance(func, ast.Name):
+                    uses.setdefault(func.id, []).append((within, on_error_path))
+                elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+                    uses.setdefault(func.attr, []).append((within, on_error_path))
+
+    def visit_function(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        defined.add(function.name)
+        tail = len(function.body)
+        if isinstance(function.body[-1], ast.Raise):
+            tail = 0
+            for index, stmt in enumerate(function.body):
+                if any(isinstance(sub, ast.Return) for sub in _own_scope(stmt)):
+                    tail = index + 1
+        for index, stmt in enumerate(function.body):
+            record(stmt, function.name, index >= tail)
+
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            visit_function(stmt)
+        else:
+            record(stmt, "<module>", False)
+    wording: set[str] = set()
+    grown = True
+    while grown:
+        grown = False
+        for name in defined - wording:
+            calls = uses.get(name, [])
+            if calls and all(on_error_path or within in wording for within, on_error_path in calls):
+                wording.add(name)
+                grown = True
+    return frozenset(wording)
+
+
+def _own_scope(node: ast.AST) -> list[ast.AST]:
+    """`node` and the nodes under it, without the bodies of the functions, lambdas and classes
+    defined there (a nested function definition itself is included)."""
+    out: list[ast.AST] = []
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        out.append(current)
+        if current is not node and isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        pending.extend(ast.iter_child_nodes(current))
+    return out
 
 
 def _display_placeholder(ctx: FileContext, handler: ast.ExceptHandler, display: frozenset[str]) -> bool:
@@ -2106,7 +2174,7 @@ def check(ctx: FileContext) -> list[Finding]:
     documented = _docstring_fallbacks(ctx.tree)
     import_tries = _module_level_tries(ctx.tree)
     unbound = unbound_reads(ctx.tree)
-    display = _display_functions(ctx.tree)
+    display = _display_functions(ctx.tree) | _error_wording_functions(ctx.tree)
     diagnostic_tries = _diagnostic_procedures(ctx.tree)
     for node in pysource.walk(ctx.tree):
         if not isinstance(node, (ast.Try, ast.TryStar)) or not node.handlers:

@@ -11,14 +11,19 @@ statically (`--suites none`):
   computes (imports, local names) and whose code after the try only warns on those values: P3
   `broad-except.skips-diagnostics` instead of the P2 swallow; the near misses set a module global
   after the try (state the program goes on with) or return the computed value (a substitute);
+- a helper whose answer only words an error raised anyway: `wheel_tag()` returns `None` on any
+  error and is called only where every way on raises (`check_gui` ends in `raise` with no `return`
+  after the call): nothing, as for a display placeholder; the near misses call the same kind of
+  helper also from code that goes on (`install_hint`), or from a function that returns after the
+  call (`gui_status`);
 - a confined try over a file object's values: `line = f.readline()` then `line.split()` is the
   standard library's code too (the values of a library value's methods, to a fixed point): nothing
   under `except Exception`, P3 `broad-except.confined-catches-exit` under a bare `except:`; the near
   miss hands the line to a function of the file (the repository's code runs: still reported).
 
 The first is the class of iree-turbine's invoke cleanup, the second of taichi's architecture probe,
-the third of iree-turbine's version-mismatch warning, the fourth of NVIDIA/Fuser's `/proc/meminfo`
-reader: round 11's held-out set, now tuning material of `reviewbot/bench_precision_corpus`."""
+the third of iree-turbine's version-mismatch warning, the fourth of taichi's GGUI diagnosis, the
+fifth of NVIDIA/Fuser's `/proc/meminfo` reader: round 11's held-out set, now tuning material of `reviewbot/bench_precision_corpus`."""
 
 from __future__ import annotations
 
@@ -127,6 +132,63 @@ def compiler_version():
     return compiler
 """
 
+GUI = """
+class GuiUnavailable(Exception):
+    pass
+
+
+def wheel_tag(module):
+    try:
+        return read_tag(module.__path__[0])
+    except Exception:
+        return None
+
+
+def wheel_tag_too(module):
+    try:
+        return read_tag(module.__path__[0])
+    except Exception:
+        return None
+
+
+def read_tag(path):
+    with open(path + "/WHEEL") as f:
+        return f.read()
+
+
+def check_gui(module, available):
+    if available:
+        return
+    tag = wheel_tag(module)
+    if tag and "manylinux2014" in tag:
+        raise GuiUnavailable("a restricted build: upgrade the OS")
+    raise GuiUnavailable("the GUI is not available")
+
+
+def install_hint(module):
+    tag = wheel_tag_too(module)
+    return tag or "unknown"
+
+
+def check_gui_too(module):
+    tag = wheel_tag_too(module)
+    raise GuiUnavailable(f"the GUI is not available ({tag})")
+
+
+def gui_status(module, available):
+    tag = slow_tag(module)
+    if available:
+        return "ok"
+    raise GuiUnavailable(f"the GUI is not available ({tag})")
+
+
+def slow_tag(module):
+    try:
+        return read_tag(module.__path__[0])
+    except Exception:
+        return None
+"""
+
 MEMINFO = """
 def available_gb():
     try:
@@ -170,7 +232,13 @@ def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     return review_shapes(
         tmp_path_factory.mktemp("round11") / "r",
         {"pkg/__init__.py": ""},
-        {"pkg/invoke.py": INVOKE, "pkg/arch.py": ARCH, "pkg/versions.py": VERSIONS, "pkg/meminfo.py": MEMINFO},
+        {
+            "pkg/invoke.py": INVOKE,
+            "pkg/arch.py": ARCH,
+            "pkg/versions.py": VERSIONS,
+            "pkg/meminfo.py": MEMINFO,
+            "pkg/gui.py": GUI,
+        },
     )
 
 
@@ -203,6 +271,16 @@ def test_near_misses_state_set_after_the_try_or_a_value_handed_back(review: list
     for qualname in ("check_versions", "compiler_version"):
         found = findings_by_rule(review, "pkg/versions.py", qualname)["broad-except"]
         assert (found.message_id, found.severity) == ("broad-except.swallows", Severity.P2), qualname
+
+
+def test_a_helper_whose_answer_only_words_an_error_raised_anyway_gives_nothing(review: list[Finding]) -> None:
+    assert findings_by_rule(review, "pkg/gui.py", "wheel_tag") == {}
+
+
+def test_near_misses_a_helper_also_used_where_the_code_goes_on(review: list[Finding]) -> None:
+    for qualname in ("wheel_tag_too", "slow_tag"):
+        found = findings_by_rule(review, "pkg/gui.py", qualname)["broad-except"]
+        assert found.message_id == "broad-except.swallows" and found.severity == Severity.P2, qualname
 
 
 def test_a_confined_read_of_a_file_objects_lines(review: list[Finding]) -> None:
