@@ -20,7 +20,10 @@ may confirm or refute them.
     statement after the try reads a name only the try's body binds (`reviewbot.rules.fallthrough`):
     P2 `broad-except.unbound`, before any of the exemptions below (a probe whose comment names the
     expected failure still hands the code after it an unbound or stale name);
-  - re-raises: nothing (a bare `except:` that re-raises: P3, it still catches `KeyboardInterrupt`);
+  - re-raises: nothing, a bare `except:` included (round 11: until then P3, "it still catches
+    `KeyboardInterrupt`"; but the handler passes Ctrl+C on after its cleanup, which should run then
+    too: iree-turbine's fence signalled after a failed launch). Near miss: a bare `except:` that
+    converts (below) stays P3 `broad-except.bare-reraises`, Ctrl+C becomes the new type;
   - `# noqa: BLE001` (or `E722`, `BLE`, `S110`, a blanket `# noqa`) with a reason after the codes or
     in comment lines directly above the `except`: P3 `broad-except.noqa-reason` (respected: the
     injection experiment may still show a programmer error swallowed silently); a noqa without a
@@ -113,7 +116,12 @@ may confirm or refute them.
   - a *display placeholder* (round 9): in code that only builds text for display (`__repr__`,
     `__str__`, ..., and functions of the file called only from such code), a handler that only
     returns a constant (`return "{...}"`): nothing; a repr must not raise, and what it drops is
-    text (`_display_functions`). The same helper also called from other code stays reported;
+    text (`_display_functions`). The same helper also called from other code stays reported.
+    Since round 11 the same for a helper whose answer can only word an error that is raised anyway
+    (`_error_wording_functions`: called only where every way on raises, a statement of a function
+    body from which it holds no `return` and ends in `raise`; taichi's `try_get_wheel_tag`, asked
+    which message to raise). Near misses: the helper also called from code that goes on, or from a
+    function that returns after the call;
   - a *fallback the function's docstring states* ("falls back to the original function if
     compilation fails"; or a swallow it states: "swallows any exception so that ...", "errors are
     ignored"), the handler handing back a value at hand (`return <name or constant>`,
@@ -130,7 +138,9 @@ may confirm or refute them.
   - a *confined try*: every call of the try body goes to a builtin on values at hand (`eval`,
     `repr`, `str`, `hash`, `open`; not `getattr`, `map`, ... which run code they are handed) or to the
     standard library (`stdlib_call_count` with `BUILTINS_AT_HAND`: a method of a value such a call
-    returned counts, `with open(p) as f: f.read(4)`): nothing for `except Exception`, here and for the
+    returned counts, `with open(p) as f: f.read(4)`, and since round 11 a method of what such a
+    method returned, to a fixed point, `line = f.readline()` then `line.split()`): nothing for
+    `except Exception`, here and for the
     injection experiment's can-arise check, the same test. No code of the repository runs there, so no
     programmer error of it (an `AssertionError`, a `TypeError` of a wrong call) can be swallowed; what
     is caught is the library's failure of that operation (an unreadable file, a text that is no
@@ -149,6 +159,19 @@ may confirm or refute them.
     other route (a scalar build of an op, a slower conversion), not a substitute computed in the
     handler. Since round 10 the report may stand under a rank guard (`if not dist.is_initialized()
     or dist.get_rank() == 0: print(ex)`: one process of many reports; `if verbose:` does not count);
+    since round 11 the handler may first prepare its report: an assignment to plain names that a
+    later logging call of the handler reads, in a handler that ends with `return` (`arch =
+    arch_name(arch)` before the warning, then `return False`; `_prepares_report`). Near miss: the
+    same handler falling through, the rebound name reaching the code after the try;
+  - a failure that can only cost a warning (round 11): the try stands directly in a function that
+    hands back no value, its body only imports and binds local names, and the function after it
+    only binds local names, reports and branches on those (`_diagnostic_procedures`: look up two
+    versions, warn when they do not match), the handler only passing, logging or returning nothing:
+    P3 `broad-except.skips-diagnostics`. Whatever the handler does, the program goes on as it
+    would have; a warning is lost, no value is substituted, no state is half changed. Near misses:
+    a global set after the try, the computed value returned (P0 `swallows`). Not the wider "the
+    try's result is unused and the handler changes nothing": xla's async checkpoint worker
+    (`self.save(...)` in the try, the traceback printed) loses the save, the work itself;
   - swallows, logging, in diagnostics or teardown code (a word of the file path or the enclosing
     name is in `_DIAGNOSTIC_WORDS`: dump, report, metrics, trace, close, shutdown, ...) with a body
     of only logging, `pass`, `continue`, `break` and bare `return`/`return None`: P3
@@ -508,22 +531,29 @@ def _library_call(
 
 def _library_values(body: list[ast.stmt], imports: Mapping[str, str], neutral: frozenset[str]) -> frozenset[str]:
     """Names `body` binds to the result of a builtin of `neutral` or a standard-library call
-    (`with open(path) as f`, `m = re.match(...)`): values of the library, whose methods run its code."""
-    bound: set[str] = set()
+    (`with open(path) as f`, `m = re.match(...)`): values of the library, whose methods run its code.
+    Since round 11 also the results of such values' methods, to a fixed point (`line = f.readline()`
+    then `line.split()`: the text a file object returned is the library's value too)."""
+    pairs: list[tuple[ast.expr, ast.expr | None]] = []
     for stmt in body:
         for node in pysource.walk(stmt):
-            pairs: list[tuple[ast.expr, ast.expr | None]] = []
             if isinstance(node, (ast.With, ast.AsyncWith)):
-                pairs = [(item.context_expr, item.optional_vars) for item in node.items]
+                pairs.extend((item.context_expr, item.optional_vars) for item in node.items)
             elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-                pairs = [(node.value, node.targets[0])]
-            for value, target in pairs:
-                if (
-                    isinstance(target, ast.Name)
-                    and isinstance(value, ast.Call)
-                    and _library_call(value, imports, neutral, frozenset()) is not None
-                ):
-                    bound.add(target.id)
+                pairs.append((node.value, node.targets[0]))
+    bound: set[str] = set()
+    grown = True
+    while grown:
+        grown = False
+        for value, target in pairs:
+            if (
+                isinstance(target, ast.Name)
+                and target.id not in bound
+                and isinstance(value, ast.Call)
+                and _library_call(value, imports, neutral, frozenset(bound)) is not None
+            ):
+                bound.add(target.id)
+                grown = True
     return frozenset(bound)
 
 
@@ -839,7 +869,110 @@ def _reported_fallback(handler: ast.ExceptHandler, try_body: list[ast.stmt], aft
         return False
     if not isinstance(handler.body[-1], ast.Return) and isinstance(try_body[-1], ast.Return) and after is None:
         return False
-    return all(_reports_caught(stmt, handler.name) or _constant_default(stmt) for stmt in body)
+    return all(
+        _reports_caught(stmt, handler.name) or _constant_default(stmt) or _prepares_report(body, i)
+        for i, stmt in enumerate(body)
+    )
+
+
+def _prepares_report(body: list[ast.stmt], index: int) -> bool:
+    """`body[index]` only prepares the handler's report (round 11): an assignment to plain names that
+    a later logging call of `body` reads, in a handler that ends with
+    `return` (`arch = core.arch_name(arch)` before `core.warn(f"{e} ... {arch}")`, then `return
+    False`): the names cannot reach the code after the handler, so no value is substituted."""
+    stmt = body[index]
+    if not (isinstance(stmt, ast.Assign) and isinstance(body[-1], ast.Return)):
+        return False
+    if not all(isinstance(target, ast.Name) for target in stmt.targets):
+        return False
+    names = {target.id for target in stmt.targets if isinstance(target, ast.Name)}
+    read = {
+        node.id
+        for later in body[index + 1 :]
+        if isinstance(later, ast.Expr) and is_logging_call(later.value)
+        for node in pysource.walk(later)
+        if isinstance(node, ast.Name)
+    }
+    return names <= read
+
+
+def _diagnostic_procedures(tree: ast.AST) -> dict[int, str]:
+    """The tries whose failure can only cost a diagnostic (round 11), by id, with their function's
+    name: a try standing directly in the body of a function that hands back no value (no `return`
+    of a value, no `yield`), whose body only imports and binds local names (it computes, it changes
+    nothing; a name the function declares `global` or `nonlocal` is not local), and whose function
+    after it only binds local names, reports (`warnings.warn`, logging, `print`) and branches on
+    those, with at least one report (`_warn_iree_is_too_old`: look up two versions, warn when they
+    do not match; a once-only flag set before the try is no part of it). Whatever the
+    handler does short of raising, the program goes on exactly as it would have: a warning is lost,
+    no value is substituted and no state is left half changed."""
+    found: dict[int, str] = {}
+    for function in pysource.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if not _hands_back_nothing(function):
+            continue
+        shared = {
+            name
+            for node in pysource.walk(function)
+            if isinstance(node, (ast.Global, ast.Nonlocal))
+            for name in node.names
+        }
+        for index, stmt in enumerate(function.body):
+            if not isinstance(stmt, ast.Try) or stmt.orelse or stmt.finalbody:
+                continue
+            rest = function.body[index + 1 :]
+            if (
+                all(_binds_only(part, shared) for part in stmt.body)
+                and all(_diagnostic_statement(part, shared) for part in rest)
+                and contains_logging(rest)
+            ):
+                found[id(stmt)] = function.name
+    return found
+
+
+def _hands_back_nothing(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """No `return <value>` (other than `None`) or `yield` in `function`'s own body (nested functions
+    and classes are theirs)."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(node, ast.Return) and not (
+            node.value is None or (isinstance(node.value, ast.Constant) and node.value.value is None)
+        ):
+            return False
+        pending.extend(ast.iter_child_nodes(node))
+    return True
+
+
+def _binds_only(stmt: ast.stmt, shared: set[str]) -> bool:
+    """An import, or an assignment whose targets are plain names, none of them in `shared` (the
+    function's `global` and `nonlocal` names)."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        names = [(alias.asname or alias.name).split(".")[0] for alias in stmt.names]
+    elif isinstance(stmt, ast.Assign):
+        names = [target.id if isinstance(target, ast.Name) else "" for target in stmt.targets]
+    elif isinstance(stmt, ast.AnnAssign):
+        names = [stmt.target.id if isinstance(stmt.target, ast.Name) else ""]
+    else:
+        return False
+    return all(name and name not in shared for name in names)
+
+
+def _diagnostic_statement(stmt: ast.stmt, shared: set[str]) -> bool:
+    """A statement that binds local names (`_binds_only`), reports (a logging call), passes or
+    returns nothing, or an `if` of such statements."""
+    if _binds_only(stmt, shared) or _logs_or_leaves(stmt):
+        return True
+    if isinstance(stmt, ast.Expr) and _warns(stmt):
+        return True
+    if isinstance(stmt, ast.If):
+        return all(_diagnostic_statement(part, shared) for part in [*stmt.body, *stmt.orelse])
+    return False
 
 
 def _rank_guards_opened(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -905,6 +1038,69 @@ def _display_functions(tree: ast.Module) -> frozenset[str]:
                 display.add(name)
                 grown = True
     return frozenset(display)
+
+
+def _error_wording_functions(tree: ast.Module) -> frozenset[str]:
+    """Names of the functions of `tree` whose answer can only word an error that is raised anyway
+    (round 11): called (by name or as `self.<name>`) at least once and only from an *error path*,
+    or from such functions, followed to a fixed point. A call is on an error path when it stands in
+    a statement of a function's body from which that body holds no `return` and ends in `raise`:
+    every way on from the call raises (taichi's `check_ggui_availability` asks `try_get_wheel_tag`
+    which message to raise). A call from code outside any function is on no error path."""
+    uses: dict[str, list[tuple[str, bool]]] = {}
+    defined: set[str] = set()
+
+    def record(node: ast.AST, within: str, on_error_path: bool) -> None:
+        for sub in _own_scope(node):
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub is not node:
+                visit_function(sub)
+            elif isinstance(sub, ast.Call):
+                func = sub.func
+                if isinstance(func, ast.Name):
+                    uses.setdefault(func.id, []).append((within, on_error_path))
+                elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+                    uses.setdefault(func.attr, []).append((within, on_error_path))
+
+    def visit_function(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        defined.add(function.name)
+        tail = len(function.body)
+        if isinstance(function.body[-1], ast.Raise):
+            tail = 0
+            for index, stmt in enumerate(function.body):
+                if any(isinstance(sub, ast.Return) for sub in _own_scope(stmt)):
+                    tail = index + 1
+        for index, stmt in enumerate(function.body):
+            record(stmt, function.name, index >= tail)
+
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            visit_function(stmt)
+        else:
+            record(stmt, "<module>", False)
+    wording: set[str] = set()
+    grown = True
+    while grown:
+        grown = False
+        for name in defined - wording:
+            calls = uses.get(name, [])
+            if calls and all(on_error_path or within in wording for within, on_error_path in calls):
+                wording.add(name)
+                grown = True
+    return frozenset(wording)
+
+
+def _own_scope(node: ast.AST) -> list[ast.AST]:
+    """`node` and the nodes under it, without the bodies of the functions, lambdas and classes
+    defined there (a nested function definition itself is included)."""
+    out: list[ast.AST] = []
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        out.append(current)
+        if current is not node and isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        pending.extend(ast.iter_child_nodes(current))
+    return out
 
 
 def _display_placeholder(ctx: FileContext, handler: ast.ExceptHandler, display: frozenset[str]) -> bool:
@@ -1869,17 +2065,17 @@ def _broad(
     try_line: int,
     try_body: list[ast.stmt],
     after: ast.stmt | None,
+    diagnostic_procedure: str | None,
 ) -> Finding | None:
     """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring);
     `boundary`: the handler ends a unit of work and reports its error; `teardown`: `_teardown`;
     `exit_path`: the try runs on the way out (`_teardown_tries`); `wide_calls`, `try_line`: the
     annotation `_handler_finding` shows; `try_body`: the body of the handler's try; `after`: the statement
-    after it (`_following`)."""
+    after it (`_following`); `diagnostic_procedure`: the function's name when the try's failure can
+    only cost a diagnostic (`_diagnostic_procedures`)."""
     if reraises_same(handler):
-        if handler.type is None:
-            return _handler_finding(
-                ctx, handler, "broad-except", Severity.P3, "broad-except.bare-reraises", {}, ruff_note
-            )
+        # the same exception goes on, `KeyboardInterrupt` included, after the handler's cleanup
+        # (round 11: a bare `except:` here is `except BaseException: ...; raise`, nothing is lost)
         return None
     params: dict[str, object] = {"label": label}
     noqa = _noqa(ctx, handler)
@@ -1922,6 +2118,11 @@ def _broad(
         return None
     if _reported_fallback(handler, try_body, after):
         return None
+    if diagnostic_procedure is not None and all(_logs_or_leaves(stmt) for stmt in handler.body):
+        params["where"] = diagnostic_procedure
+        return _handler_finding(
+            ctx, handler, "broad-except", Severity.P3, "broad-except.skips-diagnostics", params, ruff_note
+        )
     if _logs_and_continues(handler) and teardown:
         params["where"] = ctx.qualname(handler.lineno) or ctx.path
         return _handler_finding(
@@ -1973,7 +2174,8 @@ def check(ctx: FileContext) -> list[Finding]:
     documented = _docstring_fallbacks(ctx.tree)
     import_tries = _module_level_tries(ctx.tree)
     unbound = unbound_reads(ctx.tree)
-    display = _display_functions(ctx.tree)
+    display = _display_functions(ctx.tree) | _error_wording_functions(ctx.tree)
+    diagnostic_tries = _diagnostic_procedures(ctx.tree)
     for node in pysource.walk(ctx.tree):
         if not isinstance(node, (ast.Try, ast.TryStar)) or not node.handlers:
             continue
@@ -2062,6 +2264,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     try_line=node.lineno,
                     try_body=node.body,
                     after=following.get(id(node)),
+                    diagnostic_procedure=diagnostic_tries.get(id(node)),
                 )
                 if finding is not None:
                     findings.append(finding)
