@@ -733,12 +733,13 @@ def _records_failure(stmt: ast.stmt) -> bool:
     return any(_failure_marker(keyword.value) for keyword in value.keywords if keyword.arg)
 
 
-_COLLECTING = frozenset(["append", "add", "extend", "put", "put_nowait"])
+# a queue's `put` is `_queues_error`'s: there only the exception object itself hands the failure on
+_COLLECTING = frozenset(["append", "add", "extend"])
 
 
 def _keeps_error(stmt: ast.stmt, name: str | None) -> bool:
     """`stmt` adds a value built from the caught exception `name` to a collection
-    (`results.append({"case": c, "error": repr(e)})`, `failures[key] = str(e)`, `queue.put(e)`)."""
+    (`results.append({"case": c, "error": repr(e)})`, `failures[key] = str(e)`)."""
     if name is None:
         return False
     values: list[ast.expr] = []
