@@ -411,16 +411,19 @@ def index_sources(
     raised: dict[str, set[str]] = {}
     functions: list[tuple[str, frozenset[str], bool]] = []
     trees = trees if trees is not None else pysource.Trees()
-    digests = {rel: facts_digest(text) for rel, text in sources.items()}
+    # digests only serve the cache: without one, every file's facts are computed
+    digests = {rel: facts_digest(text) for rel, text in sources.items()} if cache is not None else {}
     known = cache.get(set(digests.values())) if cache is not None else {}
     computed: dict[str, Any] = {}
     files = 0
     for rel_text in sorted(sources):
-        digest = digests[rel_text]
+        digest = digests.get(rel_text)
         if digest in known:
             facts = known[digest]
         else:
-            facts = computed[digest] = file_facts(sources[rel_text], rel_text, trees)
+            facts = file_facts(sources[rel_text], rel_text, trees)
+            if digest is not None:
+                computed[digest] = facts
         if facts is None:
             logger.debug("exception index: %s does not parse; skipped", rel_text)
             continue
