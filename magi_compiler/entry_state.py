@@ -14,7 +14,8 @@ inferred dims 0 that the traced graph kept symbolic); module attributes,
 parameters' shapes and dtypes, global flags other than those below, and non-tensor,
 non-scalar arguments keep what they were when the code was captured. A cheap dispatch
 signature still guards the arguments themselves: each tensor argument's dtype, device,
-rank, contiguity and static sizes (dynamic sizes only as "at least 2"), the value of each
+rank, contiguity (a non-contiguous one's exact strides) and static sizes (dynamic sizes only as
+"at least 2"), the value of each
 Python scalar argument, the keyword names, grad mode, inference mode and whether autocast
 is on (not its dtype). A call whose signature was
 not seen goes through the guarded ``torch.compile`` wrapper (Dynamo checks guards and
@@ -88,7 +89,9 @@ def _describe(value: Any, dynamic_dims: tuple[int, ...]) -> Any:
                 if masked[dim] >= 2:
                     masked[dim] = -1
             shape = tuple(masked)
-        return (value.dtype, value.device, shape, value.is_contiguous(), value.requires_grad)
+        # a non-contiguous tensor's strides, exactly: Inductor's code asserts the strides it was compiled for
+        layout = True if value.is_contiguous() else value.stride()
+        return (value.dtype, value.device, shape, layout, value.requires_grad)
     if value is None or isinstance(value, (bool, int, float, str)):
         return (type(value), value)
     return type(value)

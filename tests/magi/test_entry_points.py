@@ -245,3 +245,22 @@ def test_autocast_change_is_not_served_by_swapped_code(module_cache_env):
             torch.testing.assert_close(out, sin_matmul(x, w))
         with compilation_counter.expect(num_swapped_calls=1):
             assert compiled(x, w).dtype == torch.float32
+
+
+def test_another_layout_is_not_served_by_swapped_code(module_cache_env):
+    """Two non-contiguous layouts of one shape: the second is not run by code compiled (and
+    whose generated code asserts strides) for the first."""
+
+    def doubled_plus_one(x):
+        return x * 2 + 1
+
+    compiled = magi_compile(doubled_plus_one)
+    transposed = torch.randn(8, 16).t()  # (16, 8), strides (1, 16)
+    sliced = torch.randn(16, 16)[:, :8]  # (16, 8), strides (16, 1)
+    compiled(transposed)
+    with compilation_counter.expect(num_swapped_calls=1):
+        torch.testing.assert_close(compiled(transposed), doubled_plus_one(transposed))
+    with compilation_counter.expect(num_swapped_calls=0):
+        torch.testing.assert_close(compiled(sliced), doubled_plus_one(sliced))
+    with compilation_counter.expect(num_swapped_calls=1):
+        torch.testing.assert_close(compiled(sliced), doubled_plus_one(sliced))
