@@ -11,12 +11,13 @@ entry's globals and closure), skipping Dynamo's frame evaluation and guard check
 contract the user accepts with ``bytecode_swap=True`` (the default): between calls only
 the sizes of the dynamic dims change (those named in ``dynamic_arg_dims``; without it, the
 inferred dims 0 that the traced graph kept symbolic); module attributes,
-parameters' shapes and dtypes, global flags other than those below, and non-tensor,
-non-scalar arguments keep what they were when the code was captured. A cheap dispatch
-signature still guards the arguments themselves: each tensor argument's dtype, device,
-rank, contiguity (a non-contiguous one's exact strides) and static sizes (dynamic sizes only as
-"at least 2"), the value of each
-Python scalar argument, the keyword names, grad mode, inference mode and whether autocast
+parameters' shapes and dtypes, global flags other than those below, and arguments other than
+tensors, scalars, tuples, lists and dicts keep what they were when the code was captured. A
+cheap dispatch signature still guards the arguments themselves: each tensor argument's dtype,
+device, rank, contiguity (a non-contiguous one's exact strides) and static sizes (dynamic sizes
+only as "at least 2"), the value of each Python scalar argument, the elements of a tuple, list or
+dict argument the same way (a tensor in one by its exact shape: only top-level arguments have
+dynamic dims), the keyword names, grad mode, inference mode and whether autocast
 is on (not its dtype). A call whose signature was
 not seen goes through the guarded ``torch.compile`` wrapper (Dynamo checks guards and
 recompiles if needed; the new code is captured for that signature), so a new size on a
@@ -94,6 +95,10 @@ def _describe(value: Any, dynamic_dims: tuple[int, ...]) -> Any:
         return (value.dtype, value.device, shape, layout, value.requires_grad)
     if value is None or isinstance(value, (bool, int, float, str)):
         return (type(value), value)
+    if isinstance(value, (tuple, list)):
+        return (type(value), tuple(_describe(item, ()) for item in value))
+    if isinstance(value, dict):
+        return (type(value), tuple((key, _describe(item, ())) for key, item in value.items()))
     return type(value)
 
 

@@ -264,3 +264,27 @@ def test_another_layout_is_not_served_by_swapped_code(module_cache_env):
         torch.testing.assert_close(compiled(sliced), doubled_plus_one(sliced))
     with compilation_counter.expect(num_swapped_calls=1):
         torch.testing.assert_close(compiled(sliced), doubled_plus_one(sliced))
+
+
+def test_containers_of_tensors_are_described_element_by_element(module_cache_env):
+    """A tuple, list or dict argument whose tensors change shape or dtype is not run by code
+    compiled for the tensors it held before (Inductor's code asserts their sizes)."""
+
+    def weighted(x, pair, extra):
+        return x * pair[0].sum() + pair[1].mean() + extra["bias"]
+
+    compiled = magi_compile(weighted)
+    x = torch.randn(8, 4)
+    calls = [
+        ((torch.randn(3), torch.randn(5)), {"bias": torch.randn(4)}),
+        ((torch.randn(3), torch.randn(5)), {"bias": torch.randn(4)}),
+        ((torch.randn(6), torch.randn(5, 2)), {"bias": torch.randn(4)}),
+        ([torch.randn(6, dtype=torch.float64), torch.randn(5, 2)], {"bias": torch.randn(4)}),
+        ((torch.randn(3), torch.randn(5)), {"bias": torch.randn(1)}),
+    ]
+    swapped = []
+    for pair, extra in calls:
+        before = compilation_counter.num_swapped_calls
+        torch.testing.assert_close(compiled(x, pair, extra), weighted(x, pair, extra))
+        swapped.append(compilation_counter.num_swapped_calls - before)
+    assert swapped == [0, 1, 0, 0, 0]
