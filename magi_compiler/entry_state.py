@@ -17,8 +17,9 @@ cheap dispatch signature still guards the arguments themselves: each tensor argu
 device, rank, contiguity (a non-contiguous one's exact strides) and static sizes (dynamic sizes
 only as "at least 2"), the value of each Python scalar argument, the elements of a tuple, list or
 dict argument the same way (a tensor in one by its exact shape: only top-level arguments have
-dynamic dims), the keyword names, grad mode, inference mode and whether autocast
-is on (not its dtype). A call whose signature was
+dynamic dims), the keyword names, the training flag of the entry's own module (set by ``model.train()`` and
+``model.eval()``; a submodule's own flag is a module attribute), grad mode, inference mode and
+whether autocast is on (not its dtype). A call whose signature was
 not seen goes through the guarded ``torch.compile`` wrapper (Dynamo checks guards and
 recompiles if needed; the new code is captured for that signature), so a new size on a
 dynamic dim reuses the captured code while anything else takes the safe path.
@@ -144,6 +145,8 @@ class EntryState:
         self._dims_cache: dict[tuple[str | None, int], tuple[int, ...]] = {}
         self._signature_dims_memo: dict[tuple[int, int], tuple[int, ...]] = {}
         self._self_offset = 0 if bound_self is None else 1
+        # model.train() / model.eval() on the entry's own module change what its code computes
+        self._module_self = bound_self if isinstance(bound_self, torch.nn.Module) else None
         # this entry's own log level, in effect during its calls only (magi_compiler.log)
         self._log_level = parse_level(config.log_level, "log_level") if config.log_level.strip() else None
 
@@ -229,7 +232,8 @@ class EntryState:
                 described.append(_describe(value, ()))
         for name, value in kwargs.items():
             described.append((name, _describe(value, self._signature_dims(name, value))))
-        return (_ambient_modes(), tuple(described))
+        module = self._module_self
+        return (_ambient_modes(), module is not None and module.training, tuple(described))
 
     def mark_dynamic_dims(self, full_args: tuple, kwargs: Mapping[str, Any]) -> None:
         """Mark the dynamic dims (:mod:`magi_compiler.dynamic_dims`): named dims strictly (a size

@@ -288,3 +288,34 @@ def test_containers_of_tensors_are_described_element_by_element(module_cache_env
         torch.testing.assert_close(compiled(x, pair, extra), weighted(x, pair, extra))
         swapped.append(compilation_counter.num_swapped_calls - before)
     assert swapped == [0, 1, 0, 0, 0]
+
+
+@magi_compile
+class DropoutMLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.drop = torch.nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.lin(x))
+
+
+def test_train_and_eval_are_not_served_by_each_others_code(module_cache_env):
+    """model.eval() after calls in training mode: no dropout, as eager; back in training mode the
+    training code is swapped in again."""
+    model = DropoutMLP()
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        model(x)
+        with compilation_counter.expect(num_swapped_calls=1):
+            model(x)
+        model.eval()
+        with compilation_counter.expect(num_swapped_calls=1):
+            first, second = model(x), model(x)
+        torch.testing.assert_close(first, model.lin(x))
+        torch.testing.assert_close(second, model.lin(x))
+        model.train()
+        with compilation_counter.expect(num_swapped_calls=1, num_backend_compilations=0):
+            dropped = model(x)
+    assert (dropped == 0).any()
