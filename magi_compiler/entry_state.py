@@ -12,12 +12,13 @@ contract the user accepts with ``bytecode_swap=True`` (the default): between cal
 the sizes of the dynamic dims change (those named in ``dynamic_arg_dims``; without it, the
 inferred dims 0 that the traced graph kept symbolic); module attributes,
 parameters' shapes and dtypes, global flags other than those below, and arguments other than
-tensors, scalars, tuples, lists and dicts keep what they were when the code was captured. A
+tensors, scalars, tuples, lists, dicts and dataclass instances keep what they were when the code
+was captured. A
 cheap dispatch signature still guards the arguments themselves: each tensor argument's dtype,
 device, rank, contiguity (a non-contiguous one's exact strides) and static sizes (dynamic sizes
 only as "at least 2"), the value of each Python scalar argument, the elements of a tuple, list or
-dict argument the same way (a tensor in one by its exact shape: only top-level arguments have
-dynamic dims), the keyword names, the training flag of the entry's own module (set by ``model.train()`` and
+dict argument and the fields of a dataclass instance the same way (a tensor in one by its exact
+shape: only top-level arguments have dynamic dims), the keyword names, the training flag of the entry's own module (set by ``model.train()`` and
 ``model.eval()``; a submodule's own flag is a module attribute), grad mode, inference mode and
 whether autocast is on (not its dtype). A call whose signature was
 not seen goes through the guarded ``torch.compile`` wrapper (Dynamo checks guards and
@@ -42,6 +43,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
+import functools
 import inspect
 import itertools
 import logging
@@ -100,7 +103,14 @@ def _describe(value: Any, dynamic_dims: tuple[int, ...]) -> Any:
         return (type(value), tuple(_describe(item, ()) for item in value))
     if isinstance(value, dict):
         return (type(value), tuple((key, _describe(item, ())) for key, item in value.items()))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (type(value), tuple(_describe(getattr(value, name), ()) for name in _field_names(type(value))))
     return type(value)
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(field.name for field in dataclasses.fields(cls))
 
 
 def _ambient_modes() -> tuple:

@@ -2,6 +2,7 @@
 one compile per graph, the bytecode swap serves new sizes on dynamic dims, the 0/1 check,
 nested decorated calls inline."""
 
+import dataclasses
 import os
 import re
 
@@ -319,3 +320,32 @@ def test_train_and_eval_are_not_served_by_each_others_code(module_cache_env):
         with compilation_counter.expect(num_swapped_calls=1, num_backend_compilations=0):
             dropped = model(x)
     assert (dropped == 0).any()
+
+
+@dataclasses.dataclass
+class ScaleAndBias:
+    scale: int
+    bias: torch.Tensor
+
+
+def test_dataclass_arguments_are_described_field_by_field(module_cache_env):
+    """A dataclass argument (a metadata object) whose int field changed is not run by code that
+    specialized the old value: that gave the old value's result, silently."""
+
+    def scaled(x, meta):
+        return x * meta.scale + meta.bias
+
+    compiled = magi_compile(scaled)
+    x = torch.randn(8, 4)
+    metas = [
+        ScaleAndBias(2, torch.randn(4)),
+        ScaleAndBias(2, torch.randn(4)),
+        ScaleAndBias(3, torch.randn(4)),
+        ScaleAndBias(3, torch.randn(1, 4)),
+    ]
+    swapped = []
+    for meta in metas:
+        before = compilation_counter.num_swapped_calls
+        torch.testing.assert_close(compiled(x, meta), scaled(x, meta))
+        swapped.append(compilation_counter.num_swapped_calls - before)
+    assert swapped == [0, 1, 0, 0]
