@@ -54,6 +54,7 @@ from typing import Any
 
 import torch
 from torch._dynamo.exc import BackendCompilerFailed
+from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 
 from magi_compiler import dynamic_dims
 from magi_compiler.aot.mode import AOTEntryInfo, AOTFallback, AOTStrategy
@@ -301,7 +302,10 @@ class EntryState:
                     mark_dims=self._mark_for_aot_compile,
                 )
             )
-        outcome = self.aot_strategy(full_args, kwargs)
+        try:
+            outcome = self.aot_strategy(full_args, kwargs)
+        except ConstraintViolationError as error:
+            raise self._named_dims_error(error) from error
         if not isinstance(outcome, AOTFallback):
             return outcome
         self.aot = False
@@ -366,6 +370,8 @@ class EntryState:
             if isinstance(err.inner_exception, CacheMissError):
                 raise err.inner_exception from None
             raise
+        except ConstraintViolationError as error:
+            raise self._named_dims_error(error) from error
         finally:
             _capturing.pop()
         self._signature_dims_memo.clear()  # a new graph may keep other inferred dims symbolic
@@ -377,6 +383,17 @@ class EntryState:
             else:
                 logger.debug("%s: bytecode_swap is off; later calls keep Dynamo's guards", self.model_name)
         return output
+
+    def _named_dims_error(self, error: ConstraintViolationError) -> ValueError:
+        """The error for a dim named in ``dynamic_arg_dims`` that the traced code does not let vary
+        (only named dims are marked strictly, so only they can violate a constraint)."""
+        assert self.dims_are_strict, f"a constraint violation without named dims: {error}"
+        return ValueError(
+            f"{self.model_name}: dynamic_arg_dims={self._explicit_dims} names a dim that "
+            f"{self.fn.__qualname__} does not let vary (the code specializes it, or ties it to a dim "
+            f"that is not named): name every dim whose size changes with it, or leave it out. "
+            f"torch: {error}"
+        )
 
     def _function_for(self, code: types.CodeType) -> Callable[..., Any]:
         """The swapped-in function: ``code`` relinked (:mod:`magi_compiler.swapped_code`) with the
