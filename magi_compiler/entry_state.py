@@ -124,6 +124,10 @@ def _ambient_modes() -> tuple:
     return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), autocast)
 
 
+def _is_dim(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class EntryState:
     """The compile state of one entry: ``fn`` called with ``bound_self`` first when given. With
     ``config.log_level`` set, each call runs under that level (:func:`magi_compiler.log.entry_log_level`)."""
@@ -165,13 +169,18 @@ class EntryState:
     def _normalize_dims(dims: DynamicArgDims, names: set[str]) -> dict[str, tuple[int, ...]] | None:
         if dims is None:
             return None
+        if not isinstance(dims, Mapping):
+            raise TypeError(f"dynamic_arg_dims must map parameter names to dims, got {type(dims).__name__}")
         normalized = {}
         for name, value in dims.items():
             if name not in names:
                 raise ValueError(
                     f"dynamic_arg_dims names {name!r}, which is not a parameter (parameters: {sorted(names)})"
                 )
-            normalized[name] = (value,) if isinstance(value, int) else tuple(value)
+            listed = (value,) if isinstance(value, int) else value
+            if not isinstance(listed, (tuple, list)) or not all(_is_dim(dim) for dim in listed):
+                raise TypeError(f"dynamic_arg_dims[{name!r}] must be an int or a list of ints, got {value!r}")
+            normalized[name] = tuple(listed)
         return normalized
 
     @property
@@ -195,10 +204,15 @@ class EntryState:
         if dims is None:
             ndim = value.dim()
             if self._explicit_dims is None:
-                wanted: tuple[int, ...] = (0,)
+                wanted: tuple[int, ...] = (0,) if ndim else ()
             else:
                 wanted = self._explicit_dims.get(name, ()) if name is not None else ()
-            dims = tuple(d % ndim for d in wanted) if ndim else ()
+                for dim in wanted:
+                    if not -ndim <= dim < ndim:
+                        raise ValueError(
+                            f"dynamic_arg_dims names dim {dim} of {name!r}, which has {ndim} dim(s) in this call"
+                        )
+            dims = tuple(d % ndim for d in wanted)
             self._dims_cache[cache_key] = dims
         return dims
 

@@ -356,3 +356,37 @@ def test_dataclass_arguments_are_described_field_by_field(module_cache_env):
         torch.testing.assert_close(compiled(x, meta), scaled(x, meta))
         swapped.append(compilation_counter.num_swapped_calls - before)
     assert swapped == [0, 1, 0, 0]
+
+
+def plus_one(x):
+    return x + 1
+
+
+@pytest.mark.parametrize(
+    ("dims", "error", "message"),
+    [
+        ({"x": 5}, ValueError, "dynamic_arg_dims names dim 5 of 'x', which has 2 dim(s) in this call"),
+        ({"x": -3}, ValueError, "dynamic_arg_dims names dim -3 of 'x', which has 2 dim(s) in this call"),
+        ({"x": "0"}, TypeError, "dynamic_arg_dims['x'] must be an int or a list of ints, got '0'"),
+        ({"x": [0, 1.0]}, TypeError, "dynamic_arg_dims['x'] must be an int or a list of ints, got [0, 1.0]"),
+        ({"x": True}, TypeError, "dynamic_arg_dims['x'] must be an int or a list of ints, got True"),
+        (["x"], TypeError, "dynamic_arg_dims must map parameter names to dims, got list"),
+    ],
+)
+def test_bad_dynamic_arg_dims_are_one_clear_error(module_cache_env, dims, error, message):
+    compiled = magi_compile(dynamic_arg_dims=dims, config_patch={"backend": "eager"})(plus_one)
+    with pytest.raises(error) as raised:
+        compiled(torch.randn(4, 2))
+    assert str(raised.value) == message
+
+
+def test_a_negative_named_dim_counts_from_the_end(module_cache_env):
+    compiled = magi_compile(dynamic_arg_dims={"x": -1}, config_patch={"backend": "eager"})(plus_one)
+    compiled(torch.randn(2, 4))
+    with compilation_counter.expect(num_backend_compilations=0, num_swapped_calls=1):
+        compiled(torch.randn(2, 6))
+
+
+def test_a_module_instance_is_pointed_to_method_name():
+    with pytest.raises(TypeError, match=r"got a Linear instance: pass method_name='forward'"):
+        magi_compile(torch.nn.Linear(2, 2))
