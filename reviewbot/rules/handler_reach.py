@@ -14,7 +14,7 @@
   is missing" is run the same operation on the same inputs again: an OOM, a bad input or a compiler
   failure fails there too and propagates; nothing is substituted that the caller would not get.
 - *nothing substituted* (`nothing_substituted`): a try standing directly in a function or module
-  body, without `return` or `yield`, whose bindings are read nowhere after it in that scope, that
+  body, without `return` or `yield`, whose bindings are read nowhere else in that scope, that
   runs no code of the repository (only libraries outside it: `runs_no_repository_code`), and a
   handler that binds and returns nothing (only `pass` and reports); the program goes on exactly as
   without the try's effect. What is lost is announced (the handler warns at warning level or above)
@@ -247,9 +247,10 @@ def nothing_substituted(
     if not all(isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and _reports(stmt)) for stmt in handler.body):
         return None
     bound = _bound_names(node.body)
-    end = node.end_lineno or node.lineno
+    # anywhere else in the scope, nested functions included: a function defined above a module-level
+    # try reads its names when called
     for stmt in scope:
-        if stmt.lineno <= end:
+        if stmt is node:
             continue
         for sub in pysource.walk(stmt):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in bound:

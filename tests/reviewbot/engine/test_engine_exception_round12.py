@@ -12,7 +12,7 @@ can reach), next to their near misses, on a real git repo reviewed statically (`
   `broad-except.announced-skip`) or around a third-party import kept for its side effect (P3
   `broad-except.side-effect-import`); the near misses return a substitute from the handler, stay
   silent around the repository's own work, import the repository's own module, or read the imported
-  name later (still the P2 swallow);
+  name later or in a function defined above the try (still the P2 swallow);
 - a result only reported: a private function whose constant fallback only a procedure that hands back
   nothing and only echoes uses (P3 `broad-except.report-only`); the near miss's private function is
   also called by a function that returns a value (still the P2 swallow).
@@ -223,6 +223,16 @@ except Exception:
 
 def tokenizer_version():
     return tokenizers.__version__
+
+
+def accelerator_name():
+    return accel.name()
+
+
+try:
+    import accel
+except Exception:
+    pass
 """
 
 REGISTRY = """
