@@ -251,7 +251,8 @@ def test_rules_run_on_the_base_only_when_a_head_finding_needs_the_comparison(
     )
     repo.branch("handler-comment", "main")
     # the old handler's body changes, its `except` line does not: only the base can tell it is not new
-    repo.commit({"pkg/loader.py": sub(LOADER, "        return None\n", "        return None  # no file\n")})
+    # (a changed body, not only a comment: an unchanged try and handler are moved code, round 12)
+    repo.commit({"pkg/loader.py": sub(LOADER, "        return None\n", "        data = None\n        return data\n")})
     seen = _recording_rules(monkeypatch)
 
     findings = run_review(repo.path, "main", "new-handler", suites="none").findings
