@@ -18,8 +18,8 @@ cheap dispatch signature still guards the arguments themselves: each tensor argu
 device, rank, contiguity (a non-contiguous one's exact strides) and static sizes (dynamic sizes
 only as "at least 2"), the value of each Python scalar argument, the elements of a tuple, list or
 dict argument and the fields of a dataclass instance the same way (a tensor in one by its exact
-shape: only top-level arguments have dynamic dims), the keyword names, the training flag of the entry's own module (set by ``model.train()`` and
-``model.eval()``; a submodule's own flag is a module attribute), grad mode, inference mode and
+shape: only top-level arguments have dynamic dims), the keyword names, the training flag of the entry's own module and of a module argument (set by
+``model.train()`` and ``model.eval()``; a submodule's own flag is a module attribute), grad mode, inference mode and
 whether autocast is on (not its dtype). A call whose signature was
 not seen goes through the guarded ``torch.compile`` wrapper (Dynamo checks guards and
 recompiles if needed; the new code is captured for that signature), so a new size on a
@@ -104,6 +104,8 @@ def _describe(value: Any, dynamic_dims: tuple[int, ...]) -> Any:
         return (type(value), tuple(_describe(item, ()) for item in value))
     if isinstance(value, dict):
         return (type(value), tuple((key, _describe(item, ())) for key, item in value.items()))
+    if isinstance(value, torch.nn.Module):  # a module argument: its train() / eval() flag, as for the entry's own
+        return (type(value), value.training)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return (type(value), tuple(_describe(getattr(value, name), ()) for name in _field_names(type(value))))
     return type(value)

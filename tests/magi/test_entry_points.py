@@ -298,8 +298,7 @@ def test_containers_of_tensors_are_described_element_by_element(module_cache_env
     assert swapped == [0, 1, 0, 0, 0]
 
 
-@magi_compile
-class DropoutMLP(torch.nn.Module):
+class MLPWithDropout(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.lin = torch.nn.Linear(8, 8)
@@ -307,6 +306,11 @@ class DropoutMLP(torch.nn.Module):
 
     def forward(self, x):
         return self.drop(self.lin(x))
+
+
+@magi_compile
+class DropoutMLP(MLPWithDropout):
+    pass
 
 
 def test_train_and_eval_are_not_served_by_each_others_code(module_cache_env):
@@ -390,3 +394,21 @@ def test_a_negative_named_dim_counts_from_the_end(module_cache_env):
 def test_a_module_instance_is_pointed_to_method_name():
     with pytest.raises(TypeError, match=r"got a Linear instance: pass method_name='forward'"):
         magi_compile(torch.nn.Linear(2, 2))
+
+
+def test_a_module_argument_in_eval_mode_is_not_served_by_training_code(module_cache_env):
+    """A function given the model as an argument (gpt-fast's decode step, a loss function used for
+    training and validation): model.eval() between calls turns dropout off, as eager."""
+
+    def apply(model, x):
+        return model(x)
+
+    compiled = magi_compile(apply)
+    model = MLPWithDropout()
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        compiled(model, x)
+        model.eval()
+        first, second = compiled(model, x), compiled(model, x)
+    torch.testing.assert_close(first, model.lin(x))
+    torch.testing.assert_close(second, model.lin(x))
