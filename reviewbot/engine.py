@@ -151,7 +151,7 @@ def _keep(finding: Finding, change: FileChange, base_prints: Container[str]) -> 
 
 def _boilerplate_guards(tree: ast.Module, change: FileChange) -> list[int]:
     lines: list[int] = []
-    for node in pysource.walk(tree):
+    for node in pysource.nodes(tree):
         if not isinstance(node, ast.Call) or node.lineno not in change.added_lines:
             continue
         func = node.func

@@ -908,7 +908,7 @@ def _diagnostic_procedures(tree: ast.AST) -> dict[int, str]:
     handler does short of raising, the program goes on exactly as it would have: a warning is lost,
     no value is substituted and no state is left half changed."""
     found: dict[int, str] = {}
-    for function in pysource.walk(tree):
+    for function in pysource.nodes(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         if not _hands_back_nothing(function):
@@ -1323,7 +1323,7 @@ def _error_dropped(ctx: FileContext, function: str, positions: list[int], width:
     names (`can_use, _ = be.verify(...)`), or drops the whole result (a call as a statement)."""
     trees = [ctx.tree, *(tree for path, tree in ctx.changed_trees("head") if path != ctx.path)]
     for tree in trees:
-        for node in pysource.walk(tree):
+        for node in pysource.nodes(tree):
             value = node.value if isinstance(node, (ast.Assign, ast.Expr)) else None
             if not (isinstance(value, ast.Call) and _callee(value) == function):
                 continue
@@ -1423,7 +1423,7 @@ def _docstring_fallbacks(tree: ast.AST) -> frozenset[int]:
     documented behaviour, and its value is the function's own (an argument, a result computed before
     the try), not a substitute computed in the handler (`return fn(*args)` stays reported)."""
     found: set[int] = set()
-    for node in pysource.walk(tree):
+    for node in pysource.nodes(tree):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         doc = ast.get_docstring(node)
@@ -1531,9 +1531,9 @@ def _optional_dependency(ctx: FileContext, node: ast.Try | ast.TryStar, handler:
         for stmt, _ in imported
         for alias in stmt.names
     }
-    guarded = {id(sub) for t in pysource.walk(ctx.tree) if isinstance(t, (ast.Try, ast.TryStar)) for sub in t.body}
+    guarded = {id(sub) for t in pysource.nodes(ctx.tree) if isinstance(t, (ast.Try, ast.TryStar)) for sub in t.body}
     guarded.update(_under_flag(ctx.tree, handler))
-    for sub in pysource.walk(ctx.tree):
+    for sub in pysource.nodes(ctx.tree):
         if id(sub) in guarded:
             continue
         if isinstance(sub, ast.ImportFrom) and not sub.level and (sub.module or "").split(".")[0] in tops:
@@ -1555,7 +1555,7 @@ def _under_flag(tree: ast.Module, handler: ast.ExceptHandler) -> set[int]:
     }
     return {
         id(sub)
-        for node in pysource.walk(tree)
+        for node in pysource.nodes(tree)
         if isinstance(node, ast.If) and any(isinstance(n, ast.Name) and n.id in flags for n in pysource.walk(node.test))
         for stmt in node.body
         for sub in pysource.walk(stmt)
@@ -1640,7 +1640,7 @@ def _deferred_import_failure(tree: ast.AST, node: ast.Try | ast.TryStar, handler
     if not all(_warns(stmt) for stmt in handler.body):
         return False
     names = {name for _, name in imported}
-    for sub in pysource.walk(tree):
+    for sub in pysource.nodes(tree):
         if sub is node:
             continue
         if isinstance(sub, (ast.Import, ast.ImportFrom)) and any(sub is stmt for stmt, _ in imported):
@@ -1789,7 +1789,7 @@ def _alternatives_tries(tree: ast.AST) -> frozenset[int]:
     def leaves(block: list[ast.stmt]) -> bool:
         return bool(block) and isinstance(block[-1], (ast.Return, ast.Break))
 
-    for node in pysource.walk(tree):
+    for node in pysource.nodes(tree):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if not isinstance(block, list):
@@ -1818,7 +1818,7 @@ def _alternatives(handler: ast.ExceptHandler) -> bool:
 def _loop_tries(tree: ast.AST) -> set[int]:
     """ids of the try statements standing directly in the body of a loop."""
     found: set[int] = set()
-    for node in pysource.walk(tree):
+    for node in pysource.nodes(tree):
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             found.update(id(stmt) for stmt in node.body if isinstance(stmt, (ast.Try, ast.TryStar)))
     return found
@@ -2014,7 +2014,7 @@ def _registered_callbacks(tree: ast.AST) -> set[str]:
     decorator), `signal.signal` or `weakref.finalize`: they run while the program exits or is
     being stopped."""
     out: set[str] = set()
-    for node in pysource.walk(tree):
+    for node in pysource.nodes(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if any(_hook(d) is not None for d in node.decorator_list):
                 out.add(node.name)
@@ -2177,7 +2177,7 @@ def check(ctx: FileContext) -> list[Finding]:
     unbound = unbound_reads(ctx.tree)
     display = _display_functions(ctx.tree) | _error_wording_functions(ctx.tree)
     diagnostic_tries = _diagnostic_procedures(ctx.tree)
-    for node in pysource.walk(ctx.tree):
+    for node in pysource.nodes(ctx.tree):
         if not isinstance(node, (ast.Try, ast.TryStar)) or not node.handlers:
             continue
         calls = _call_statements(node.body)

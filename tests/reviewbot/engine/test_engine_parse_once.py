@@ -143,6 +143,24 @@ def test_walk_yields_the_nodes_of_ast_walk_in_its_order(name: str) -> None:
     assert all(a is b for a, b in zip(got, expected, strict=True))
 
 
+def test_nodes_are_walk_once_per_tree_object_and_two_revisions_are_not_confused() -> None:
+    base = ast.parse("def f():\n    return 1\n")
+    head = ast.parse("def f():\n    return 1\n\n\ndef g():\n    return 2\n")
+    assert pysource.nodes(base) == pysource.nodes(base)
+    assert all(a is b for a, b in zip(pysource.nodes(base), pysource.walk(base), strict=True))
+    # the same text parsed again is another tree: its own nodes, never the first tree's
+    again = ast.parse("def f():\n    return 1\n")
+    assert not set(map(id, pysource.nodes(again))) & set(map(id, pysource.nodes(base)))
+    names = {n.name for n in pysource.nodes(head) if isinstance(n, ast.FunctionDef)}
+    assert names == {"f", "g"}
+    assert {n.name for n in pysource.nodes(base) if isinstance(n, ast.FunctionDef)} == {"f"}
+    # an entry lives as long as its tree (a weak key): dropping the tree drops it
+    entries = len(pysource._walked)
+    del again
+    gc.collect()
+    assert len(pysource._walked) == entries - 1
+
+
 def test_digest_ignores_docstrings_in_every_statement_list_and_restores_the_tree() -> None:
     tree = ast.parse(NESTED)
     before = ast.dump(tree, include_attributes=True)
