@@ -3,7 +3,7 @@ cannot turn into an AST is skipped (and reported by the caller), never the end o
 
 `parse(source)` parses once; `Trees` is one review's memo of `parse` by source text, so a blob
 read at both revisions, or by several parts of the review, is parsed once; `walk(node)` is
-`ast.walk` without its per-node generators; `nodes(tree)` is `walk(tree)` as a tuple, computed once
+`ast.walk` without its per-node generators (`children(node)`: `ast.iter_child_nodes`); `nodes(tree)` is `walk(tree)` as a tuple, computed once
 per tree object for the passes that each read a whole module; `statements(node)` walks statement
 lists only."""
 
@@ -93,6 +93,18 @@ class Trees:
 
     def __len__(self) -> int:
         return len(self._trees)
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """`list(ast.iter_child_nodes(node))`, in its order, without its generators."""
+    out: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend([item for item in value if isinstance(item, ast.AST)])
+    return out
 
 
 def walk(node: ast.AST) -> Iterator[ast.AST]:

@@ -211,9 +211,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Container, Mapping
 
 from reviewbot import pysource
 from reviewbot.exception_index import (
@@ -226,7 +227,7 @@ from reviewbot.exception_index import (
 )
 from reviewbot.findings import Finding, Severity
 from reviewbot.rules.common import FileContext, contains_logging, is_logging_call
-from reviewbot.rules.fallthrough import left_unbound, unbound_reads
+from reviewbot.rules.fallthrough import UnboundRead, left_unbound, unbound_reads
 
 BROAD = {"Exception", "BaseException"}
 OOM_NAMES = ("OutOfMemoryError",)
@@ -1015,11 +1016,14 @@ def _display_functions(tree: ast.Module) -> frozenset[str]:
     callers: dict[str, set[str]] = {}
     defined: set[str] = set()
 
-    def visit(node: ast.AST, within: str) -> None:
-        for child in ast.iter_child_nodes(node):
+    # each node with the innermost function it stands in ("<module>" outside any)
+    pending: list[tuple[ast.AST, str]] = [(tree, "<module>")]
+    while pending:
+        node, within = pending.pop()
+        for child in pysource.children(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 defined.add(child.name)
-                visit(child, child.name)
+                pending.append((child, child.name))
                 continue
             if isinstance(child, ast.Call):
                 func = child.func
@@ -1027,9 +1031,7 @@ def _display_functions(tree: ast.Module) -> frozenset[str]:
                     callers.setdefault(func.id, set()).add(within)
                 elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
                     callers.setdefault(func.attr, set()).add(within)
-            visit(child, within)
-
-    visit(tree, "<module>")
+            pending.append((child, within))
     display = set(_DISPLAY_METHODS)
     grown = True
     while grown:
@@ -1100,19 +1102,49 @@ def _own_scope(node: ast.AST) -> list[ast.AST]:
         out.append(current)
         if current is not node and isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
-        pending.extend(ast.iter_child_nodes(current))
+        pending.extend(pysource.children(current))
     return out
 
 
-def _display_placeholder(ctx: FileContext, handler: ast.ExceptHandler, display: frozenset[str]) -> bool:
-    """A handler in display-only code (`_display_functions`) that only returns a constant
+def _display_placeholder(ctx: FileContext, handler: ast.ExceptHandler, display: Container[str]) -> bool:
+    """A handler in display-only code (`display`: `_display_functions` and
+    `_error_wording_functions` of the file, `_DisplayOnly`) that only returns a constant
     placeholder (`return "{...}"`): a `repr` must not raise, and what it drops is text."""
-    enclosing = ctx.qualname(handler.lineno).rsplit(".", 1)[-1]
-    return (
-        enclosing in display
-        and bool(handler.body)
-        and all(isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Constant) for stmt in handler.body)
-    )
+    if not handler.body or not all(
+        isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Constant) for stmt in handler.body
+    ):
+        return False
+    return ctx.qualname(handler.lineno).rsplit(".", 1)[-1] in display
+
+
+class _DisplayOnly:
+    """`name in _display_functions(tree) | _error_wording_functions(tree)`, both read once on the
+    first name they can hold: besides the display methods, only functions the file calls
+    (`name(...)`, `self.name(...)`) at least once, so a name no call names is answered from the
+    file's called names alone."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self._tree = tree
+
+    @functools.cached_property
+    def _called(self) -> frozenset[str]:
+        names: set[str] = set()
+        for node in pysource.nodes(self._tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name):
+                names.add(func.id)
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+                names.add(func.attr)
+        return frozenset(names)
+
+    @functools.cached_property
+    def _functions(self) -> frozenset[str]:
+        return _display_functions(self._tree) | _error_wording_functions(self._tree)
+
+    def __contains__(self, name: object) -> bool:
+        return name in _DISPLAY_METHODS or (name in self._called and name in self._functions)
 
 
 def _constant_default(stmt: ast.stmt) -> bool:
@@ -2165,6 +2197,19 @@ def _broad(
 
 
 def check(ctx: FileContext) -> list[Finding]:
+    """The findings on the handlers of the file's try statements, of those `ctx.focus` can report
+    (a finding stands on its handler's lines, inside its try's); the file's other facts are read
+    only when some try is in focus, the display-only functions only for a handler that returns a
+    constant."""
+    tries = [
+        node
+        for node in pysource.nodes(ctx.tree)
+        if isinstance(node, (ast.Try, ast.TryStar))
+        and node.handlers
+        and ctx.focus(node.lineno, node.end_lineno or node.lineno)
+    ]
+    if not tries:
+        return []
     ruff_lines = {(hit.code, hit.line) for hit in ctx.ruff}
     findings: list[Finding] = []
     loop_tries = _loop_tries(ctx.tree)
@@ -2174,12 +2219,10 @@ def check(ctx: FileContext) -> list[Finding]:
     imports = _import_map(ctx)
     documented = _docstring_fallbacks(ctx.tree)
     import_tries = _module_level_tries(ctx.tree)
-    unbound = unbound_reads(ctx.tree)
-    display = _display_functions(ctx.tree) | _error_wording_functions(ctx.tree)
+    unbound = functools.cache(lambda: unbound_reads(ctx.tree))  # asked only for a handler that falls through
+    display = _DisplayOnly(ctx.tree)
     diagnostic_tries = _diagnostic_procedures(ctx.tree)
-    for node in pysource.nodes(ctx.tree):
-        if not isinstance(node, (ast.Try, ast.TryStar)) or not node.handlers:
-            continue
+    for node in tries:
         calls = _call_statements(node.body)
         wide_calls = len(calls) if len(calls) > 1 else 0
         confined = stdlib_call_count(node.body, imports, BUILTINS_AT_HAND) is not None
@@ -2228,7 +2271,7 @@ def check(ctx: FileContext) -> list[Finding]:
             elif handler.type is not None and ("BLE001", handler.type.lineno) in ruff_lines:
                 ruff_note = "ruff BLE001"
             if names is None or BROAD & set(names):
-                read = left_unbound(handler, unbound.get(id(node), []))
+                read = left_unbound(handler, functools.partial(_reads_of, unbound, node))
                 if read is not None:
                     params = {"label": label, "name": read.name, "line": read.line}
                     findings.append(
@@ -2324,3 +2367,8 @@ def check(ctx: FileContext) -> list[Finding]:
                         )
                     )
     return findings
+
+
+def _reads_of(unbound: Callable[[], dict[int, list[UnboundRead]]], node: ast.Try | ast.TryStar) -> list[UnboundRead]:
+    """`unbound_reads` of the file (computed on the first call) for the try `node`."""
+    return unbound().get(id(node), [])

@@ -249,9 +249,11 @@ def _first_loads(stmt: ast.stmt) -> dict[str, int]:
     return loads
 
 
-def left_unbound(handler: ast.ExceptHandler, reads: list[UnboundRead]) -> UnboundRead | None:
-    """The first of the try's `reads` when `handler` falls through and binds no name at all (a handler
-    that sets a flag or a default, `ok = False`, states what the code after the try tests)."""
+def left_unbound(handler: ast.ExceptHandler, reads: Callable[[], list[UnboundRead]]) -> UnboundRead | None:
+    """The first of the try's `reads()` when `handler` falls through and binds no name at all (a
+    handler that sets a flag or a default, `ok = False`, states what the code after the try tests);
+    `reads` is asked only then."""
     if not _falls_through(handler) or _bound_in(handler.body):
         return None
-    return reads[0] if reads else None
+    found = reads()
+    return found[0] if found else None
