@@ -214,7 +214,7 @@ import builtins
 import functools
 import re
 import sys
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Container, Mapping
 
 from reviewbot import pysource
 from reviewbot.exception_index import (
@@ -2196,11 +2196,88 @@ def _broad(
     )
 
 
+class _FileFacts:
+    """The facts of one file that `check` reads for some handlers only, each computed on first use."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self._tree = tree
+        self.display = _DisplayOnly(tree)
+
+    @functools.cached_property
+    def alternatives(self) -> frozenset[int]:
+        return _alternatives_tries(self._tree)
+
+    @functools.cached_property
+    def following(self) -> dict[int, ast.stmt | None]:
+        return _following(self._tree)
+
+    @functools.cached_property
+    def exit_tries(self) -> frozenset[int]:
+        return _teardown_tries(self._tree)
+
+    @functools.cached_property
+    def documented(self) -> frozenset[int]:
+        return _docstring_fallbacks(self._tree)
+
+    @functools.cached_property
+    def import_tries(self) -> frozenset[int]:
+        return _module_level_tries(self._tree)
+
+    @functools.cached_property
+    def diagnostic_tries(self) -> dict[int, str]:
+        return _diagnostic_procedures(self._tree)
+
+    @functools.cached_property
+    def _unbound(self) -> dict[int, list[UnboundRead]]:
+        return unbound_reads(self._tree)
+
+    def unbound_at(self, node: ast.Try | ast.TryStar) -> list[UnboundRead]:
+        """`unbound_reads` of the file for the try `node`."""
+        return self._unbound.get(id(node), [])
+
+
+def _is_filter(handler: ast.ExceptHandler, node: ast.Try | ast.TryStar, in_loop: bool, facts: _FileFacts) -> bool:
+    """A handler that re-raises what it does not recognise, a bounded retry, or one of alternatives tried in turn."""
+    return (
+        _filters(handler)
+        or _bounded_retry(handler, in_loop)
+        or (_alternatives(handler) and id(node) in facts.alternatives)
+    )
+
+
+def _is_probe(
+    ctx: FileContext,
+    node: ast.Try | ast.TryStar,
+    handler: ast.ExceptHandler,
+    imports: dict[str, str],
+    facts: _FileFacts,
+) -> bool:
+    """One of the expected-failure shapes the rules leave alone; a noqa comment with a reason stays
+    the respected note the injection experiment may still check."""
+    return (
+        _guarded_probe(ctx, node, handler, facts.following.get(id(node)))
+        or _package_probe(node, handler, imports)
+        or _version_probe(node, handler, imports)
+        or id(handler) in facts.documented
+        or _optional_dependency(ctx, node, handler)
+        or _reported_optional_import(ctx, node, handler)
+        or _deferred_import_failure(ctx.tree, node, handler)
+        or _optional_rewrap(node, handler, id(node) in facts.import_tries)
+        or _discards_output(ctx, handler, imports)
+        or _display_placeholder(ctx, handler, facts.display)
+    ) and not _noqa_reason(ctx, handler)
+
+
+def _converts(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
+    return _helper_raises(ctx, handler) or _hands_error_on(ctx, handler) or _queues_error(handler)
+
+
 def check(ctx: FileContext) -> list[Finding]:
     """The findings on the handlers of the file's try statements, of those `ctx.focus` can report
-    (a finding stands on its handler's lines, inside its try's); the file's other facts are read
-    only when some try is in focus, the display-only functions only for a handler that returns a
-    constant."""
+    (a finding stands on its handler's lines, inside its try's). The file's other facts
+    (`_FileFacts`) are read on the first handler that needs them: none when no try is in focus, the
+    teardown and diagnostic facts only for a broad handler no shape exempts, the display-only
+    functions only for a handler that returns a constant."""
     tries = [
         node
         for node in pysource.nodes(ctx.tree)
@@ -2213,55 +2290,13 @@ def check(ctx: FileContext) -> list[Finding]:
     ruff_lines = {(hit.code, hit.line) for hit in ctx.ruff}
     findings: list[Finding] = []
     loop_tries = _loop_tries(ctx.tree)
-    alternatives = _alternatives_tries(ctx.tree)
-    following = _following(ctx.tree)
-    exit_tries = _teardown_tries(ctx.tree)
     imports = _import_map(ctx)
-    documented = _docstring_fallbacks(ctx.tree)
-    import_tries = _module_level_tries(ctx.tree)
-    unbound = functools.cache(lambda: unbound_reads(ctx.tree))  # asked only for a handler that falls through
-    display = _DisplayOnly(ctx.tree)
-    diagnostic_tries = _diagnostic_procedures(ctx.tree)
+    facts = _FileFacts(ctx.tree)
     for node in tries:
         calls = _call_statements(node.body)
         wide_calls = len(calls) if len(calls) > 1 else 0
         confined = stdlib_call_count(node.body, imports, BUILTINS_AT_HAND) is not None
-        teardown = {id(h): _teardown(ctx, h, exit_tries, node) for h in node.handlers}
-        boundaries = {
-            id(handler)
-            for handler in node.handlers
-            if _unit_boundary(handler, id(node) in loop_tries, teardown[id(handler)])
-        }
-        filters = {
-            id(handler)
-            for handler in node.handlers
-            if _filters(handler)
-            or _bounded_retry(handler, id(node) in loop_tries)
-            or (id(node) in alternatives and _alternatives(handler))
-        }
-        # a noqa comment with a reason stays the respected note the injection experiment may still check
-        probes = {
-            id(handler)
-            for handler in node.handlers
-            if (
-                _guarded_probe(ctx, node, handler, following.get(id(node)))
-                or _package_probe(node, handler, imports)
-                or _version_probe(node, handler, imports)
-                or id(handler) in documented
-                or _optional_dependency(ctx, node, handler)
-                or _reported_optional_import(ctx, node, handler)
-                or _deferred_import_failure(ctx.tree, node, handler)
-                or _optional_rewrap(node, handler, id(node) in import_tries)
-                or _discards_output(ctx, handler, imports)
-                or _display_placeholder(ctx, handler, display)
-            )
-            and not _noqa_reason(ctx, handler)
-        }
-        converting = {
-            id(handler)
-            for handler in node.handlers
-            if _helper_raises(ctx, handler) or _hands_error_on(ctx, handler) or _queues_error(handler)
-        }
+        in_loop = id(node) in loop_tries
         for i, handler in enumerate(node.handlers):
             names = caught_names(handler)
             label = "except:" if names is None else f"except {ast.unparse(handler.type) if handler.type else ''}"
@@ -2271,7 +2306,7 @@ def check(ctx: FileContext) -> list[Finding]:
             elif handler.type is not None and ("BLE001", handler.type.lineno) in ruff_lines:
                 ruff_note = "ruff BLE001"
             if names is None or BROAD & set(names):
-                read = left_unbound(handler, functools.partial(_reads_of, unbound, node))
+                read = left_unbound(handler, functools.partial(facts.unbound_at, node))
                 if read is not None:
                     params = {"label": label, "name": read.name, "line": read.line}
                     findings.append(
@@ -2280,7 +2315,11 @@ def check(ctx: FileContext) -> list[Finding]:
                         )
                     )
                     continue
-                if id(handler) in filters or id(handler) in probes or id(handler) in converting:
+                if (
+                    _is_filter(handler, node, in_loop, facts)
+                    or _is_probe(ctx, node, handler, imports, facts)
+                    or _converts(ctx, handler)
+                ):
                     continue
                 if confined and not reraises_same(handler) and not _noqa_reason(ctx, handler):
                     if names is None or "BaseException" in names:
@@ -2296,19 +2335,20 @@ def check(ctx: FileContext) -> list[Finding]:
                             )
                         )
                     continue
+                teardown = _teardown(ctx, handler, facts.exit_tries, node)
                 finding = _broad(
                     ctx,
                     handler,
                     label,
                     ruff_note,
-                    boundary=id(handler) in boundaries,
-                    teardown=teardown[id(handler)],
-                    exit_path=id(node) in exit_tries,
+                    boundary=_unit_boundary(handler, in_loop, teardown),
+                    teardown=teardown,
+                    exit_path=id(node) in facts.exit_tries,
                     wide_calls=wide_calls,
                     try_line=node.lineno,
                     try_body=node.body,
-                    after=following.get(id(node)),
-                    diagnostic_procedure=diagnostic_tries.get(id(node)),
+                    after=facts.following.get(id(node)),
+                    diagnostic_procedure=facts.diagnostic_tries.get(id(node)),
                 )
                 if finding is not None:
                     findings.append(finding)
@@ -2332,14 +2372,17 @@ def check(ctx: FileContext) -> list[Finding]:
                 findings.append(
                     _handler_finding(ctx, handler, "caught-own-subclass", Severity.P2, message_id, params, extra=extra)
                 )
-            quiet = (
-                id(handler) in filters
-                or id(handler) in probes
-                or id(handler) in converting
-                or _named_alternative(ctx, node, handler)
-                or _falls_into_raise(handler, following.get(id(node))) is not None
+            fallback = (
+                "RuntimeError" in names
+                and not _raises(handler.body)
+                and not (
+                    _is_filter(handler, node, in_loop, facts)
+                    or _is_probe(ctx, node, handler, imports, facts)
+                    or _converts(ctx, handler)
+                    or _named_alternative(ctx, node, handler)
+                    or _falls_into_raise(handler, facts.following.get(id(node))) is not None
+                )
             )
-            fallback = "RuntimeError" in names and not _raises(handler.body) and not quiet
             if fallback and not _stdlib_only(node.body, imports) and ctx.exceptions().torch_imported:
                 oom = _oom_reraised(node, i)
                 if not oom:
@@ -2367,8 +2410,3 @@ def check(ctx: FileContext) -> list[Finding]:
                         )
                     )
     return findings
-
-
-def _reads_of(unbound: Callable[[], dict[int, list[UnboundRead]]], node: ast.Try | ast.TryStar) -> list[UnboundRead]:
-    """`unbound_reads` of the file (computed on the first call) for the try `node`."""
-    return unbound().get(id(node), [])
