@@ -130,13 +130,16 @@ class BasePrints:
     first lookup: only a head finding that touches a changed line without starting on an added one
     (or a `stale-key-doc` one) is compared with the base, so a file whose head findings need no
     comparison never has the rules run on its base (the rules have no effects, so the findings
-    are the same). `context`: makes the base's `FileContext`, None when there is no base version.
+    are the same). `context`: makes the base's `FileContext` (None from it, or no `context`, when
+    there is no base version or it does not parse).
     `qualnames`: the enclosing names of the head findings that will be looked up. A fingerprint
     hashes its finding's enclosing name, so only base findings under those names can match: the
     base context's `focus` is the lines of the definitions so named (the whole file for a
     module-level name), and a rule may skip the rest of the base."""
 
-    def __init__(self, context: Callable[[], FileContext] | None, qualnames: frozenset[str] = frozenset({""})) -> None:
+    def __init__(
+        self, context: Callable[[], FileContext | None] | None, qualnames: frozenset[str] = frozenset({""})
+    ) -> None:
         self._context = context
         self._qualnames = qualnames
         self._prints: set[str] | None = None
@@ -505,7 +508,7 @@ def _file_findings(
         bad = git.not_utf8.get((head, path))
         if head_src is not None and bad is not None and (merge_base, change.old_path) not in git.not_utf8:
             findings.append(encoding.check(path, head_src, *bad, in_diff=change.touches(bad[0], bad[0])))
-        head_tree, base_tree = _parse(trees, head_src, path), _parse(trees, base_src, path)
+        head_tree = _parse(trees, head_src, path)
         if head_tree is None or head_src is None:
             logger.warning("%s does not parse at head; static rules skipped for it", path)
             continue
@@ -525,13 +528,12 @@ def _file_findings(
         head_findings = [finding for rule in FILE_RULES for finding in rule(head_ctx)]
         base_prints = BasePrints(
             None
-            if base_tree is None or base_src is None
+            if base_src is None
             else functools.partial(
-                _context,
+                _base_context,
+                trees,
                 path,
-                "base",
                 base_src,
-                base_tree,
                 config,
                 ruff_hits.get(f"base/{path}", []),
                 kc,
@@ -551,6 +553,25 @@ def _file_findings(
                 findings.append(finding)
         guards += [f"{path}:{line}" for line in _boilerplate_guards(head_tree, change)]
     return findings, guards
+
+
+def _base_context(
+    trees: pysource.Trees,
+    path: str,
+    source: str,
+    config: RepoConfig,
+    ruff: list,
+    kc: KeyChange | None,
+    exceptions: Callable[[], ExceptionIndex],
+    changed_trees: Callable[[str], tuple[tuple[str, ast.Module], ...]],
+    moved_conditions: Callable[[], frozenset[str]],
+) -> FileContext | None:
+    """The base version's `FileContext`, parsed here (only a file whose head findings need the
+    comparison is parsed at base); None when it does not parse."""
+    tree = _parse(trees, source, path)
+    if tree is None:
+        return None
+    return _context(path, "base", source, tree, config, ruff, kc, exceptions, changed_trees, moved_conditions)
 
 
 def _context(
