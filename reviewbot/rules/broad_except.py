@@ -210,6 +210,7 @@ may confirm or refute them.
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 import functools
 import re
@@ -2065,11 +2066,12 @@ def _registered_callbacks(tree: ast.AST) -> set[str]:
     return out
 
 
-def _teardown_tries(tree: ast.AST) -> frozenset[int]:
+def _teardown_tries(tree: ast.AST, callbacks: set[str] | None = None) -> frozenset[int]:
     """ids of the try statements that run on the way out: inside a `finally:` clause, in a
-    `__del__`/`__exit__`/`__aexit__` method, or in a function `_registered_callbacks` names."""
+    `__del__`/`__exit__`/`__aexit__` method, or in a function `_registered_callbacks` names
+    (`callbacks`: those of the file when `tree` is a part of it; by default `tree`'s own)."""
     found: set[int] = set()
-    callbacks = _registered_callbacks(tree)
+    callbacks = _registered_callbacks(tree) if callbacks is None else callbacks
     for node in pysource.statements(tree):
         scopes: list[ast.stmt] = []
         if isinstance(node, (ast.Try, ast.TryStar)):
@@ -2197,27 +2199,48 @@ def _broad(
 
 
 class _FileFacts:
-    """The facts of one file that `check` reads for some handlers only, each computed on first use."""
+    """The facts of one file that `check` reads for some handlers only, each computed on first use.
 
-    def __init__(self, tree: ast.Module) -> None:
+    `tries`: the try statements `check` reads. When each stands in a module-level function or class,
+    the facts that only depend on the statements around a try (its block, its enclosing functions
+    and loops) are read from those definitions alone (`_local`, a module made of them, the file's
+    own nodes shared; in a class, the method holding the try, through nested classes): the same
+    answers for those tries, without reading the rest of a large file. A try elsewhere at module
+    level makes the whole module the place to read them."""
+
+    def __init__(self, tree: ast.Module, tries: list[ast.Try | ast.TryStar]) -> None:
         self._tree = tree
         self.display = _DisplayOnly(tree)
+        units: dict[int, ast.stmt] = {}
+        for node in tries:
+            unit = _holding(tree.body, node.lineno)
+            if not isinstance(unit, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                units = {}
+                break
+            while isinstance(unit, ast.ClassDef):
+                inner = _holding(unit.body, node.lineno)
+                if not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    break  # a try in the class body itself: read with the statements before it
+                unit = inner
+            units[id(unit)] = unit
+        body = sorted(units.values(), key=lambda unit: unit.lineno)
+        self._local = ast.Module(body=body, type_ignores=[]) if units else tree
 
     @functools.cached_property
     def alternatives(self) -> frozenset[int]:
-        return _alternatives_tries(self._tree)
+        return _alternatives_tries(self._local)
 
     @functools.cached_property
     def following(self) -> dict[int, ast.stmt | None]:
-        return _following(self._tree)
+        return _following(self._local)
 
     @functools.cached_property
     def exit_tries(self) -> frozenset[int]:
-        return _teardown_tries(self._tree)
+        return _teardown_tries(self._local, _registered_callbacks(self._tree))
 
     @functools.cached_property
     def documented(self) -> frozenset[int]:
-        return _docstring_fallbacks(self._tree)
+        return _docstring_fallbacks(self._local)
 
     @functools.cached_property
     def import_tries(self) -> frozenset[int]:
@@ -2225,15 +2248,20 @@ class _FileFacts:
 
     @functools.cached_property
     def diagnostic_tries(self) -> dict[int, str]:
-        return _diagnostic_procedures(self._tree)
+        return _diagnostic_procedures(self._local)
 
     @functools.cached_property
     def _unbound(self) -> dict[int, list[UnboundRead]]:
-        return unbound_reads(self._tree)
+        return unbound_reads(self._local)
 
     def unbound_at(self, node: ast.Try | ast.TryStar) -> list[UnboundRead]:
         """`unbound_reads` of the file for the try `node`."""
         return self._unbound.get(id(node), [])
+
+
+def _holding(body: list[ast.stmt], line: int) -> ast.stmt:
+    """The statement of `body` (a statement list in source order) whose lines hold `line`."""
+    return body[bisect.bisect_right([stmt.lineno for stmt in body], line) - 1]
 
 
 def _is_filter(handler: ast.ExceptHandler, node: ast.Try | ast.TryStar, in_loop: bool, facts: _FileFacts) -> bool:
@@ -2291,7 +2319,7 @@ def check(ctx: FileContext) -> list[Finding]:
     findings: list[Finding] = []
     loop_tries = _loop_tries(ctx.tree)
     imports = _import_map(ctx)
-    facts = _FileFacts(ctx.tree)
+    facts = _FileFacts(ctx.tree, tries)
     for node in tries:
         calls = _call_statements(node.body)
         wide_calls = len(calls) if len(calls) > 1 else 0
