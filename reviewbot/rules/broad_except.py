@@ -1142,7 +1142,15 @@ class _DisplayOnly:
 
     @functools.cached_property
     def _functions(self) -> frozenset[str]:
-        return _display_functions(self._tree) | _error_wording_functions(self._tree)
+        # the call graphs grow only from a display method the file defines and from a function
+        # whose body ends in `raise` (an error path): a file without either has nothing to add
+        functions = [n for n in pysource.nodes(self._tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        found = frozenset(_DISPLAY_METHODS)
+        if any(function.name in _DISPLAY_METHODS for function in functions):
+            found = _display_functions(self._tree)
+        if any(isinstance(function.body[-1], ast.Raise) for function in functions):
+            found |= _error_wording_functions(self._tree)
+        return found
 
     def __contains__(self, name: object) -> bool:
         return name in _DISPLAY_METHODS or (name in self._called and name in self._functions)

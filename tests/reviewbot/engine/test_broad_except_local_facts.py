@@ -132,3 +132,54 @@ def test_the_method_is_the_unit_and_module_level_code_reads_the_whole_file() -> 
     cleanup_try = by_text["close_all()"]
     assert id(cleanup_try) in broad_except._FileFacts(tree, [cleanup_try]).exit_tries
     assert fallthrough.unbound_reads(tree)[id(by_text["import numpy"])][0].name == "version"
+
+
+DISPLAY = textwrap.dedent(
+    """
+    class Box:
+        def __repr__(self):
+            return f"Box({self._shown()})"
+
+        def _shown(self):
+            try:
+                return describe(self.value)
+            except Exception:
+                return "?"
+
+
+    def describe(value):
+        return str(value)
+
+
+    def wheel_tag():
+        try:
+            return compute_tag()
+        except Exception:
+            return "unknown"
+
+
+    def check():
+        if not available():
+            raise RuntimeError(f"no wheel for {wheel_tag()}")
+        raise RuntimeError("unsupported")
+    """
+)
+
+
+@pytest.mark.parametrize("name", ["display", "sample", "worker", "sandbox", "artifacts"])
+def test_display_only_names_are_those_of_both_call_graphs(name: str) -> None:
+    root = Path(engine.__file__).parent
+    source = {
+        "display": DISPLAY,
+        "sample": SAMPLE,
+        "worker": (root / "service" / "worker.py").read_text(),
+        "sandbox": (root / "sandbox.py").read_text(),
+        "artifacts": (root / "gpu_dispatch" / "artifacts.py").read_text(),
+    }[name]
+    tree = ast.parse(source)
+    expected = broad_except._display_functions(tree) | broad_except._error_wording_functions(tree)
+    names = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    only = broad_except._DisplayOnly(tree)
+    assert {name for name in names if name in only} == names & expected
+    if name == "display":
+        assert {"_shown", "describe", "wheel_tag"} <= names & expected
