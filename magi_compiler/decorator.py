@@ -73,6 +73,11 @@ def magi_compile(
         return obj
     if inspect.isfunction(obj):
         return _compile_function(obj, **options)
+    if isinstance(obj, torch.nn.Module):
+        raise TypeError(
+            f"magi_compile got a {type(obj).__name__} instance: pass method_name='forward' "
+            f"(magi_compile(model, method_name='forward')) or its bound method (magi_compile(model.forward))"
+        )
     raise TypeError(f"magi_compile expects a class, a function or a bound method, got {type(obj).__name__}")
 
 

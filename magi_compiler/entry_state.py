@@ -18,8 +18,8 @@ cheap dispatch signature still guards the arguments themselves: each tensor argu
 device, rank, contiguity (a non-contiguous one's exact strides) and static sizes (dynamic sizes
 only as "at least 2"), the value of each Python scalar argument, the elements of a tuple, list or
 dict argument and the fields of a dataclass instance the same way (a tensor in one by its exact
-shape: only top-level arguments have dynamic dims), the keyword names, the training flag of the entry's own module (set by ``model.train()`` and
-``model.eval()``; a submodule's own flag is a module attribute), grad mode, inference mode and
+shape: only top-level arguments have dynamic dims), the keyword names, the training flag of the entry's own module and of a module argument (set by
+``model.train()`` and ``model.eval()``; a submodule's own flag is a module attribute), grad mode, inference mode and
 whether autocast is on (not its dtype). A call whose signature was
 not seen goes through the guarded ``torch.compile`` wrapper (Dynamo checks guards and
 recompiles if needed; the new code is captured for that signature), so a new size on a
@@ -54,6 +54,7 @@ from typing import Any
 
 import torch
 from torch._dynamo.exc import BackendCompilerFailed
+from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 
 from magi_compiler import dynamic_dims
 from magi_compiler.aot.mode import AOTEntryInfo, AOTFallback, AOTStrategy
@@ -103,6 +104,8 @@ def _describe(value: Any, dynamic_dims: tuple[int, ...]) -> Any:
         return (type(value), tuple(_describe(item, ()) for item in value))
     if isinstance(value, dict):
         return (type(value), tuple((key, _describe(item, ())) for key, item in value.items()))
+    if isinstance(value, torch.nn.Module):  # a module argument: its train() / eval() flag, as for the entry's own
+        return (type(value), value.training)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return (type(value), tuple(_describe(getattr(value, name), ()) for name in _field_names(type(value))))
     return type(value)
@@ -121,6 +124,10 @@ def _ambient_modes() -> tuple:
         torch.is_autocast_enabled("cuda"),
     )
     return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), autocast)
+
+
+def _is_dim(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class EntryState:
@@ -164,13 +171,18 @@ class EntryState:
     def _normalize_dims(dims: DynamicArgDims, names: set[str]) -> dict[str, tuple[int, ...]] | None:
         if dims is None:
             return None
+        if not isinstance(dims, Mapping):
+            raise TypeError(f"dynamic_arg_dims must map parameter names to dims, got {type(dims).__name__}")
         normalized = {}
         for name, value in dims.items():
             if name not in names:
                 raise ValueError(
                     f"dynamic_arg_dims names {name!r}, which is not a parameter (parameters: {sorted(names)})"
                 )
-            normalized[name] = (value,) if isinstance(value, int) else tuple(value)
+            listed = (value,) if isinstance(value, int) else value
+            if not isinstance(listed, (tuple, list)) or not all(_is_dim(dim) for dim in listed):
+                raise TypeError(f"dynamic_arg_dims[{name!r}] must be an int or a list of ints, got {value!r}")
+            normalized[name] = tuple(listed)
         return normalized
 
     @property
@@ -194,10 +206,15 @@ class EntryState:
         if dims is None:
             ndim = value.dim()
             if self._explicit_dims is None:
-                wanted: tuple[int, ...] = (0,)
+                wanted: tuple[int, ...] = (0,) if ndim else ()
             else:
                 wanted = self._explicit_dims.get(name, ()) if name is not None else ()
-            dims = tuple(d % ndim for d in wanted) if ndim else ()
+                for dim in wanted:
+                    if not -ndim <= dim < ndim:
+                        raise ValueError(
+                            f"dynamic_arg_dims names dim {dim} of {name!r}, which has {ndim} dim(s) in this call"
+                        )
+            dims = tuple(d % ndim for d in wanted)
             self._dims_cache[cache_key] = dims
         return dims
 
@@ -301,7 +318,10 @@ class EntryState:
                     mark_dims=self._mark_for_aot_compile,
                 )
             )
-        outcome = self.aot_strategy(full_args, kwargs)
+        try:
+            outcome = self.aot_strategy(full_args, kwargs)
+        except ConstraintViolationError as error:
+            raise self._named_dims_error(error) from error
         if not isinstance(outcome, AOTFallback):
             return outcome
         self.aot = False
@@ -366,6 +386,8 @@ class EntryState:
             if isinstance(err.inner_exception, CacheMissError):
                 raise err.inner_exception from None
             raise
+        except ConstraintViolationError as error:
+            raise self._named_dims_error(error) from error
         finally:
             _capturing.pop()
         self._signature_dims_memo.clear()  # a new graph may keep other inferred dims symbolic
@@ -377,6 +399,17 @@ class EntryState:
             else:
                 logger.debug("%s: bytecode_swap is off; later calls keep Dynamo's guards", self.model_name)
         return output
+
+    def _named_dims_error(self, error: ConstraintViolationError) -> ValueError:
+        """The error for a dim named in ``dynamic_arg_dims`` that the traced code does not let vary
+        (only named dims are marked strictly, so only they can violate a constraint)."""
+        assert self.dims_are_strict, f"a constraint violation without named dims: {error}"
+        return ValueError(
+            f"{self.model_name}: dynamic_arg_dims={self._explicit_dims} names a dim that "
+            f"{self.fn.__qualname__} does not let vary (the code specializes it, or ties it to a dim "
+            f"that is not named): name every dim whose size changes with it, or leave it out. "
+            f"torch: {error}"
+        )
 
     def _function_for(self, code: types.CodeType) -> Callable[..., Any]:
         """The swapped-in function: ``code`` relinked (:mod:`magi_compiler.swapped_code`) with the

@@ -18,6 +18,8 @@ back, wherever they sit in the exception chain (Dynamo may wrap a backend error 
   below a wrapping one;
 - ``torch.OutOfMemoryError`` (a ``RuntimeError`` subclass);
 - the ``assert_cache_hit`` miss (``MAGI_COMPILE_ASSERT_CACHE_HIT: cache miss ...``);
+- ``ConstraintViolationError``: a dim named in ``dynamic_arg_dims`` that the code specializes
+  (the user's input; the JIT compile fails the same way);
 - Dynamo's ``RestartAnalysis`` family: the compile is retried instead.
 """
 
@@ -29,6 +31,7 @@ import re
 
 import torch
 from torch._dynamo import exc as dynamo_exc
+from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 
 ASSERT_CACHE_HIT_PREFIX = "MAGI_COMPILE_ASSERT_CACHE_HIT: cache miss"
 
@@ -101,6 +104,8 @@ def classify_aot_failure(error: BaseException) -> AOTFailureKind:
         return AOTFailureKind.PROPAGATE
     if is_assert_cache_hit_miss(error):
         return AOTFailureKind.PROPAGATE
+    if any(isinstance(link, ConstraintViolationError) for link in chain):
+        return AOTFailureKind.PROPAGATE  # a named dynamic dim the code specializes: JIT fails alike
     if any(is_serialization_failure(link) for link in chain):
         return AOTFailureKind.FALLBACK
     if any(isinstance(link, _PROGRAMMER_ERRORS) for link in chain):

@@ -162,7 +162,17 @@ may confirm or refute them.
     since round 11 the handler may first prepare its report: an assignment to plain names that a
     later logging call of the handler reads, in a handler that ends with `return` (`arch =
     arch_name(arch)` before the warning, then `return False`; `_prepares_report`). Near miss: the
-    same handler falling through, the rebound name reaching the code after the try;
+    same handler falling through, the rebound name reaching the code after the try. Since round 12
+    the handler may also rebind a value at hand read without a call (`self._compiled = self._func`:
+    the original function a compile wrapper keeps; `_rebinds_at_hand`);
+  - moved, not added (round 12): a try body and handler that stand in the base revision's changed
+    files as often, under at least the same `if` conditions (`handler_reach.moved_handlers`): nothing,
+    here and for `except RuntimeError`;
+  - a swallow whose outcome reaches no result (round 12, `reviewbot.rules.handler_reach`): nothing
+    substituted that is read, the loss announced (P3 `broad-except.announced-skip`) or only a
+    third-party import's side effect (P3 `broad-except.side-effect-import`); or a constant
+    substituted in a private function whose result only a report procedure uses (P3
+    `broad-except.report-only`). Checked after the reported fallback and the diagnostics and teardown classes, before a comment's P2;
   - a failure that can only cost a warning (round 11): the try stands directly in a function that
     hands back no value, its body only imports and binds local names, and the function after it
     only binds local names, reports and branches on those (`_diagnostic_procedures`: look up two
@@ -190,6 +200,10 @@ may confirm or refute them.
   Nothing either in a revision none of whose files imports torch (`ExceptionIndex.torch_imported`):
   its code cannot raise torch's out-of-memory or compiler errors, and `RuntimeError` is its own
   signal (an overload lookup's "no match").
+  A one-statement try calling `owner.op(args)` whose handler calls `owner.other(args)` with the same
+  arguments, binding the result the same way, is P3 `runtime-error-fallback.implementation-alternative`
+  (round 12, torchrec's operator fallbacks): an OOM or bad input fails again in the alternative and
+  propagates; the nit is to probe the operator outside the call.
   A try whose calls all go to the standard library (`_stdlib_only`: `threading.stack_size`,
   `os.remove`; not `importlib`, `pickle`, `copy`, ... which run the caller's code) is not reported
   either: it cannot raise an OOM, a compiler error or the repository's own subclasses.
@@ -229,6 +243,15 @@ from reviewbot.exception_index import (
 from reviewbot.findings import Finding, Severity
 from reviewbot.rules.common import FileContext, contains_logging, is_logging_call
 from reviewbot.rules.fallthrough import UnboundRead, left_unbound, unbound_reads
+from reviewbot.rules.handler_reach import (
+    enclosing_function,
+    handler_key,
+    implementation_alternative,
+    moved_handlers,
+    nothing_substituted,
+    report_only_results,
+    substitutes_constant,
+)
 
 BROAD = {"Exception", "BaseException"}
 OOM_NAMES = ("OutOfMemoryError",)
@@ -873,9 +896,30 @@ def _reported_fallback(handler: ast.ExceptHandler, try_body: list[ast.stmt], aft
     if not isinstance(handler.body[-1], ast.Return) and isinstance(try_body[-1], ast.Return) and after is None:
         return False
     return all(
-        _reports_caught(stmt, handler.name) or _constant_default(stmt) or _prepares_report(body, i)
+        _reports_caught(stmt, handler.name)
+        or _constant_default(stmt)
+        or _prepares_report(body, i)
+        or _rebinds_at_hand(stmt)
         for i, stmt in enumerate(body)
     )
+
+
+def _rebinds_at_hand(stmt: ast.stmt) -> bool:
+    """An assignment of a value already at hand, read without a call (a name, a constant, an
+    attribute of a name: `self._compiled = self._func`), to plain names or attributes of a name
+    (round 12, nncf's compile wrapper falling back to the original function it keeps): the function's
+    own other route, not a substitute computed in the handler."""
+    if not isinstance(stmt, ast.Assign):
+        return False
+    targets_plain = all(
+        isinstance(t, ast.Name) or (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name))
+        for t in stmt.targets
+    )
+    value = stmt.value
+    at_hand = isinstance(value, (ast.Name, ast.Constant)) or (
+        isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
+    )
+    return targets_plain and at_hand
 
 
 def _prepares_report(body: list[ast.stmt], index: int) -> bool:
@@ -2109,13 +2153,15 @@ def _broad(
     try_body: list[ast.stmt],
     after: ast.stmt | None,
     diagnostic_procedure: str | None,
+    unharmful: tuple[str, dict[str, object]] | None = None,
 ) -> Finding | None:
     """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring);
     `boundary`: the handler ends a unit of work and reports its error; `teardown`: `_teardown`;
     `exit_path`: the try runs on the way out (`_teardown_tries`); `wide_calls`, `try_line`: the
     annotation `_handler_finding` shows; `try_body`: the body of the handler's try; `after`: the statement
     after it (`_following`); `diagnostic_procedure`: the function's name when the try's failure can
-    only cost a diagnostic (`_diagnostic_procedures`)."""
+    only cost a diagnostic (`_diagnostic_procedures`); `unharmful`: the message id and parameters of
+    the P3 a swallow gets when its outcome reaches no result (`_unharmful`)."""
     if reraises_same(handler):
         # the same exception goes on, `KeyboardInterrupt` included, after the handler's cleanup
         # (round 11: a bare `except:` here is `except BaseException: ...; raise`, nothing is lost)
@@ -2178,6 +2224,10 @@ def _broad(
             ruff_note,
             wide_calls=wide_calls,
             try_line=try_line,
+        )
+    if unharmful is not None:
+        return _handler_finding(
+            ctx, handler, "broad-except", Severity.P3, unharmful[0], {**params, **unharmful[1]}, ruff_note
         )
     comment = _handler_comment(ctx, handler)
     if comment:
@@ -2255,6 +2305,10 @@ class _FileFacts:
         return _module_level_tries(self._tree)
 
     @functools.cached_property
+    def report_only(self) -> dict[str, str]:
+        return report_only_results(self._tree)
+
+    @functools.cached_property
     def diagnostic_tries(self) -> dict[int, str]:
         return _diagnostic_procedures(self._local)
 
@@ -2308,6 +2362,28 @@ def _converts(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
     return _helper_raises(ctx, handler) or _hands_error_on(ctx, handler) or _queues_error(handler)
 
 
+def _unharmful(
+    ctx: FileContext,
+    node: ast.Try | ast.TryStar,
+    handler: ast.ExceptHandler,
+    report_only: dict[str, str],
+    imports: dict[str, str],
+) -> tuple[str, dict[str, object]] | None:
+    """The P3 message id and parameters for a swallow whose outcome reaches no result the user
+    receives (round 12, `reviewbot.rules.handler_reach`): nothing substituted and the loss announced or
+    only a third-party import's side effect; or a constant substituted in a private function whose
+    result only a report procedure uses. None when the outcome may reach a result."""
+    lost = nothing_substituted(ctx, node, handler, imports)
+    if lost == "announced":
+        return "broad-except.announced-skip", {}
+    if lost is not None:
+        return "broad-except.side-effect-import", {}
+    function = enclosing_function(ctx.tree, node)
+    if function in report_only and substitutes_constant(handler):
+        return "broad-except.report-only", {"where": function, "report": report_only[function]}
+    return None
+
+
 def check(ctx: FileContext) -> list[Finding]:
     """The findings on the handlers of the file's try statements, of those `ctx.focus` can report
     (a finding stands on its handler's lines, inside its try's). The file's other facts
@@ -2328,12 +2404,16 @@ def check(ctx: FileContext) -> list[Finding]:
     loop_tries = _loop_tries(ctx.tree)
     imports = _import_map(ctx)
     facts = _FileFacts(ctx.tree, tries)
+    moved = moved_handlers(ctx)
     for node in tries:
         calls = _call_statements(node.body)
         wide_calls = len(calls) if len(calls) > 1 else 0
         confined = stdlib_call_count(node.body, imports, BUILTINS_AT_HAND) is not None
         in_loop = id(node) in loop_tries
         for i, handler in enumerate(node.handlers):
+            if handler_key(node, handler) in moved:
+                # the same try and handler stand in the base revision: moved, not added (round 12)
+                continue
             names = caught_names(handler)
             label = "except:" if names is None else f"except {ast.unparse(handler.type) if handler.type else ''}"
             ruff_note = ""
@@ -2385,6 +2465,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     try_body=node.body,
                     after=facts.following.get(id(node)),
                     diagnostic_procedure=facts.diagnostic_tries.get(id(node)),
+                    unharmful=_unharmful(ctx, node, handler, facts.report_only, imports),
                 )
                 if finding is not None:
                     findings.append(finding)
@@ -2421,7 +2502,19 @@ def check(ctx: FileContext) -> list[Finding]:
             )
             if fallback and not _stdlib_only(node.body, imports) and ctx.exceptions().torch_imported:
                 oom = _oom_reraised(node, i)
-                if not oom:
+                alternative = implementation_alternative(node, handler)
+                if not oom and alternative is not None:
+                    findings.append(
+                        _handler_finding(
+                            ctx,
+                            handler,
+                            "runtime-error-fallback",
+                            Severity.P3,
+                            "runtime-error-fallback.implementation-alternative",
+                            {"label": label, "alternative": alternative},
+                        )
+                    )
+                elif not oom:
                     findings.append(
                         _handler_finding(
                             ctx,

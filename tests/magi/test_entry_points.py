@@ -192,14 +192,21 @@ def test_inferred_dims_are_soft(module_cache_env):
         torch.testing.assert_close(compiled(x, wider_w), gelu_matmul(x, wider_w))
 
 
-def relu_matmul(x, w):
-    return torch.relu(x @ w)
+@pytest.mark.parametrize("aot", [False, True])
+def test_named_dims_stay_strict(module_cache_env, caplog, aot):
+    """w's dim 0 is tied to x's static dim 1 by the matmul: naming it is the user's error, said as
+    one ValueError (torch's explanation and the user's stack kept), never an AOT fallback."""
 
+    def relu_matmul_named(x, w):
+        return torch.relu(x @ w)
 
-def test_named_dims_stay_strict(module_cache_env):
-    compiled = magi_compile(dynamic_arg_dims={"x": 0, "w": 0}, config_patch={"backend": "eager"})(relu_matmul)
-    with pytest.raises(Exception, match="ConstraintViolation|specialized|not all values of"):
+    patch = {"backend": "eager"} if not aot else {"aot": True}
+    compiled = magi_compile(dynamic_arg_dims={"x": 0, "w": 0}, config_patch=patch)(relu_matmul_named)
+    with pytest.raises(ValueError, match=r"dynamic_arg_dims=\{'x': \(0,\), 'w': \(0,\)\} names a dim that") as raised:
         compiled(torch.randn(3, 8), torch.randn(8, 4))
+    message = str(raised.value)
+    assert "relu_matmul_named does not let vary" in message and "specialized it to be a constant (8)" in message
+    assert "falling back to JIT" not in caplog.text
 
 
 def test_nested_decorated_calls_run_inline(module_cache_env):
@@ -291,8 +298,7 @@ def test_containers_of_tensors_are_described_element_by_element(module_cache_env
     assert swapped == [0, 1, 0, 0, 0]
 
 
-@magi_compile
-class DropoutMLP(torch.nn.Module):
+class MLPWithDropout(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.lin = torch.nn.Linear(8, 8)
@@ -300,6 +306,11 @@ class DropoutMLP(torch.nn.Module):
 
     def forward(self, x):
         return self.drop(self.lin(x))
+
+
+@magi_compile
+class DropoutMLP(MLPWithDropout):
+    pass
 
 
 def test_train_and_eval_are_not_served_by_each_others_code(module_cache_env):
@@ -349,3 +360,55 @@ def test_dataclass_arguments_are_described_field_by_field(module_cache_env):
         torch.testing.assert_close(compiled(x, meta), scaled(x, meta))
         swapped.append(compilation_counter.num_swapped_calls - before)
     assert swapped == [0, 1, 0, 0]
+
+
+def plus_one(x):
+    return x + 1
+
+
+@pytest.mark.parametrize(
+    ("dims", "error", "message"),
+    [
+        ({"x": 5}, ValueError, "dynamic_arg_dims names dim 5 of 'x', which has 2 dim(s) in this call"),
+        ({"x": -3}, ValueError, "dynamic_arg_dims names dim -3 of 'x', which has 2 dim(s) in this call"),
+        ({"x": "0"}, TypeError, "dynamic_arg_dims['x'] must be an int or a list of ints, got '0'"),
+        ({"x": [0, 1.0]}, TypeError, "dynamic_arg_dims['x'] must be an int or a list of ints, got [0, 1.0]"),
+        ({"x": True}, TypeError, "dynamic_arg_dims['x'] must be an int or a list of ints, got True"),
+        (["x"], TypeError, "dynamic_arg_dims must map parameter names to dims, got list"),
+    ],
+)
+def test_bad_dynamic_arg_dims_are_one_clear_error(module_cache_env, dims, error, message):
+    compiled = magi_compile(dynamic_arg_dims=dims, config_patch={"backend": "eager"})(plus_one)
+    with pytest.raises(error) as raised:
+        compiled(torch.randn(4, 2))
+    assert str(raised.value) == message
+
+
+def test_a_negative_named_dim_counts_from_the_end(module_cache_env):
+    compiled = magi_compile(dynamic_arg_dims={"x": -1}, config_patch={"backend": "eager"})(plus_one)
+    compiled(torch.randn(2, 4))
+    with compilation_counter.expect(num_backend_compilations=0, num_swapped_calls=1):
+        compiled(torch.randn(2, 6))
+
+
+def test_a_module_instance_is_pointed_to_method_name():
+    with pytest.raises(TypeError, match=r"got a Linear instance: pass method_name='forward'"):
+        magi_compile(torch.nn.Linear(2, 2))
+
+
+def test_a_module_argument_in_eval_mode_is_not_served_by_training_code(module_cache_env):
+    """A function given the model as an argument (gpt-fast's decode step, a loss function used for
+    training and validation): model.eval() between calls turns dropout off, as eager."""
+
+    def apply(model, x):
+        return model(x)
+
+    compiled = magi_compile(apply)
+    model = MLPWithDropout()
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        compiled(model, x)
+        model.eval()
+        first, second = compiled(model, x), compiled(model, x)
+    torch.testing.assert_close(first, model.lin(x))
+    torch.testing.assert_close(second, model.lin(x))

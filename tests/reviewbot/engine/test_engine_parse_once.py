@@ -209,9 +209,7 @@ def test_a_review_parses_each_distinct_source_once(tmp_path: Path, monkeypatch: 
                 '        "input_placements": _h(placements),\n        "graph_signature": _h(config.mode),\n',
             ),
             # the handler's line changes: the rules read it (an untouched one is skipped)
-            "pkg/loader.py": sub(
-                (repo.path / "pkg/loader.py").read_text(), "report(error)\n", "report(error)  # raises\n"
-            )
+            "pkg/loader.py": sub((repo.path / "pkg/loader.py").read_text(), "report(error)\n", "report(str(error))\n")
             + "\n\ndef size(path):\n    return len(load(path))\n",
         },
         "key: add a factor; loader: size",
@@ -274,7 +272,8 @@ def test_rules_run_on_the_base_only_when_a_head_finding_needs_the_comparison(
     )
     repo.branch("handler-comment", "main")
     # the old handler's body changes, its `except` line does not: only the base can tell it is not new
-    repo.commit({"pkg/loader.py": sub(LOADER, "        return None\n", "        return None  # no file\n")})
+    # (a changed body, not only a comment: an unchanged try and handler are moved code, round 12)
+    repo.commit({"pkg/loader.py": sub(LOADER, "        return None\n", "        data = None\n        return data\n")})
     seen = _recording_rules(monkeypatch)
 
     findings = run_review(repo.path, "main", "new-handler", suites="none").findings
@@ -314,12 +313,15 @@ def test_the_base_is_read_under_the_compared_names_only_and_a_module_level_name_
 ) -> None:
     repo = Repo(tmp_path / "r")
     repo.commit({"pkg/loaders.py": TWO_LOADERS}, "base")
-    # `load`'s handler body changes, its `except` line does not: compared with the base under `load`
+    # `load`'s handler body changes (code: an unchanged try and handler are moved code, round 12),
+    # its `except` line does not: compared with the base under `load`
     repo.branch("in-load")
-    repo.commit({"pkg/loaders.py": sub(TWO_LOADERS, "        return None\n", "        return None  # none\n")})
+    repo.commit(
+        {"pkg/loaders.py": sub(TWO_LOADERS, "        return None\n", "        data = None\n        return data\n")}
+    )
     # the module-level handler's body changes: compared under the module's name, the whole base read
     repo.branch("at-module", "main")
-    repo.commit({"pkg/loaders.py": sub(TWO_LOADERS, '    SETTINGS = ""\n', '    SETTINGS = ""  # none\n')})
+    repo.commit({"pkg/loaders.py": sub(TWO_LOADERS, '    SETTINGS = ""\n', "    SETTINGS = str()\n")})
     seen: list[tuple[str, list[int]]] = []
     real = broad_except.check
 

@@ -205,6 +205,13 @@ class FakeState:
                 if s["_repo"] == full_name and s["_sha"] == sha and (context is None or s["context"] == context)
             ]
 
-    def count_requests(self, method: str, path_regex: str) -> int:
+    def requests_matching(self, method: str, path_regex: str) -> list[Recorded]:
+        """The recorded requests a fault with this `method` and `path_regex` would match, in order.
+
+        Name the repository in `path_regex`: projects of one fake GitHub share head SHAs when their
+        commits have the same content and the same second (see `scenario.Project`)."""
         with self.lock:
-            return sum(1 for r in self.requests if r.method == method and re.search(path_regex, r.path))
+            return [r for r in self.requests if r.method == method and re.search(path_regex, r.path)]
+
+    def count_requests(self, method: str, path_regex: str) -> int:
+        return len(self.requests_matching(method, path_regex))

@@ -43,6 +43,11 @@ SMOKE_SUITE_FILES = {
 
 
 class Project:
+    """One repository on the fake GitHub. Its commits have the harness's fixed author and git's
+    one-second dates, so two projects committing the same files in the same second get the same
+    SHAs (as a fork does): what a test reads from the shared fake GitHub must name `full_name`,
+    not only a SHA or a PR number."""
+
     def __init__(
         self, tmp: Path, github: FakeGitHub, full_name: str, extra_files: dict[str, str] | None = None
     ) -> None:

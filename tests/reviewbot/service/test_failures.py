@@ -60,10 +60,7 @@ def test_a_poison_pr_fails_alone_and_says_so(retrying_service, github, tmp_path)
     [job] = service.wait_jobs_settled(project.full_name, 1, timeout=60)
     assert (job.state, job.attempts) == ("failed", ATTEMPTS), service.log()
     assert "AttributeError" in job.error  # the internals stay in the database and the log
-    with github.state.lock:
-        reads = [
-            r.at for r in github.state.requests if r.method == "GET" and r.path.endswith(f"{project.full_name}/pulls/1")
-        ]
+    reads = [r.at for r in github.state.requests_matching("GET", pull_path)]
     assert len(reads) == ATTEMPTS
     gaps = [later - earlier for earlier, later in itertools.pairwise(reads)]
     assert gaps[0] >= BACKOFF * 0.9 and gaps[1] >= 2 * BACKOFF * 0.9, gaps  # backoff, doubling
