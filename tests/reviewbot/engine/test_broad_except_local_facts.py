@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reviewbot import engine
-from reviewbot.rules import broad_except, fallthrough
+from reviewbot.rules import broad_except, fallthrough, handler_reach
 
 SAMPLE = textwrap.dedent(
     '''
@@ -183,3 +183,19 @@ def test_display_only_names_are_those_of_both_call_graphs(name: str) -> None:
     assert {name for name in names if name in only} == names & expected
     if name == "display":
         assert {"_shown", "describe", "wheel_tag"} <= names & expected
+
+
+def test_guarded_handlers_are_read_once_per_tree_and_two_revisions_are_not_confused() -> None:
+    base = ast.parse(SAMPLE)
+    head = ast.parse(SAMPLE.replace('SETTINGS = ""', 'SETTINGS = "none"'))
+    first = handler_reach._guarded_handlers((("m.py", base), ("m.py", head)))
+    assert base in handler_reach._guarded and head in handler_reach._guarded
+    assert handler_reach._guarded_handlers((("m.py", base), ("m.py", head))) == first
+    # the fresh reading of each tree alone, in the same order, is the same answer
+    alone = [handler_reach._tree_guarded_handlers(tree) for tree in (base, head)]
+    assert {key for part in alone for key in part} == set(first)
+    assert all(first[key] == [g for part in alone for g in part.get(key, [])] for key in first)
+    # a key only the head has stays the head's (the changed module-level handler)
+    assert [key for key in alone[1] if key not in alone[0]] and all(
+        len(first[k]) == 1 for k in alone[1] if k not in alone[0]
+    )
