@@ -38,6 +38,7 @@ not block), the test-plan table and the generated-code signals. `review.to_json(
 from __future__ import annotations
 
 import ast
+import bisect
 import contextlib
 import dataclasses
 import functools
@@ -129,29 +130,67 @@ class BasePrints:
     first lookup: only a head finding that touches a changed line without starting on an added one
     (or a `stale-key-doc` one) is compared with the base, so a file whose head findings need no
     comparison never has the rules run on its base (the rules have no effects, so the findings
-    are the same). `context`: makes the base's `FileContext`, None when there is no base version."""
+    are the same). `context`: makes the base's `FileContext` (None from it, or no `context`, when
+    there is no base version or it does not parse).
+    `qualnames`: the enclosing names of the head findings that will be looked up. A fingerprint
+    hashes its finding's enclosing name, so only base findings under those names can match: the
+    base context's `focus` is the lines of the definitions so named (the whole file for a
+    module-level name), and a rule may skip the rest of the base."""
 
-    def __init__(self, context: Callable[[], FileContext] | None) -> None:
+    def __init__(
+        self, context: Callable[[], FileContext | None] | None, qualnames: frozenset[str] = frozenset({""})
+    ) -> None:
         self._context = context
+        self._qualnames = qualnames
         self._prints: set[str] | None = None
 
     def __contains__(self, fingerprint: object) -> bool:
         if self._prints is None:
             ctx = self._context() if self._context is not None else None
+            if ctx is not None:
+                ctx = dataclasses.replace(ctx, focus=_within(ctx.qualnames, self._qualnames))
             self._prints = set() if ctx is None else {f.fingerprint for rule in FILE_RULES for f in rule(ctx)}
         return fingerprint in self._prints
+
+
+def _within(qualnames: QualnameIndex, names: frozenset[str]) -> Callable[[int, int], bool]:
+    """Whether lines `start`..`end` overlap a definition named in `names` (any line for `""`)."""
+    if "" in names:
+        return lambda start, end: True
+    spans = qualnames.spans(names)
+    return lambda start, end: any(first <= end and start <= last for first, last in spans)
 
 
 def _keep(finding: Finding, change: FileChange, base_prints: Container[str]) -> bool:
     """Report a head finding when it touches a changed line and starts on one or is new vs base."""
     if not change.touches(finding.line_start, finding.line_end):
         return False
-    return finding.line_start in change.added_lines or finding.fingerprint not in base_prints
+    return not _compared(finding, change) or finding.fingerprint not in base_prints
+
+
+def _compared(finding: Finding, change: FileChange) -> bool:
+    """A head finding kept only when the base has no finding of its fingerprint: it touches a
+    changed line without starting on an added one (`_keep`), or is a `stale-key-doc` one outside
+    tests and helpers."""
+    if finding.rule == "stale-key-doc" and not key_docs.is_test_or_helper(change.path):
+        return True
+    return change.touches(finding.line_start, finding.line_end) and finding.line_start not in change.added_lines
+
+
+def _touching(change: FileChange) -> Callable[[int, int], bool]:
+    """`change.touches`, by bisection over the changed lines (read once, here)."""
+    lines = sorted(change.added_lines | change.deletion_points)
+
+    def touches(start: int, end: int) -> bool:
+        at = bisect.bisect_left(lines, start)
+        return at < len(lines) and lines[at] <= end
+
+    return touches
 
 
 def _boilerplate_guards(tree: ast.Module, change: FileChange) -> list[int]:
     lines: list[int] = []
-    for node in pysource.walk(tree):
+    for node in pysource.nodes(tree):
         if not isinstance(node, ast.Call) or node.lineno not in change.added_lines:
             continue
         func = node.func
@@ -469,27 +508,10 @@ def _file_findings(
         bad = git.not_utf8.get((head, path))
         if head_src is not None and bad is not None and (merge_base, change.old_path) not in git.not_utf8:
             findings.append(encoding.check(path, head_src, *bad, in_diff=change.touches(bad[0], bad[0])))
-        head_tree, base_tree = _parse(trees, head_src, path), _parse(trees, base_src, path)
+        head_tree = _parse(trees, head_src, path)
         if head_tree is None or head_src is None:
             logger.warning("%s does not parse at head; static rules skipped for it", path)
             continue
-        base_prints = BasePrints(
-            None
-            if base_tree is None or base_src is None
-            else functools.partial(
-                _context,
-                path,
-                "base",
-                base_src,
-                base_tree,
-                config,
-                ruff_hits.get(f"base/{path}", []),
-                kc,
-                exceptions,
-                changed_trees,
-                moved_conditions,
-            )
-        )
         head_ctx = _context(
             path,
             "head",
@@ -501,18 +523,55 @@ def _file_findings(
             exceptions,
             changed_trees,
             moved_conditions,
+            focus=_touching(change),
         )
-        for rule in FILE_RULES:
-            for finding in rule(head_ctx):
-                if finding.rule == "stale-key-doc" and not key_docs.is_test_or_helper(path):
-                    if finding.fingerprint not in base_prints:
-                        findings.append(
-                            dataclasses.replace(finding, in_diff=change.touches(finding.line_start, finding.line_end))
-                        )
-                elif _keep(finding, change, base_prints):
-                    findings.append(finding)
+        head_findings = [finding for rule in FILE_RULES for finding in rule(head_ctx)]
+        base_prints = BasePrints(
+            None
+            if base_src is None
+            else functools.partial(
+                _base_context,
+                trees,
+                path,
+                base_src,
+                config,
+                ruff_hits.get(f"base/{path}", []),
+                kc,
+                exceptions,
+                changed_trees,
+                moved_conditions,
+            ),
+            frozenset(f.qualname for f in head_findings if _compared(f, change)),
+        )
+        for finding in head_findings:
+            if finding.rule == "stale-key-doc" and not key_docs.is_test_or_helper(path):
+                if finding.fingerprint not in base_prints:
+                    findings.append(
+                        dataclasses.replace(finding, in_diff=change.touches(finding.line_start, finding.line_end))
+                    )
+            elif _keep(finding, change, base_prints):
+                findings.append(finding)
         guards += [f"{path}:{line}" for line in _boilerplate_guards(head_tree, change)]
     return findings, guards
+
+
+def _base_context(
+    trees: pysource.Trees,
+    path: str,
+    source: str,
+    config: RepoConfig,
+    ruff: list,
+    kc: KeyChange | None,
+    exceptions: Callable[[], ExceptionIndex],
+    changed_trees: Callable[[str], tuple[tuple[str, ast.Module], ...]],
+    moved_conditions: Callable[[], frozenset[str]],
+) -> FileContext | None:
+    """The base version's `FileContext`, parsed here (only a file whose head findings need the
+    comparison is parsed at base); None when it does not parse."""
+    tree = _parse(trees, source, path)
+    if tree is None:
+        return None
+    return _context(path, "base", source, tree, config, ruff, kc, exceptions, changed_trees, moved_conditions)
 
 
 def _context(
@@ -526,7 +585,9 @@ def _context(
     exceptions: Callable[[], ExceptionIndex],
     changed_trees: Callable[[str], tuple[tuple[str, ast.Module], ...]],
     moved_conditions: Callable[[], frozenset[str]],
+    focus: Callable[[int, int], bool] | None = None,
 ) -> FileContext:
+    """`focus`: the head version's `FileContext.focus` (None: every line can be reported)."""
     if kc is None:
         closure, factors, gained, known = {}, [], [], []
     elif revision == "head":
@@ -551,4 +612,5 @@ def _context(
         exceptions=exceptions,
         changed_trees=changed_trees,
         moved_conditions=moved_conditions,
+        **({} if focus is None else {"focus": focus}),
     )

@@ -3,13 +3,16 @@ cannot turn into an AST is skipped (and reported by the caller), never the end o
 
 `parse(source)` parses once; `Trees` is one review's memo of `parse` by source text, so a blob
 read at both revisions, or by several parts of the review, is parsed once; `walk(node)` is
-`ast.walk` without its per-node generators; `statements(node)` walks statement lists only."""
+`ast.walk` without its per-node generators (`children(node)`: `ast.iter_child_nodes`); `nodes(tree)` is `walk(tree)` as a tuple, computed once
+per tree object for the passes that each read a whole module; `statements(node)` walks statement
+lists only."""
 
 from __future__ import annotations
 
 import ast
 import gc
 import threading
+import weakref
 from collections import deque
 from collections.abc import Iterator
 from types import TracebackType
@@ -92,6 +95,18 @@ class Trees:
         return len(self._trees)
 
 
+def children(node: ast.AST) -> list[ast.AST]:
+    """`list(ast.iter_child_nodes(node))`, in its order, without its generators."""
+    out: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend([item for item in value if isinstance(item, ast.AST)])
+    return out
+
+
 def walk(node: ast.AST) -> Iterator[ast.AST]:
     """The nodes `ast.walk(node)` yields, in the same (breadth-first) order and as lazily, in about
     half its time: the children are read from `_fields` here, not through `ast.iter_child_nodes`."""
@@ -106,6 +121,25 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
             elif isinstance(value, list):
                 todo.extend([item for item in value if isinstance(item, node_type)])
         yield node
+
+
+# tree -> the nodes below it, in `walk` order
+_walked: weakref.WeakKeyDictionary[ast.AST, tuple[ast.AST, ...]] = weakref.WeakKeyDictionary()
+_walked_lock = threading.Lock()
+
+
+def nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
+    """`tuple(walk(tree))`, computed once per tree object and kept while the tree lives (a weak
+    reference: dropping the tree drops its entry). For whole modules that many passes read
+    through: a subtree given here is kept as well, so per-node callers use `walk`. The tree must
+    not change afterwards, which `Trees` makes the contract of every parsed source."""
+    with _walked_lock:
+        below = _walked.get(tree)
+    if below is None:
+        below = tuple(walk(tree))[1:]  # the entry must not hold its own key, or it never goes
+        with _walked_lock:
+            _walked[tree] = below
+    return (tree, *below)
 
 
 STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")

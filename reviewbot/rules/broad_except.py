@@ -224,10 +224,12 @@ may confirm or refute them.
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
+import functools
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 
 from reviewbot import pysource
 from reviewbot.exception_index import (
@@ -240,7 +242,7 @@ from reviewbot.exception_index import (
 )
 from reviewbot.findings import Finding, Severity
 from reviewbot.rules.common import FileContext, contains_logging, is_logging_call
-from reviewbot.rules.fallthrough import left_unbound, unbound_reads
+from reviewbot.rules.fallthrough import UnboundRead, left_unbound, unbound_reads
 from reviewbot.rules.handler_reach import (
     enclosing_function,
     handler_key,
@@ -952,7 +954,7 @@ def _diagnostic_procedures(tree: ast.AST) -> dict[int, str]:
     handler does short of raising, the program goes on exactly as it would have: a warning is lost,
     no value is substituted and no state is left half changed."""
     found: dict[int, str] = {}
-    for function in pysource.walk(tree):
+    for function in pysource.nodes(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         if not _hands_back_nothing(function):
@@ -1059,11 +1061,14 @@ def _display_functions(tree: ast.Module) -> frozenset[str]:
     callers: dict[str, set[str]] = {}
     defined: set[str] = set()
 
-    def visit(node: ast.AST, within: str) -> None:
-        for child in ast.iter_child_nodes(node):
+    # each node with the innermost function it stands in ("<module>" outside any)
+    pending: list[tuple[ast.AST, str]] = [(tree, "<module>")]
+    while pending:
+        node, within = pending.pop()
+        for child in pysource.children(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 defined.add(child.name)
-                visit(child, child.name)
+                pending.append((child, child.name))
                 continue
             if isinstance(child, ast.Call):
                 func = child.func
@@ -1071,9 +1076,7 @@ def _display_functions(tree: ast.Module) -> frozenset[str]:
                     callers.setdefault(func.id, set()).add(within)
                 elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
                     callers.setdefault(func.attr, set()).add(within)
-            visit(child, within)
-
-    visit(tree, "<module>")
+            pending.append((child, within))
     display = set(_DISPLAY_METHODS)
     grown = True
     while grown:
@@ -1144,19 +1147,57 @@ def _own_scope(node: ast.AST) -> list[ast.AST]:
         out.append(current)
         if current is not node and isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
-        pending.extend(ast.iter_child_nodes(current))
+        pending.extend(pysource.children(current))
     return out
 
 
-def _display_placeholder(ctx: FileContext, handler: ast.ExceptHandler, display: frozenset[str]) -> bool:
-    """A handler in display-only code (`_display_functions`) that only returns a constant
+def _display_placeholder(ctx: FileContext, handler: ast.ExceptHandler, display: Container[str]) -> bool:
+    """A handler in display-only code (`display`: `_display_functions` and
+    `_error_wording_functions` of the file, `_DisplayOnly`) that only returns a constant
     placeholder (`return "{...}"`): a `repr` must not raise, and what it drops is text."""
-    enclosing = ctx.qualname(handler.lineno).rsplit(".", 1)[-1]
-    return (
-        enclosing in display
-        and bool(handler.body)
-        and all(isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Constant) for stmt in handler.body)
-    )
+    if not handler.body or not all(
+        isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Constant) for stmt in handler.body
+    ):
+        return False
+    return ctx.qualname(handler.lineno).rsplit(".", 1)[-1] in display
+
+
+class _DisplayOnly:
+    """`name in _display_functions(tree) | _error_wording_functions(tree)`, both read once on the
+    first name they can hold: besides the display methods, only functions the file calls
+    (`name(...)`, `self.name(...)`) at least once, so a name no call names is answered from the
+    file's called names alone."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self._tree = tree
+
+    @functools.cached_property
+    def _called(self) -> frozenset[str]:
+        names: set[str] = set()
+        for node in pysource.nodes(self._tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name):
+                names.add(func.id)
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+                names.add(func.attr)
+        return frozenset(names)
+
+    @functools.cached_property
+    def _functions(self) -> frozenset[str]:
+        # the call graphs grow only from a display method the file defines and from a function
+        # whose body ends in `raise` (an error path): a file without either has nothing to add
+        functions = [n for n in pysource.nodes(self._tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        found = frozenset(_DISPLAY_METHODS)
+        if any(function.name in _DISPLAY_METHODS for function in functions):
+            found = _display_functions(self._tree)
+        if any(isinstance(function.body[-1], ast.Raise) for function in functions):
+            found |= _error_wording_functions(self._tree)
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return name in _DISPLAY_METHODS or (name in self._called and name in self._functions)
 
 
 def _constant_default(stmt: ast.stmt) -> bool:
@@ -1367,7 +1408,7 @@ def _error_dropped(ctx: FileContext, function: str, positions: list[int], width:
     names (`can_use, _ = be.verify(...)`), or drops the whole result (a call as a statement)."""
     trees = [ctx.tree, *(tree for path, tree in ctx.changed_trees("head") if path != ctx.path)]
     for tree in trees:
-        for node in pysource.walk(tree):
+        for node in pysource.nodes(tree):
             value = node.value if isinstance(node, (ast.Assign, ast.Expr)) else None
             if not (isinstance(value, ast.Call) and _callee(value) == function):
                 continue
@@ -1467,7 +1508,7 @@ def _docstring_fallbacks(tree: ast.AST) -> frozenset[int]:
     documented behaviour, and its value is the function's own (an argument, a result computed before
     the try), not a substitute computed in the handler (`return fn(*args)` stays reported)."""
     found: set[int] = set()
-    for node in pysource.walk(tree):
+    for node in pysource.nodes(tree):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         doc = ast.get_docstring(node)
@@ -1575,9 +1616,9 @@ def _optional_dependency(ctx: FileContext, node: ast.Try | ast.TryStar, handler:
         for stmt, _ in imported
         for alias in stmt.names
     }
-    guarded = {id(sub) for t in pysource.walk(ctx.tree) if isinstance(t, (ast.Try, ast.TryStar)) for sub in t.body}
+    guarded = {id(sub) for t in pysource.nodes(ctx.tree) if isinstance(t, (ast.Try, ast.TryStar)) for sub in t.body}
     guarded.update(_under_flag(ctx.tree, handler))
-    for sub in pysource.walk(ctx.tree):
+    for sub in pysource.nodes(ctx.tree):
         if id(sub) in guarded:
             continue
         if isinstance(sub, ast.ImportFrom) and not sub.level and (sub.module or "").split(".")[0] in tops:
@@ -1599,7 +1640,7 @@ def _under_flag(tree: ast.Module, handler: ast.ExceptHandler) -> set[int]:
     }
     return {
         id(sub)
-        for node in pysource.walk(tree)
+        for node in pysource.nodes(tree)
         if isinstance(node, ast.If) and any(isinstance(n, ast.Name) and n.id in flags for n in pysource.walk(node.test))
         for stmt in node.body
         for sub in pysource.walk(stmt)
@@ -1684,7 +1725,7 @@ def _deferred_import_failure(tree: ast.AST, node: ast.Try | ast.TryStar, handler
     if not all(_warns(stmt) for stmt in handler.body):
         return False
     names = {name for _, name in imported}
-    for sub in pysource.walk(tree):
+    for sub in pysource.nodes(tree):
         if sub is node:
             continue
         if isinstance(sub, (ast.Import, ast.ImportFrom)) and any(sub is stmt for stmt, _ in imported):
@@ -1833,7 +1874,7 @@ def _alternatives_tries(tree: ast.AST) -> frozenset[int]:
     def leaves(block: list[ast.stmt]) -> bool:
         return bool(block) and isinstance(block[-1], (ast.Return, ast.Break))
 
-    for node in pysource.walk(tree):
+    for node in pysource.nodes(tree):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if not isinstance(block, list):
@@ -1862,7 +1903,7 @@ def _alternatives(handler: ast.ExceptHandler) -> bool:
 def _loop_tries(tree: ast.AST) -> set[int]:
     """ids of the try statements standing directly in the body of a loop."""
     found: set[int] = set()
-    for node in pysource.walk(tree):
+    for node in pysource.nodes(tree):
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             found.update(id(stmt) for stmt in node.body if isinstance(stmt, (ast.Try, ast.TryStar)))
     return found
@@ -2058,7 +2099,7 @@ def _registered_callbacks(tree: ast.AST) -> set[str]:
     decorator), `signal.signal` or `weakref.finalize`: they run while the program exits or is
     being stopped."""
     out: set[str] = set()
-    for node in pysource.walk(tree):
+    for node in pysource.nodes(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if any(_hook(d) is not None for d in node.decorator_list):
                 out.add(node.name)
@@ -2077,11 +2118,12 @@ def _registered_callbacks(tree: ast.AST) -> set[str]:
     return out
 
 
-def _teardown_tries(tree: ast.AST) -> frozenset[int]:
+def _teardown_tries(tree: ast.AST, callbacks: set[str] | None = None) -> frozenset[int]:
     """ids of the try statements that run on the way out: inside a `finally:` clause, in a
-    `__del__`/`__exit__`/`__aexit__` method, or in a function `_registered_callbacks` names."""
+    `__del__`/`__exit__`/`__aexit__` method, or in a function `_registered_callbacks` names
+    (`callbacks`: those of the file when `tree` is a part of it; by default `tree`'s own)."""
     found: set[int] = set()
-    callbacks = _registered_callbacks(tree)
+    callbacks = _registered_callbacks(tree) if callbacks is None else callbacks
     for node in pysource.statements(tree):
         scopes: list[ast.stmt] = []
         if isinstance(node, (ast.Try, ast.TryStar)):
@@ -2214,6 +2256,112 @@ def _broad(
     )
 
 
+class _FileFacts:
+    """The facts of one file that `check` reads for some handlers only, each computed on first use.
+
+    `tries`: the try statements `check` reads. When each stands in a module-level function or class,
+    the facts that only depend on the statements around a try (its block, its enclosing functions
+    and loops) are read from those definitions alone (`_local`, a module made of them, the file's
+    own nodes shared; in a class, the method holding the try, through nested classes): the same
+    answers for those tries, without reading the rest of a large file. A try elsewhere at module
+    level makes the whole module the place to read them."""
+
+    def __init__(self, tree: ast.Module, tries: list[ast.Try | ast.TryStar]) -> None:
+        self._tree = tree
+        self.display = _DisplayOnly(tree)
+        units: dict[int, ast.stmt] = {}
+        for node in tries:
+            unit = _holding(tree.body, node.lineno)
+            if not isinstance(unit, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                units = {}
+                break
+            while isinstance(unit, ast.ClassDef):
+                inner = _holding(unit.body, node.lineno)
+                if not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    break  # a try in the class body itself: read with the statements before it
+                unit = inner
+            units[id(unit)] = unit
+        body = sorted(units.values(), key=lambda unit: unit.lineno)
+        self._local = ast.Module(body=body, type_ignores=[]) if units else tree
+
+    @functools.cached_property
+    def alternatives(self) -> frozenset[int]:
+        return _alternatives_tries(self._local)
+
+    @functools.cached_property
+    def following(self) -> dict[int, ast.stmt | None]:
+        return _following(self._local)
+
+    @functools.cached_property
+    def exit_tries(self) -> frozenset[int]:
+        return _teardown_tries(self._local, _registered_callbacks(self._tree))
+
+    @functools.cached_property
+    def documented(self) -> frozenset[int]:
+        return _docstring_fallbacks(self._local)
+
+    @functools.cached_property
+    def import_tries(self) -> frozenset[int]:
+        return _module_level_tries(self._tree)
+
+    @functools.cached_property
+    def report_only(self) -> dict[str, str]:
+        return report_only_results(self._tree)
+
+    @functools.cached_property
+    def diagnostic_tries(self) -> dict[int, str]:
+        return _diagnostic_procedures(self._local)
+
+    @functools.cached_property
+    def _unbound(self) -> dict[int, list[UnboundRead]]:
+        return unbound_reads(self._local)
+
+    def unbound_at(self, node: ast.Try | ast.TryStar) -> list[UnboundRead]:
+        """`unbound_reads` of the file for the try `node`."""
+        return self._unbound.get(id(node), [])
+
+
+def _holding(body: list[ast.stmt], line: int) -> ast.stmt:
+    """The statement of `body` (a statement list in source order) whose lines hold `line`."""
+    return body[bisect.bisect_right([stmt.lineno for stmt in body], line) - 1]
+
+
+def _is_filter(handler: ast.ExceptHandler, node: ast.Try | ast.TryStar, in_loop: bool, facts: _FileFacts) -> bool:
+    """A handler that re-raises what it does not recognise, a bounded retry, or one of alternatives tried in turn."""
+    return (
+        _filters(handler)
+        or _bounded_retry(handler, in_loop)
+        or (_alternatives(handler) and id(node) in facts.alternatives)
+    )
+
+
+def _is_probe(
+    ctx: FileContext,
+    node: ast.Try | ast.TryStar,
+    handler: ast.ExceptHandler,
+    imports: dict[str, str],
+    facts: _FileFacts,
+) -> bool:
+    """One of the expected-failure shapes the rules leave alone; a noqa comment with a reason stays
+    the respected note the injection experiment may still check."""
+    return (
+        _guarded_probe(ctx, node, handler, facts.following.get(id(node)))
+        or _package_probe(node, handler, imports)
+        or _version_probe(node, handler, imports)
+        or id(handler) in facts.documented
+        or _optional_dependency(ctx, node, handler)
+        or _reported_optional_import(ctx, node, handler)
+        or _deferred_import_failure(ctx.tree, node, handler)
+        or _optional_rewrap(node, handler, id(node) in facts.import_tries)
+        or _discards_output(ctx, handler, imports)
+        or _display_placeholder(ctx, handler, facts.display)
+    ) and not _noqa_reason(ctx, handler)
+
+
+def _converts(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
+    return _helper_raises(ctx, handler) or _hands_error_on(ctx, handler) or _queues_error(handler)
+
+
 def _unharmful(
     ctx: FileContext,
     node: ast.Try | ast.TryStar,
@@ -2237,62 +2385,31 @@ def _unharmful(
 
 
 def check(ctx: FileContext) -> list[Finding]:
+    """The findings on the handlers of the file's try statements, of those `ctx.focus` can report
+    (a finding stands on its handler's lines, inside its try's). The file's other facts
+    (`_FileFacts`) are read on the first handler that needs them: none when no try is in focus, the
+    teardown and diagnostic facts only for a broad handler no shape exempts, the display-only
+    functions only for a handler that returns a constant."""
+    tries = [
+        node
+        for node in pysource.nodes(ctx.tree)
+        if isinstance(node, (ast.Try, ast.TryStar))
+        and node.handlers
+        and ctx.focus(node.lineno, node.end_lineno or node.lineno)
+    ]
+    if not tries:
+        return []
     ruff_lines = {(hit.code, hit.line) for hit in ctx.ruff}
     findings: list[Finding] = []
     loop_tries = _loop_tries(ctx.tree)
-    alternatives = _alternatives_tries(ctx.tree)
-    following = _following(ctx.tree)
-    exit_tries = _teardown_tries(ctx.tree)
     imports = _import_map(ctx)
-    documented = _docstring_fallbacks(ctx.tree)
-    import_tries = _module_level_tries(ctx.tree)
-    unbound = unbound_reads(ctx.tree)
-    display = _display_functions(ctx.tree) | _error_wording_functions(ctx.tree)
-    diagnostic_tries = _diagnostic_procedures(ctx.tree)
+    facts = _FileFacts(ctx.tree, tries)
     moved = moved_handlers(ctx)
-    report_only = report_only_results(ctx.tree)
-    for node in pysource.walk(ctx.tree):
-        if not isinstance(node, (ast.Try, ast.TryStar)) or not node.handlers:
-            continue
+    for node in tries:
         calls = _call_statements(node.body)
         wide_calls = len(calls) if len(calls) > 1 else 0
         confined = stdlib_call_count(node.body, imports, BUILTINS_AT_HAND) is not None
-        teardown = {id(h): _teardown(ctx, h, exit_tries, node) for h in node.handlers}
-        boundaries = {
-            id(handler)
-            for handler in node.handlers
-            if _unit_boundary(handler, id(node) in loop_tries, teardown[id(handler)])
-        }
-        filters = {
-            id(handler)
-            for handler in node.handlers
-            if _filters(handler)
-            or _bounded_retry(handler, id(node) in loop_tries)
-            or (id(node) in alternatives and _alternatives(handler))
-        }
-        # a noqa comment with a reason stays the respected note the injection experiment may still check
-        probes = {
-            id(handler)
-            for handler in node.handlers
-            if (
-                _guarded_probe(ctx, node, handler, following.get(id(node)))
-                or _package_probe(node, handler, imports)
-                or _version_probe(node, handler, imports)
-                or id(handler) in documented
-                or _optional_dependency(ctx, node, handler)
-                or _reported_optional_import(ctx, node, handler)
-                or _deferred_import_failure(ctx.tree, node, handler)
-                or _optional_rewrap(node, handler, id(node) in import_tries)
-                or _discards_output(ctx, handler, imports)
-                or _display_placeholder(ctx, handler, display)
-            )
-            and not _noqa_reason(ctx, handler)
-        }
-        converting = {
-            id(handler)
-            for handler in node.handlers
-            if _helper_raises(ctx, handler) or _hands_error_on(ctx, handler) or _queues_error(handler)
-        }
+        in_loop = id(node) in loop_tries
         for i, handler in enumerate(node.handlers):
             if handler_key(node, handler) in moved:
                 # the same try and handler stand in the base revision: moved, not added (round 12)
@@ -2305,7 +2422,7 @@ def check(ctx: FileContext) -> list[Finding]:
             elif handler.type is not None and ("BLE001", handler.type.lineno) in ruff_lines:
                 ruff_note = "ruff BLE001"
             if names is None or BROAD & set(names):
-                read = left_unbound(handler, unbound.get(id(node), []))
+                read = left_unbound(handler, functools.partial(facts.unbound_at, node))
                 if read is not None:
                     params = {"label": label, "name": read.name, "line": read.line}
                     findings.append(
@@ -2314,7 +2431,11 @@ def check(ctx: FileContext) -> list[Finding]:
                         )
                     )
                     continue
-                if id(handler) in filters or id(handler) in probes or id(handler) in converting:
+                if (
+                    _is_filter(handler, node, in_loop, facts)
+                    or _is_probe(ctx, node, handler, imports, facts)
+                    or _converts(ctx, handler)
+                ):
                     continue
                 if confined and not reraises_same(handler) and not _noqa_reason(ctx, handler):
                     if names is None or "BaseException" in names:
@@ -2330,20 +2451,21 @@ def check(ctx: FileContext) -> list[Finding]:
                             )
                         )
                     continue
+                teardown = _teardown(ctx, handler, facts.exit_tries, node)
                 finding = _broad(
                     ctx,
                     handler,
                     label,
                     ruff_note,
-                    boundary=id(handler) in boundaries,
-                    teardown=teardown[id(handler)],
-                    exit_path=id(node) in exit_tries,
+                    boundary=_unit_boundary(handler, in_loop, teardown),
+                    teardown=teardown,
+                    exit_path=id(node) in facts.exit_tries,
                     wide_calls=wide_calls,
                     try_line=node.lineno,
                     try_body=node.body,
-                    after=following.get(id(node)),
-                    diagnostic_procedure=diagnostic_tries.get(id(node)),
-                    unharmful=_unharmful(ctx, node, handler, report_only, imports),
+                    after=facts.following.get(id(node)),
+                    diagnostic_procedure=facts.diagnostic_tries.get(id(node)),
+                    unharmful=_unharmful(ctx, node, handler, facts.report_only, imports),
                 )
                 if finding is not None:
                     findings.append(finding)
@@ -2367,14 +2489,17 @@ def check(ctx: FileContext) -> list[Finding]:
                 findings.append(
                     _handler_finding(ctx, handler, "caught-own-subclass", Severity.P2, message_id, params, extra=extra)
                 )
-            quiet = (
-                id(handler) in filters
-                or id(handler) in probes
-                or id(handler) in converting
-                or _named_alternative(ctx, node, handler)
-                or _falls_into_raise(handler, following.get(id(node))) is not None
+            fallback = (
+                "RuntimeError" in names
+                and not _raises(handler.body)
+                and not (
+                    _is_filter(handler, node, in_loop, facts)
+                    or _is_probe(ctx, node, handler, imports, facts)
+                    or _converts(ctx, handler)
+                    or _named_alternative(ctx, node, handler)
+                    or _falls_into_raise(handler, facts.following.get(id(node))) is not None
+                )
             )
-            fallback = "RuntimeError" in names and not _raises(handler.body) and not quiet
             if fallback and not _stdlib_only(node.body, imports) and ctx.exceptions().torch_imported:
                 oom = _oom_reraised(node, i)
                 alternative = implementation_alternative(node, handler)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import bisect
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from reviewbot import pysource
 from reviewbot.exception_index import ExceptionIndex
@@ -47,6 +47,10 @@ class QualnameIndex:
         self._spans = sorted(spans)
         self._starts = [s[0] for s in self._spans]
 
+    def spans(self, names: Collection[str]) -> list[tuple[int, int]]:
+        """The (first, last) lines of every definition whose qualified name is in `names`."""
+        return [(start, end) for start, end, name in self._spans if name in names]
+
     def at(self, line: int) -> str:
         best = ""
         best_len = None
@@ -81,6 +85,10 @@ class FileContext:
     # `silent_gate.moved_conditions` of the changed trees: which code the change moved rather than
     # added, computed once per review on first call
     moved_conditions: Callable[[], frozenset[str]] = dataclasses.field(default=lambda: frozenset())
+    # whether a finding on lines `start`..`end` can be reported: for the head version the change's
+    # `touches` (the engine keeps no other), everywhere else always. A rule whose findings the
+    # engine filters by `touches` may skip the code outside it; it is only a saving of time.
+    focus: Callable[[int, int], bool] = dataclasses.field(default=lambda start, end: True)
 
     def qualname(self, line: int) -> str:
         return self.qualnames.at(line)

@@ -60,10 +60,15 @@ def _names(node: ast.AST, ctx: type[ast.expr_context]) -> list[ast.Name]:
     return found
 
 
-def _bound(stmt: ast.stmt) -> set[str]:
+def _bound(stmt: ast.stmt, stores: Callable[[ast.stmt], set[str]] | None = None) -> set[str]:
     """Names `stmt` binds in its scope (assignments, loop targets, `with ... as`, imports, defs;
-    of a `def` or `class` its name, not the names its body binds, which are its own)."""
-    names = {n.id for part in _run_now(stmt) for n in _names(part, ast.Store)}
+    of a `def` or `class` its name, not the names its body binds, which are its own). `stores`:
+    the `Name` targets of a statement other than a def or class, nested blocks included, nested
+    scopes not (`_Stores`, memoized per statement); by default read by `_names`."""
+    if stores is not None and not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        names = set(stores(stmt))
+    else:
+        names = {n.id for part in _run_now(stmt) for n in _names(part, ast.Store)}
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):
         names |= {(alias.asname or alias.name).split(".")[0] for alias in stmt.names}
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -71,13 +76,71 @@ def _bound(stmt: ast.stmt) -> set[str]:
     return names
 
 
-def _declared_outside(scope: ast.AST) -> set[str]:
-    """Names a function declares `global` or `nonlocal`: bound elsewhere, not followed here."""
-    names: set[str] = set()
-    for node in pysource.walk(scope):
-        if isinstance(node, (ast.Global, ast.Nonlocal)):
-            names.update(node.names)
-    return names
+class _Stores:
+    """`{n.id for n in _names(stmt, ast.Store)}` of a statement, memoized per statement and built
+    from the memo of the statements nested in it, so that reading every statement of a deeply
+    nested block costs one pass over it rather than one per level of nesting."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, set[str]] = {}
+
+    def __call__(self, stmt: ast.stmt) -> set[str]:
+        found = self._memo.get(id(stmt))
+        if found is None:
+            found = self._memo[id(stmt)] = self._of(stmt)
+        return found
+
+    def _of(self, node: ast.AST) -> set[str]:
+        # the children `_names` enters: every child but a nested scope; statements (also those of
+        # a handler or a match case) come from the memo, expressions hold none
+        names: set[str] = set()
+        for field in node._fields:
+            value = getattr(node, field, None)
+            for child in value if isinstance(value, list) else (value,):
+                if not isinstance(child, ast.AST) or isinstance(child, _SCOPES):
+                    continue
+                if isinstance(child, ast.stmt):
+                    names |= self(child)
+                elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                    names |= self._of(child)
+                else:
+                    names.update(n.id for n in _names(child, ast.Store))
+        return names
+
+
+def _declared_outside(tree: ast.Module) -> dict[int, set[str]]:
+    """id of each function -> the names it declares `global` or `nonlocal`, in its body or in code
+    nested in it: bound elsewhere, not followed there."""
+    declared: dict[int, set[str]] = {}
+
+    def visit(node: ast.AST, functions: list[set[str]]) -> None:
+        for stmt in _child_statements(node):
+            if isinstance(stmt, (ast.Global, ast.Nonlocal)):
+                for names in functions:
+                    names.update(stmt.names)
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                declared[id(stmt)] = set()
+                visit(stmt, [*functions, declared[id(stmt)]])
+            else:
+                visit(stmt, functions)
+
+    visit(tree, [])
+    return declared
+
+
+def _child_statements(node: ast.AST) -> list[ast.stmt]:
+    """The statements of `node`'s own statement lists (those of its handlers and match cases too)."""
+    out: list[ast.stmt] = []
+    for field in pysource.STATEMENT_LISTS:
+        children = getattr(node, field, None)
+        if not isinstance(children, list):
+            continue
+        for child in children:
+            if isinstance(child, ast.stmt):
+                out.append(child)
+            else:
+                out.extend(_child_statements(child))
+    return out
 
 
 def _falls_through(handler: ast.ExceptHandler) -> bool:
@@ -90,10 +153,12 @@ def unbound_reads(tree: ast.Module) -> dict[int, list[UnboundRead]]:
     a later statement of its block (see the module docstring), with the line of that read."""
     out: dict[int, list[UnboundRead]] = {}
     memo: dict[int, set[str]] = {}
+    stores = _Stores()
+    declared = _declared_outside(tree)
 
     def bound_by(stmt: ast.stmt) -> set[str]:
         if id(stmt) not in memo:
-            memo[id(stmt)] = _bound(stmt)
+            memo[id(stmt)] = _bound(stmt, stores)
         return memo[id(stmt)]
 
     def block(stmts: list[ast.stmt], bound: set[str], skip: set[str]) -> None:
@@ -111,7 +176,7 @@ def unbound_reads(tree: ast.Module) -> dict[int, list[UnboundRead]]:
             args = stmt.args
             params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
             params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-            block(stmt.body, params, _declared_outside(stmt))
+            block(stmt.body, params, declared[id(stmt)])
         elif isinstance(stmt, ast.ClassDef):
             block(stmt.body, set(), set())
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
@@ -184,9 +249,11 @@ def _first_loads(stmt: ast.stmt) -> dict[str, int]:
     return loads
 
 
-def left_unbound(handler: ast.ExceptHandler, reads: list[UnboundRead]) -> UnboundRead | None:
-    """The first of the try's `reads` when `handler` falls through and binds no name at all (a handler
-    that sets a flag or a default, `ok = False`, states what the code after the try tests)."""
+def left_unbound(handler: ast.ExceptHandler, reads: Callable[[], list[UnboundRead]]) -> UnboundRead | None:
+    """The first of the try's `reads()` when `handler` falls through and binds no name at all (a
+    handler that sets a flag or a default, `ok = False`, states what the code after the try tests);
+    `reads` is asked only then."""
     if not _falls_through(handler) or _bound_in(handler.body):
         return None
-    return reads[0] if reads else None
+    found = reads()
+    return found[0] if found else None

@@ -184,7 +184,7 @@ def check(ctx: FileContext) -> list[Finding]:
     if _hash_rebound(ctx.tree):
         return []
     findings = []
-    for cls in (n for n in pysource.walk(ctx.tree) if isinstance(n, ast.ClassDef)):
+    for cls in (n for n in pysource.nodes(ctx.tree) if isinstance(n, ast.ClassDef)):
         eq = _hash_only_eq(cls)
         if eq is None:
             continue

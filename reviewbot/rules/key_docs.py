@@ -171,7 +171,7 @@ def _stale_finding(
 
 def _docstrings(tree: ast.Module) -> list[tuple[int, int, str]]:
     out: list[tuple[int, int, str]] = []
-    for node in pysource.walk(tree):
+    for node in pysource.nodes(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
             first = node.body[0]
             if (

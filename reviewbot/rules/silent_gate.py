@@ -152,9 +152,13 @@ class _Scanner:
         self.ctx = ctx
         self.names = ctx.config.config_attribute_names
         self.findings: list[Finding] = []
-        self.logging_helpers = {
+
+    @functools.cached_property
+    def logging_helpers(self) -> set[str]:
+        """The module's functions that log (read only when a silent exit is found)."""
+        return {
             node.name
-            for node in ctx.tree.body
+            for node in self.ctx.tree.body
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and contains_logging(node.body)
         }
 
@@ -191,6 +195,7 @@ class _Scanner:
             and not only
             and (active or ored_with_flag)
             and not _calls_logging_helper(stmt.test, self.logging_helpers)
+            and self.ctx.focus(stmt.lineno, stmt.end_lineno or stmt.lineno)
             and condition_key(stmt.test) not in self.moved
         ):
             self.findings.append(_gate_finding(self.ctx, stmt))

@@ -1,9 +1,11 @@
 """What keeps the static review of a large repository cheap: one review parses each distinct source
 text once (`pysource.Trees`, shared by the cache-key closure at both revisions, the exception
 index and the file rules), `pysource.walk` is `ast.walk` in the same order, the closure digest
-still ignores docstrings at any depth and leaves the tree as it was, the rules run on a file's
-base version only when a head finding needs the comparison, and the static stages pause the
-cyclic garbage collector (the trees are acyclic) and restore it."""
+still ignores docstrings at any depth and leaves the tree as it was, `pysource.nodes` keeps one
+walk per tree object, the rules run on a file's base version only when a head finding needs the
+comparison and there only under the compared names, broad-except reads only the tries the change
+touches, and the static stages pause the cyclic garbage collector (the trees are acyclic) and
+restore it."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from reviewbot import engine, pysource
 from reviewbot.engine import run_review
 from reviewbot.findings import Finding
 from reviewbot.keychange.closure import digest
-from reviewbot.rules import FileContext, FileRule
+from reviewbot.rules import FileContext, FileRule, broad_except
 
 # statements that hold others in every kind of statement list: bodies, orelse, handlers, finalbody, match cases
 NESTED = '''
@@ -143,6 +145,24 @@ def test_walk_yields_the_nodes_of_ast_walk_in_its_order(name: str) -> None:
     assert all(a is b for a, b in zip(got, expected, strict=True))
 
 
+def test_nodes_are_walk_once_per_tree_object_and_two_revisions_are_not_confused() -> None:
+    base = ast.parse("def f():\n    return 1\n")
+    head = ast.parse("def f():\n    return 1\n\n\ndef g():\n    return 2\n")
+    assert pysource.nodes(base) == pysource.nodes(base)
+    assert all(a is b for a, b in zip(pysource.nodes(base), pysource.walk(base), strict=True))
+    # the same text parsed again is another tree: its own nodes, never the first tree's
+    again = ast.parse("def f():\n    return 1\n")
+    assert not set(map(id, pysource.nodes(again))) & set(map(id, pysource.nodes(base)))
+    names = {n.name for n in pysource.nodes(head) if isinstance(n, ast.FunctionDef)}
+    assert names == {"f", "g"}
+    assert {n.name for n in pysource.nodes(base) if isinstance(n, ast.FunctionDef)} == {"f"}
+    # an entry lives as long as its tree (a weak key): dropping the tree drops it
+    entries = len(pysource._walked)
+    del again
+    gc.collect()
+    assert len(pysource._walked) == entries - 1
+
+
 def test_digest_ignores_docstrings_in_every_statement_list_and_restores_the_tree() -> None:
     tree = ast.parse(NESTED)
     before = ast.dump(tree, include_attributes=True)
@@ -188,7 +208,8 @@ def test_a_review_parses_each_distinct_source_once(tmp_path: Path, monkeypatch: 
                 '        "input_placements": _h(placements),\n',
                 '        "input_placements": _h(placements),\n        "graph_signature": _h(config.mode),\n',
             ),
-            "pkg/loader.py": (repo.path / "pkg/loader.py").read_text()
+            # the handler's line changes: the rules read it (an untouched one is skipped)
+            "pkg/loader.py": sub((repo.path / "pkg/loader.py").read_text(), "report(error)\n", "report(str(error))\n")
             + "\n\ndef size(path):\n    return len(load(path))\n",
         },
         "key: add a factor; loader: size",
@@ -265,6 +286,61 @@ def test_rules_run_on_the_base_only_when_a_head_finding_needs_the_comparison(
     assert seen.count("base") == len(engine.FILE_RULES) and seen.count("head") == len(engine.FILE_RULES)
 
 
+TWO_LOADERS = """
+def load(path):
+    try:
+        return open(path).read()
+    except Exception:
+        return None
+
+
+def load_bytes(path):
+    try:
+        return open(path, "rb").read()
+    except Exception:
+        return b""
+
+
+try:
+    SETTINGS = load("settings.txt").upper()
+except Exception:
+    SETTINGS = ""
+"""
+
+
+def test_the_base_is_read_under_the_compared_names_only_and_a_module_level_name_reads_it_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = Repo(tmp_path / "r")
+    repo.commit({"pkg/loaders.py": TWO_LOADERS}, "base")
+    # `load`'s handler body changes (code: an unchanged try and handler are moved code, round 12),
+    # its `except` line does not: compared with the base under `load`
+    repo.branch("in-load")
+    repo.commit(
+        {"pkg/loaders.py": sub(TWO_LOADERS, "        return None\n", "        data = None\n        return data\n")}
+    )
+    # the module-level handler's body changes: compared under the module's name, the whole base read
+    repo.branch("at-module", "main")
+    repo.commit({"pkg/loaders.py": sub(TWO_LOADERS, '    SETTINGS = ""\n', "    SETTINGS = str()\n")})
+    seen: list[tuple[str, list[int]]] = []
+    real = broad_except.check
+
+    def recording(ctx: FileContext) -> list[Finding]:
+        tries = sorted(n.lineno for n in ast.walk(ctx.tree) if isinstance(n, ast.Try))
+        seen.append((ctx.revision, [line for line in tries if ctx.focus(line, line + 3)]))
+        return real(ctx)
+
+    monkeypatch.setattr(engine, "FILE_RULES", (recording, *engine.FILE_RULES[1:]))
+    # the head reads the touched try only, the base the tries of `load` only; the base finding there
+    # has the head's fingerprint, so nothing is new
+    assert run_review(repo.path, "main", "in-load", suites="none").findings == []
+    assert seen == [("head", [2]), ("base", [2])]
+
+    seen.clear()
+    assert run_review(repo.path, "main", "at-module", suites="none").findings == []
+    assert seen == [("head", [15]), ("base", [2, 9, 15])]
+
+
 def test_the_static_stages_pause_the_cyclic_gc_and_restore_its_state(tmp_path: Path) -> None:
     repo = keyed_repo(tmp_path / "r")
     repo.branch("feature")
@@ -286,3 +362,26 @@ def test_the_static_stages_pause_the_cyclic_gc_and_restore_its_state(tmp_path: P
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_broad_except_reads_no_file_facts_when_the_change_touches_no_try(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = Repo(tmp_path / "r")
+    repo.commit({"pkg/loaders.py": TWO_LOADERS}, "base")
+    repo.branch("no-try")
+    repo.commit({"pkg/loaders.py": TWO_LOADERS + "\n\ndef size(path):\n    return len(load(path))\n"})
+    repo.branch("one-try", "main")
+    repo.commit({"pkg/loaders.py": sub(TWO_LOADERS, 'return b""\n', 'return b""  # empty\n')})
+    reads: list[int] = []
+    real = broad_except._loop_tries
+
+    def counting(tree: ast.AST) -> set[int]:
+        reads.append(1)
+        return real(tree)
+
+    monkeypatch.setattr(broad_except, "_loop_tries", counting)
+    assert run_review(repo.path, "main", "no-try", suites="none").findings == []
+    assert reads == []
+    run_review(repo.path, "main", "one-try", suites="none")
+    assert reads  # the touched try is read, with the file's facts
