@@ -107,6 +107,11 @@ def children(node: ast.AST) -> list[ast.AST]:
     return out
 
 
+def shared_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names `function` declares `global` or `nonlocal` anywhere in its body."""
+    return {name for node in walk(function) if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
+
+
 def walk(node: ast.AST) -> Iterator[ast.AST]:
     """The nodes `ast.walk(node)` yields, in the same (breadth-first) order and as lazily, in about
     half its time: the children are read from `_fields` here, not through `ast.iter_child_nodes`."""

@@ -959,12 +959,7 @@ def _diagnostic_procedures(tree: ast.AST) -> dict[int, str]:
             continue
         if not _hands_back_nothing(function):
             continue
-        shared = {
-            name
-            for node in pysource.walk(function)
-            if isinstance(node, (ast.Global, ast.Nonlocal))
-            for name in node.names
-        }
+        shared = pysource.shared_names(function)
         for index, stmt in enumerate(function.body):
             if not isinstance(stmt, ast.Try) or stmt.orelse or stmt.finalbody:
                 continue

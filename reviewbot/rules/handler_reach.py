@@ -334,12 +334,7 @@ def _report_procedures(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.Asyn
     for function in tree.body:
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.decorator_list:
             continue
-        shared = {
-            name
-            for node in pysource.walk(function)
-            if isinstance(node, (ast.Global, ast.Nonlocal))
-            for name in node.names
-        }
+        shared = pysource.shared_names(function)
         if (
             _hands_back_nothing(function)
             and all(_report_statement(stmt, shared) for stmt in function.body)
