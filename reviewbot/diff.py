@@ -6,7 +6,9 @@ are followed (`-M`), so a file's findings at head are compared with its old path
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import functools
 
 from unidiff import PatchSet
 
@@ -17,7 +19,7 @@ from reviewbot.gitrepo import GitRepo
 class FileChange:
     """One changed file. `added_lines` are head line numbers the change adds or modifies;
     `deletion_points` the head lines on either side of a pure deletion (so a function that only lost
-    lines still counts as touched)."""
+    lines still counts as touched). Both are fixed once `touches` has been asked (it sorts them once)."""
 
     path: str
     old_path: str | None
@@ -31,8 +33,14 @@ class FileChange:
     def is_python(self) -> bool:
         return self.path.endswith(".py")
 
+    @functools.cached_property
+    def _touched(self) -> list[int]:
+        return sorted(self.added_lines | self.deletion_points)
+
     def touches(self, start: int, end: int) -> bool:
-        return any(start <= line <= end for line in (*self.added_lines, *self.deletion_points))
+        """Whether lines `start`..`end` hold an added line or a deletion point."""
+        at = bisect.bisect_left(self._touched, start)
+        return at < len(self._touched) and self._touched[at] <= end
 
 
 def diff_files(repo: GitRepo, merge_base: str, head: str) -> list[FileChange]:

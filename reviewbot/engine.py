@@ -38,7 +38,6 @@ not block), the test-plan table and the generated-code signals. `review.to_json(
 from __future__ import annotations
 
 import ast
-import bisect
 import contextlib
 import dataclasses
 import functools
@@ -161,31 +160,28 @@ def _within(qualnames: QualnameIndex, names: frozenset[str]) -> Callable[[int, i
     return lambda start, end: any(first <= end and start <= last for first, last in spans)
 
 
-def _keep(finding: Finding, change: FileChange, base_prints: Container[str]) -> bool:
-    """Report a head finding when it touches a changed line and starts on one or is new vs base."""
-    if not change.touches(finding.line_start, finding.line_end):
-        return False
-    return not _compared(finding, change) or finding.fingerprint not in base_prints
+def _whole_file_doc(finding: Finding, change: FileChange) -> bool:
+    """A `stale-key-doc` finding outside tests and helpers: reported wherever it stands, when new."""
+    return finding.rule == "stale-key-doc" and not key_docs.is_test_or_helper(change.path)
 
 
 def _compared(finding: Finding, change: FileChange) -> bool:
     """A head finding kept only when the base has no finding of its fingerprint: it touches a
-    changed line without starting on an added one (`_keep`), or is a `stale-key-doc` one outside
-    tests and helpers."""
-    if finding.rule == "stale-key-doc" and not key_docs.is_test_or_helper(change.path):
+    changed line without starting on an added one, or is a whole-file doc finding."""
+    if _whole_file_doc(finding, change):
         return True
     return change.touches(finding.line_start, finding.line_end) and finding.line_start not in change.added_lines
 
 
-def _touching(change: FileChange) -> Callable[[int, int], bool]:
-    """`change.touches`, by bisection over the changed lines (read once, here)."""
-    lines = sorted(change.added_lines | change.deletion_points)
-
-    def touches(start: int, end: int) -> bool:
-        at = bisect.bisect_left(lines, start)
-        return at < len(lines) and lines[at] <= end
-
-    return touches
+def _kept(finding: Finding, change: FileChange, base_prints: Container[str]) -> Finding | None:
+    """The head finding as reported, or None: it touches a changed line (a whole-file doc finding
+    anywhere, marked whether it does) and starts on one or is new compared with the base."""
+    if _compared(finding, change) and finding.fingerprint in base_prints:
+        return None
+    in_diff = change.touches(finding.line_start, finding.line_end)
+    if _whole_file_doc(finding, change):
+        return dataclasses.replace(finding, in_diff=in_diff)
+    return finding if in_diff else None
 
 
 def _boilerplate_guards(tree: ast.Module, change: FileChange) -> list[int]:
@@ -523,7 +519,7 @@ def _file_findings(
             exceptions,
             changed_trees,
             moved_conditions,
-            focus=_touching(change),
+            focus=change.touches,
         )
         head_findings = [finding for rule in FILE_RULES for finding in rule(head_ctx)]
         base_prints = BasePrints(
@@ -543,14 +539,7 @@ def _file_findings(
             ),
             frozenset(f.qualname for f in head_findings if _compared(f, change)),
         )
-        for finding in head_findings:
-            if finding.rule == "stale-key-doc" and not key_docs.is_test_or_helper(path):
-                if finding.fingerprint not in base_prints:
-                    findings.append(
-                        dataclasses.replace(finding, in_diff=change.touches(finding.line_start, finding.line_end))
-                    )
-            elif _keep(finding, change, base_prints):
-                findings.append(finding)
+        findings += [kept for f in head_findings if (kept := _kept(f, change, base_prints)) is not None]
         guards += [f"{path}:{line}" for line in _boilerplate_guards(head_tree, change)]
     return findings, guards
 
