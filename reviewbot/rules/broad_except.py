@@ -241,7 +241,7 @@ from reviewbot.exception_index import (
     reraises_same,
 )
 from reviewbot.findings import Finding, Severity
-from reviewbot.rules.common import FileContext, contains_logging, is_logging_call
+from reviewbot.rules.common import FileContext, contains_logging, hands_back_nothing, is_logging_call
 from reviewbot.rules.fallthrough import UnboundRead, left_unbound, unbound_reads
 from reviewbot.rules.handler_reach import (
     enclosing_function,
@@ -957,7 +957,7 @@ def _diagnostic_procedures(tree: ast.AST) -> dict[int, str]:
     for function in pysource.nodes(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        if not _hands_back_nothing(function):
+        if not hands_back_nothing(function):
             continue
         shared = pysource.shared_names(function)
         for index, stmt in enumerate(function.body):
@@ -971,24 +971,6 @@ def _diagnostic_procedures(tree: ast.AST) -> dict[int, str]:
             ):
                 found[id(stmt)] = function.name
     return found
-
-
-def _hands_back_nothing(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """No `return <value>` (other than `None`) or `yield` in `function`'s own body (nested functions
-    and classes are theirs)."""
-    pending: list[ast.AST] = list(function.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            return False
-        if isinstance(node, ast.Return) and not (
-            node.value is None or (isinstance(node.value, ast.Constant) and node.value.value is None)
-        ):
-            return False
-        pending.extend(ast.iter_child_nodes(node))
-    return True
 
 
 def _binds_only(stmt: ast.stmt, shared: set[str]) -> bool:

@@ -111,4 +111,22 @@ def contains_logging(nodes: list[ast.stmt]) -> bool:
     return any(is_logging_call(sub) for node in nodes for sub in pysource.walk(node))
 
 
+def hands_back_nothing(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """No `return <value>` (other than `None`) or `yield` in `function`'s own body (nested functions
+    and classes are theirs)."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(node, ast.Return) and not (
+            node.value is None or (isinstance(node.value, ast.Constant) and node.value.value is None)
+        ):
+            return False
+        pending.extend(pysource.children(node))
+    return True
+
+
 FileRule = Callable[[FileContext], list[Finding]]

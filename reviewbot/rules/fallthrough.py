@@ -49,14 +49,7 @@ def _names(node: ast.AST, ctx: type[ast.expr_context]) -> list[ast.Name]:
         current = stack.pop()
         if isinstance(current, ast.Name) and isinstance(current.ctx, ctx):
             found.append(current)
-        children: list[ast.AST] = []
-        for field in current._fields:
-            value = getattr(current, field, None)
-            if isinstance(value, ast.AST):
-                children.append(value)
-            elif isinstance(value, list):
-                children.extend(item for item in value if isinstance(item, ast.AST))
-        stack.extend(child for child in reversed(children) if not isinstance(child, _SCOPES))
+        stack.extend(child for child in reversed(pysource.children(current)) if not isinstance(child, _SCOPES))
     return found
 
 

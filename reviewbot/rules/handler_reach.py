@@ -44,7 +44,7 @@ import weakref
 from collections.abc import Mapping
 
 from reviewbot import pysource
-from reviewbot.rules.common import FileContext, is_logging_call
+from reviewbot.rules.common import FileContext, hands_back_nothing, is_logging_call
 
 # builtins that run no code they are handed or named (not `getattr`, `map`, `sorted`, `next`, ...)
 _BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_")) - frozenset(
@@ -295,17 +295,6 @@ def _reports(stmt: ast.stmt) -> bool:
     return is_logging_call(stmt.value) or name in _DISPLAY
 
 
-def _hands_back_nothing(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    for node in pysource.walk(function):
-        if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            return False
-        if isinstance(node, ast.Return) and not (
-            node.value is None or (isinstance(node.value, ast.Constant) and node.value.value is None)
-        ):
-            return False
-    return True
-
-
 def _local_target(target: ast.expr) -> bool:
     if isinstance(target, ast.Name):
         return True
@@ -336,7 +325,7 @@ def _report_procedures(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.Asyn
             continue
         shared = pysource.shared_names(function)
         if (
-            _hands_back_nothing(function)
+            hands_back_nothing(function)
             and all(_report_statement(stmt, shared) for stmt in function.body)
             and any(
                 _reports(stmt) for node in function.body for stmt in pysource.walk(node) if isinstance(stmt, ast.stmt)
