@@ -13,17 +13,17 @@ the sizes of the dynamic dims change (those named in ``dynamic_arg_dims``; witho
 inferred dims 0 that the traced graph kept symbolic); module attributes,
 parameters' shapes and dtypes, global flags other than those below, and arguments other than
 tensors, scalars, tuples, lists, dicts and dataclass instances keep what they were when the code
-was captured. A
-cheap dispatch signature still guards the arguments themselves: each tensor argument's dtype,
-device, rank, contiguity (a non-contiguous one's exact strides) and static sizes (dynamic sizes
-only as "at least 2"), the value of each Python scalar argument, the elements of a tuple, list or
-dict argument and the fields of a dataclass instance the same way (a tensor in one by its exact
-shape: only top-level arguments have dynamic dims), the keyword names, the training flag of the entry's own module and of a module argument (set by
-``model.train()`` and ``model.eval()``; a submodule's own flag is a module attribute), grad mode, inference mode and
-whether autocast is on (not its dtype). A call whose signature was
-not seen goes through the guarded ``torch.compile`` wrapper (Dynamo checks guards and
-recompiles if needed; the new code is captured for that signature), so a new size on a
-dynamic dim reuses the captured code while anything else takes the safe path.
+was captured. A cheap dispatch signature still guards the arguments themselves: each tensor
+argument's dtype, device, rank, contiguity (a non-contiguous one's exact strides) and static
+sizes (dynamic sizes only as "at least 2"), the value of each Python scalar argument, the
+elements of a tuple, list or dict argument and the fields of a dataclass instance the same way (a
+tensor in one by its exact shape: only top-level arguments have dynamic dims), the keyword names,
+the training flag of the entry's own module and of a module argument (set by ``model.train()``
+and ``model.eval()``; a submodule's own flag is a module attribute), grad mode, inference mode
+and whether autocast is on (not its dtype). A call whose signature was not seen goes through
+the guarded ``torch.compile`` wrapper (Dynamo checks guards and recompiles if needed; the new
+code is captured for that signature), so a new size on a dynamic dim reuses the captured code
+while anything else takes the safe path.
 Set ``bytecode_swap=False`` to keep Dynamo's guards on every call.
 
 The swapped call is cheap by construction: the signature's dims per argument position and rank

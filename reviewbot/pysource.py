@@ -3,9 +3,9 @@ cannot turn into an AST is skipped (and reported by the caller), never the end o
 
 `parse(source)` parses once; `Trees` is one review's memo of `parse` by source text, so a blob
 read at both revisions, or by several parts of the review, is parsed once; `walk(node)` is
-`ast.walk` without its per-node generators (`children(node)`: `ast.iter_child_nodes`); `nodes(tree)` is `walk(tree)` as a tuple, computed once
-per tree object for the passes that each read a whole module; `statements(node)` walks statement
-lists only."""
+`ast.walk` without its per-node generators (`children(node)`: `ast.iter_child_nodes`);
+`nodes(tree)` is `walk(tree)` as a tuple, computed once per tree object for the passes that each
+read a whole module; `statements(node)` walks statement lists only."""
 
 from __future__ import annotations
 
