@@ -5,7 +5,8 @@ cannot turn into an AST is skipped (and reported by the caller), never the end o
 read at both revisions, or by several parts of the review, is parsed once; `walk(node)` is
 `ast.walk` without its per-node generators (`children(node)`: `ast.iter_child_nodes`);
 `nodes(tree)` is `walk(tree)` as a tuple, computed once per tree object for the passes that each
-read a whole module; `statements(node)` walks statement lists only."""
+read a whole module (`PerTree`: any such per-tree memo); `statements(node)` walks statement lists
+only."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import gc
 import threading
 import weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import Self
+from typing import Generic, Self, TypeVar
+
+T = TypeVar("T")
 
 _collector = threading.Lock()
 _open_blocks = 0
@@ -128,23 +131,36 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
         yield node
 
 
-# tree -> the nodes below it, in `walk` order
-_walked: weakref.WeakKeyDictionary[ast.AST, tuple[ast.AST, ...]] = weakref.WeakKeyDictionary()
-_walked_lock = threading.Lock()
+class PerTree(Generic[T]):
+    """`compute(tree)` memoized per tree object while the tree lives (a weak key: dropping the tree
+    drops its entry; `memo` holds them). The tree must not change afterwards, which `Trees` makes
+    the contract of every parsed source, and the value must not refer to the tree, or its entry
+    never goes. `compute` stays callable on its own as `fresh`."""
+
+    def __init__(self, compute: Callable[[ast.AST], T]) -> None:
+        self.fresh = compute
+        self.memo: weakref.WeakKeyDictionary[ast.AST, T] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def __call__(self, tree: ast.AST) -> T:
+        with self._lock:
+            found = self.memo.get(tree)
+        if found is None:
+            found = self.fresh(tree)
+            with self._lock:
+                self.memo[tree] = found
+        return found
+
+
+@PerTree
+def _below(tree: ast.AST) -> tuple[ast.AST, ...]:
+    return tuple(walk(tree))[1:]  # without the tree itself: the entry must not hold its own key
 
 
 def nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
-    """`tuple(walk(tree))`, computed once per tree object and kept while the tree lives (a weak
-    reference: dropping the tree drops its entry). For whole modules that many passes read
-    through: a subtree given here is kept as well, so per-node callers use `walk`. The tree must
-    not change afterwards, which `Trees` makes the contract of every parsed source."""
-    with _walked_lock:
-        below = _walked.get(tree)
-    if below is None:
-        below = tuple(walk(tree))[1:]  # the entry must not hold its own key, or it never goes
-        with _walked_lock:
-            _walked[tree] = below
-    return (tree, *below)
+    """`tuple(walk(tree))`, computed once per tree object (`PerTree`). For whole modules that many
+    passes read through: a subtree given here is kept as well, so per-node callers use `walk`."""
+    return (tree, *_below(tree))
 
 
 STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")

@@ -39,8 +39,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import threading
-import weakref
 from collections.abc import Mapping
 
 from reviewbot import pysource
@@ -63,30 +61,20 @@ def handler_key(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> str:
 Guards = frozenset[tuple[str, bool]]
 
 
-# tree -> `_tree_guarded_handlers(tree)`, kept while the tree lives: each changed file's reviews of
-# the others read it again (its values are text, they hold no node)
-_guarded: weakref.WeakKeyDictionary[ast.Module, dict[str, list[Guards]]] = weakref.WeakKeyDictionary()
-_guarded_lock = threading.Lock()
-
-
 def _guarded_handlers(trees: tuple[tuple[str, ast.Module], ...]) -> dict[str, list[Guards]]:
     """`handler_key` -> the guards of each occurrence: the `if` conditions the try stands under, each
     as (the condition as code, whether the try is in its `else:`/`elif` branch)."""
     found: dict[str, list[Guards]] = {}
     for _, tree in trees:
-        with _guarded_lock:
-            own = _guarded.get(tree)
-        if own is None:
-            own = _tree_guarded_handlers(tree)
-            with _guarded_lock:
-                _guarded[tree] = own
-        for key, occurrences in own.items():
+        for key, occurrences in _tree_guarded_handlers(tree).items():
             found.setdefault(key, []).extend(occurrences)
     return found
 
 
-def _tree_guarded_handlers(tree: ast.Module) -> dict[str, list[Guards]]:
-    """`_guarded_handlers` of one tree."""
+@pysource.PerTree
+def _tree_guarded_handlers(tree: ast.AST) -> dict[str, list[Guards]]:
+    """`_guarded_handlers` of one tree, kept while the tree lives: each changed file's review reads
+    the others' again (its values are text, they hold no node)."""
     found: dict[str, list[Guards]] = {}
 
     def visit(node: ast.AST, guards: Guards) -> None:

@@ -189,10 +189,11 @@ def test_guarded_handlers_are_read_once_per_tree_and_two_revisions_are_not_confu
     base = ast.parse(SAMPLE)
     head = ast.parse(SAMPLE.replace('SETTINGS = ""', 'SETTINGS = "none"'))
     first = handler_reach._guarded_handlers((("m.py", base), ("m.py", head)))
-    assert base in handler_reach._guarded and head in handler_reach._guarded
+    memo = handler_reach._tree_guarded_handlers.memo
+    assert base in memo and head in memo
     assert handler_reach._guarded_handlers((("m.py", base), ("m.py", head))) == first
     # the fresh reading of each tree alone, in the same order, is the same answer
-    alone = [handler_reach._tree_guarded_handlers(tree) for tree in (base, head)]
+    alone = [handler_reach._tree_guarded_handlers.fresh(tree) for tree in (base, head)]
     assert {key for part in alone for key in part} == set(first)
     assert all(first[key] == [g for part in alone for g in part.get(key, [])] for key in first)
     # a key only the head has stays the head's (the changed module-level handler)

@@ -157,10 +157,10 @@ def test_nodes_are_walk_once_per_tree_object_and_two_revisions_are_not_confused(
     assert names == {"f", "g"}
     assert {n.name for n in pysource.nodes(base) if isinstance(n, ast.FunctionDef)} == {"f"}
     # an entry lives as long as its tree (a weak key): dropping the tree drops it
-    entries = len(pysource._walked)
+    entries = len(pysource._below.memo)
     del again
     gc.collect()
-    assert len(pysource._walked) == entries - 1
+    assert len(pysource._below.memo) == entries - 1
 
 
 def test_digest_ignores_docstrings_in_every_statement_list_and_restores_the_tree() -> None:
