@@ -241,7 +241,15 @@ from reviewbot.exception_index import (
     reraises_same,
 )
 from reviewbot.findings import Finding, Severity
-from reviewbot.rules.common import FileContext, contains_logging, hands_back_nothing, is_logging_call
+from reviewbot.rules.common import (
+    LOUD_LEVELS,
+    FileContext,
+    callee,
+    contains_logging,
+    hands_back_nothing,
+    is_logging_call,
+    warns,
+)
 from reviewbot.rules.fallthrough import UnboundRead, left_unbound, unbound_reads
 from reviewbot.rules.handler_reach import (
     enclosing_function,
@@ -319,7 +327,6 @@ _DIAGNOSTIC_WORDS = frozenset(
 # what a handler records when it marks its unit of work failed (`status = RolloutStatus.ERROR`,
 # `return "failed"`)
 _FAILURE_WORDS = frozenset(["error", "errored", "failed", "failure", "fail", "aborted", "crashed"])
-_LOUD_LEVELS = frozenset(["warning", "warn", "error", "critical", "exception"])
 # a comment next to a one-statement try that says which failure is expected there
 _EXPECTED_FAILURE = re.compile(
     r"\b(rais(e|es|ed|ing)|throws?|fail(s|ed|ing)?|unavailable|unsupported|missing"
@@ -694,7 +701,7 @@ def _reports_error(handler: ast.ExceptHandler) -> bool:
         if _carries_traceback(sub):
             return True
         method = sub.func.attr if isinstance(sub.func, ast.Attribute) else ""
-        if method in _LOUD_LEVELS and handler.name is not None:
+        if method in LOUD_LEVELS and handler.name is not None:
             named = (node for arg in sub.args for node in pysource.walk(arg))
             if any(isinstance(node, ast.Name) and node.id == handler.name for node in named):
                 return True
@@ -712,11 +719,6 @@ def _failure_marker(node: ast.expr | None) -> bool:
     else:
         return False
     return word.lower() in _FAILURE_WORDS
-
-
-def _callee(call: ast.Call) -> str:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _ends_process_failed(stmt: ast.stmt) -> bool:
@@ -752,7 +754,7 @@ def _records_failure(stmt: ast.stmt) -> bool:
     if not isinstance(value, ast.Call):
         return False
     if value is stmt.value:
-        words = {word.lower() for word in _WORD_SPLIT.split(_callee(value)) if word}
+        words = {word.lower() for word in _WORD_SPLIT.split(callee(value)) if word}
         if words & _FAILURE_WORDS:
             return True
     return any(_failure_marker(keyword.value) for keyword in value.keywords if keyword.arg)
@@ -857,7 +859,7 @@ def _reports_caught(stmt: ast.stmt, name: str | None) -> bool:
         if isinstance(call.func, ast.Name)
         else ""
     )
-    if method not in _LOUD_LEVELS and method not in ("print", "warn"):
+    if method not in LOUD_LEVELS and method not in ("print", "warn"):
         return False
     args = [*call.args, *(k.value for k in call.keywords)]
     return any(_names_exception(arg, name) for arg in args)
@@ -992,7 +994,7 @@ def _diagnostic_statement(stmt: ast.stmt, shared: set[str]) -> bool:
     returns nothing, or an `if` of such statements."""
     if _binds_only(stmt, shared) or _logs_or_leaves(stmt):
         return True
-    if isinstance(stmt, ast.Expr) and _warns(stmt):
+    if isinstance(stmt, ast.Expr) and warns(stmt):
         return True
     if isinstance(stmt, ast.If):
         return all(_diagnostic_statement(part, shared) for part in [*stmt.body, *stmt.orelse])
@@ -1188,17 +1190,6 @@ def _constant_default(stmt: ast.stmt) -> bool:
     return False
 
 
-def _warns(stmt: ast.stmt | None) -> bool:
-    """`warnings.warn(...)`/`warn(...)` or a logging call at warning level or above."""
-    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
-        return False
-    func = stmt.value.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    if name == "warn":
-        return True
-    return is_logging_call(stmt.value) and name in _LOUD_LEVELS
-
-
 def _comment_lines(ctx: FileContext, start: int, end: int) -> list[str]:
     out = []
     for number in range(start, end + 1):
@@ -1222,7 +1213,7 @@ def _guarded_probe(
     falls_through = not isinstance(handler.body[-1], ast.Return)
     if falls_through and isinstance(node.body[-1], ast.Return) and after is None:
         return False  # the try returns a result, the handler an implicit None
-    if falls_through and _warns(after):
+    if falls_through and warns(after):
         return True
     above: list[str] = []
     index = node.lineno - 2
@@ -1247,7 +1238,7 @@ def _raises_on_purpose(ctx: FileContext, operation: ast.stmt) -> bool:
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
         return False
     name = value.func.id
-    callee = next(
+    defined = next(
         (
             stmt
             for stmt in ctx.tree.body
@@ -1255,9 +1246,9 @@ def _raises_on_purpose(ctx: FileContext, operation: ast.stmt) -> bool:
         ),
         None,
     )
-    if callee is None:
+    if defined is None:
         return False
-    stack: list[ast.AST] = list(callee.body)
+    stack: list[ast.AST] = list(defined.body)
     while stack:
         sub = stack.pop()
         if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ExceptHandler)):
@@ -1387,7 +1378,7 @@ def _error_dropped(ctx: FileContext, function: str, positions: list[int], width:
     for tree in trees:
         for node in pysource.nodes(tree):
             value = node.value if isinstance(node, (ast.Assign, ast.Expr)) else None
-            if not (isinstance(value, ast.Call) and _callee(value) == function):
+            if not (isinstance(value, ast.Call) and callee(value) == function):
                 continue
             if isinstance(node, ast.Expr):
                 return True
@@ -1699,7 +1690,7 @@ def _deferred_import_failure(tree: ast.AST, node: ast.Try | ast.TryStar, handler
     imported = _imported_names(node.body)
     if imported is None or caught_names(handler) != ["Exception"] or not handler.body:
         return False
-    if not all(_warns(stmt) for stmt in handler.body):
+    if not all(warns(stmt) for stmt in handler.body):
         return False
     names = {name for _, name in imported}
     for sub in pysource.nodes(tree):
@@ -1804,7 +1795,7 @@ def _helper_raises(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
         value = value.value
     if not isinstance(value, ast.Call):
         return False
-    name = _callee(value)
+    name = callee(value)
     return bool(name) and ctx.exceptions().always_raises(name)
 
 

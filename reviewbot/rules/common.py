@@ -111,6 +111,25 @@ def contains_logging(nodes: list[ast.stmt]) -> bool:
     return any(is_logging_call(sub) for node in nodes for sub in pysource.walk(node))
 
 
+LOUD_LEVELS = frozenset(["warning", "warn", "error", "critical", "exception"])
+
+
+def callee(call: ast.Call) -> str:
+    """The called name: a method's or attribute's last part, a plain name, or "" for anything else."""
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def warns(stmt: ast.stmt | None) -> bool:
+    """`warnings.warn(...)`/`warn(...)` or a logging call at warning level or above."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    name = callee(stmt.value)
+    if name == "warn":
+        return True
+    return is_logging_call(stmt.value) and name in LOUD_LEVELS
+
+
 def hands_back_nothing(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """No `return <value>` (other than `None`) or `yield` in `function`'s own body (nested functions
     and classes are theirs)."""

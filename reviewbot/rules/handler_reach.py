@@ -42,13 +42,12 @@ import builtins
 from collections.abc import Mapping
 
 from reviewbot import pysource
-from reviewbot.rules.common import FileContext, hands_back_nothing, is_logging_call
+from reviewbot.rules.common import FileContext, callee, hands_back_nothing, is_logging_call, warns
 
 # builtins that run no code they are handed or named (not `getattr`, `map`, `sorted`, `next`, ...)
 _BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_")) - frozenset(
     ["getattr", "setattr", "delattr", "hasattr", "map", "filter", "sorted", "super", "next", "iter", "eval", "exec"]
 )
-_LOUD = frozenset(["warning", "warn", "error", "critical", "exception"])
 # calls that only show text to the user (`click.echo`, `typer.secho`, `print`) besides logging
 _DISPLAY = frozenset(["echo", "secho", "print", "pprint"])
 
@@ -146,15 +145,6 @@ def implementation_alternative(node: ast.Try | ast.TryStar, handler: ast.ExceptH
     if not (same_args and same_keywords):
         return None
     return ast.unparse(second.func)
-
-
-def _loud(stmt: ast.stmt) -> bool:
-    """`warnings.warn(...)`/`warn(...)` or logging at warning level or above."""
-    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
-        return False
-    func = stmt.value.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    return name == "warn" or (is_logging_call(stmt.value) and name in _LOUD)
 
 
 def _bound_names(body: list[ast.stmt]) -> set[str]:
@@ -267,7 +257,7 @@ def nothing_substituted(
                 return None
     if not runs_no_repository_code(ctx, node.body, imports):
         return None
-    if any(_loud(stmt) for stmt in handler.body):
+    if any(warns(stmt) for stmt in handler.body):
         return "announced"
     if _third_party_imports_only(ctx, node.body):
         return "side-effect import"
@@ -278,9 +268,7 @@ def _reports(stmt: ast.stmt) -> bool:
     """A call that only shows text: logging, `warnings.warn`, `print`, `click.echo`."""
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
         return False
-    func = stmt.value.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    return is_logging_call(stmt.value) or name in _DISPLAY
+    return is_logging_call(stmt.value) or callee(stmt.value) in _DISPLAY
 
 
 def _local_target(target: ast.expr) -> bool:
