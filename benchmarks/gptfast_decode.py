@@ -148,8 +148,14 @@ def run(args: argparse.Namespace) -> None:
                 token = step(model, token, positions[pos]).clone()
             _sync(device)
             first = time.perf_counter() - start
-            state[name] = {"model": model, "step": step, "token": token, "pos": PROMPT + WARMUP, "first": first}
-            state[name]["samples"] = []
+            state[name] = {
+                "model": model,
+                "step": step,
+                "token": token,
+                "pos": PROMPT + WARMUP,
+                "first": first,
+                "samples": [],
+            }
             print(f"{name}: first {WARMUP} steps (compile, capture) {first:.2f} s", flush=True)
         names = list(contenders)
         for index in range(args.rounds):
