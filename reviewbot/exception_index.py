@@ -15,9 +15,9 @@ against the builtins; a base defined by a third-party package (`torch.OutOfMemor
 functions are skipped (they cannot be raised across modules); classes nested in classes are
 indexed under their dotted `qualname`. Files that do not parse, and the directories named in
 `SKIP_DIRS`, are skipped. Nothing is imported or executed. What the scan takes from a file does not
-depend on its path (`file_facts`); a review keeps it in the repository's facts cache
-(`reviewbot.index_cache`) under the digest of the file's text and of the scanner's code, so a later
-review parses only the files that changed in between.
+depend on its path (`file_entry`); a review keeps it in the repository's facts cache
+(`reviewbot.index_cache`) under the digest of the file's git blob id and of the scanner's code, so a
+later review reads and parses only the files that changed in between.
 
 The index also lists every `except` clause of the revision by the simple names it catches
 (`handlers_of`), so a rule can tell whether a type some handler converts into is caught elsewhere
@@ -42,9 +42,8 @@ import re
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
-from reviewbot import pysource
+from reviewbot import gitrepo, pysource
 from reviewbot.gitrepo import GitRepo
 from reviewbot.index_cache import FactsCache
 
@@ -340,30 +339,53 @@ def index_revision(
     git: GitRepo, rev: str, trees: pysource.Trees | None = None, cache: FactsCache | None = None
 ) -> ExceptionIndex:
     """`index_exceptions` of revision `rev` of `git`, read from the object store (no checkout);
-    `trees`: the review's parsed sources, to reuse; `cache`: the repository's facts cache (see
-    `index_sources`)."""
-    sources: dict[str, str] = {}
-    for rel in git.list_files(rev):
-        if rel.endswith(".py") and not _skipped(rel):
-            text = git.read(rev, rel)
-            if text is not None:
-                sources[rel] = text
-    return index_sources(sources, trees, cache)
+    `trees`: the review's parsed sources, to reuse. `cache`: the repository's facts cache, keyed by
+    each file's git blob id (`blob_digest`, which `git ls-tree` lists without reading a blob): a
+    file whose entry it holds is neither read nor parsed, and the entries computed are stored in it
+    (a file that does not read as text, binary or not a path git can read, is read again on the
+    next review and never stored, so no entry depends on the path it was read at)."""
+    trees = trees if trees is not None else pysource.Trees()
+    blobs = {rel: oid for rel, oid in git.list_blobs(rev) if rel.endswith(".py") and not _skipped(rel)}
+    digests = {rel: blob_digest(oid) for rel, oid in blobs.items()} if cache is not None else {}
+    known = cache.get(set(digests.values())) if cache is not None else {}
+    entries: dict[str, list] = {}
+    computed: dict[str, list] = {}
+    for rel in sorted(blobs):
+        digest = digests.get(rel)
+        if digest in known:
+            entries[rel] = known[digest]
+            continue
+        text = git.read(rev, rel)
+        if text is None:
+            continue
+        entries[rel] = file_entry(text, rel, trees)
+        if digest is not None:
+            computed[digest] = entries[rel]
+    if cache is not None:
+        cache.put(computed)
+    return _index(entries)
 
 
 @functools.cache
 def _scanner_digest() -> bytes:
-    """What the facts of a file depend on besides its text: this module's and `pysource`'s code and
-    the Python version whose parser reads it."""
+    """What the facts of a file depend on besides its content: this module's and `pysource`'s code,
+    `gitrepo`'s (which decodes a blob into text) and the Python version whose parser reads it."""
     digest = hashlib.sha256(f"{sys.version_info[:2]}".encode())
-    for module_file in (__file__, pysource.__file__):
+    for module_file in (__file__, pysource.__file__, gitrepo.__file__):
         digest.update(Path(module_file).read_bytes())
     return digest.digest()
 
 
-def facts_digest(text: str) -> str:
-    """The cache key of one file's facts: its text and the scanner's code."""
-    return hashlib.sha256(_scanner_digest() + text.encode("utf-8", "surrogatepass")).hexdigest()
+def blob_digest(oid: str) -> str:
+    """The cache key of one file's entry: its git blob id (which names its content) and the
+    scanner's code."""
+    return hashlib.sha256(_scanner_digest() + b"git blob " + oid.encode("ascii")).hexdigest()
+
+
+def file_entry(text: str, filename: str, trees: pysource.Trees) -> list:
+    """What the index keeps of one file (JSON-ready, for `reviewbot.index_cache`): [`file_facts`,
+    whether it imports torch], the second read from the text even where it does not parse."""
+    return [file_facts(text, filename, trees), _TORCH_IMPORT.search(text) is not None]
 
 
 def file_facts(text: str, filename: str, trees: pysource.Trees) -> dict[str, list] | None:
@@ -399,31 +421,24 @@ def file_facts(text: str, filename: str, trees: pysource.Trees) -> dict[str, lis
     return {"classes": classes, "sites": sites, "raised": sorted(raised), "functions": functions}
 
 
-def index_sources(
-    sources: Mapping[str, str], trees: pysource.Trees | None = None, cache: FactsCache | None = None
-) -> ExceptionIndex:
+def index_sources(sources: Mapping[str, str], trees: pysource.Trees | None = None) -> ExceptionIndex:
     """The index of `sources` (POSIX path relative to the repository root -> file text). `trees`:
     the review's parsed sources (read-only, shared with the rest of the review); a fresh one by
-    default. `cache`: an open facts cache; the facts of a file whose digest it holds are not computed
-    again, and those computed are stored in it."""
+    default."""
+    trees = trees if trees is not None else pysource.Trees()
+    return _index({rel: file_entry(sources[rel], rel, trees) for rel in sorted(sources)})
+
+
+def _index(entries: Mapping[str, list]) -> ExceptionIndex:
+    """The index of the files' `file_entry`s (POSIX path relative to the repository root -> entry),
+    read in path order."""
     candidates: list[tuple[ExceptionClass, tuple[str | None, ...]]] = []
     handlers: dict[str, list[CatchSite]] = {}
     raised: dict[str, set[str]] = {}
     functions: list[tuple[str, frozenset[str], bool]] = []
-    trees = trees if trees is not None else pysource.Trees()
-    # digests only serve the cache: without one, every file's facts are computed
-    digests = {rel: facts_digest(text) for rel, text in sources.items()} if cache is not None else {}
-    known = cache.get(set(digests.values())) if cache is not None else {}
-    computed: dict[str, Any] = {}
     files = 0
-    for rel_text in sorted(sources):
-        digest = digests.get(rel_text)
-        if digest in known:
-            facts = known[digest]
-        else:
-            facts = file_facts(sources[rel_text], rel_text, trees)
-            if digest is not None:
-                computed[digest] = facts
+    for rel_text in sorted(entries):
+        facts = entries[rel_text][0]
         if facts is None:
             logger.debug("exception index: %s does not parse; skipped", rel_text)
             continue
@@ -441,8 +456,6 @@ def index_sources(
                 name=name, qualname=qualname, module=module, path=rel_text, line=line, bases=tuple(bases)
             )
             candidates.append((cls, tuple(base_names)))
-    if cache is not None:
-        cache.put(computed)
 
     by_simple: dict[str, list[str]] = {}
     for cls, _ in candidates:
@@ -484,5 +497,5 @@ def index_sources(
         _raised_in={name: frozenset(modules) for name, modules in raised.items()},
         _functions=tuple(functions),
         files=files,
-        torch_imported=any(_TORCH_IMPORT.search(text) for text in sources.values()),
+        torch_imported=any(torch for _, torch in entries.values()),
     )

@@ -65,6 +65,18 @@ class GitRepo:
             self._tree_cache[rev] = [line for line in out.splitlines() if line]
         return self._tree_cache[rev]
 
+    def list_blobs(self, rev: str) -> list[tuple[str, str]]:
+        """(path, blob id) of the files at `rev` that are blobs (not submodules), paths as
+        `list_files` spells them; the ids come from the tree objects, no blob is read."""
+        out = self.git("-c", "core.quotepath=false", "ls-tree", "-r", rev)
+        blobs: list[tuple[str, str]] = []
+        for line in out.splitlines():
+            meta, _, path = line.partition("\t")
+            _, kind, oid = meta.split()
+            if kind == "blob":
+                blobs.append((path, oid))
+        return blobs
+
     def read(self, rev: str, path: str) -> str | None:
         """The file's text at `rev`, or None when it does not exist there or is binary (a NUL byte
         in its first 8000 bytes, git's own test). Text that is not UTF-8 is decoded with

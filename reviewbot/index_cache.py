@@ -4,8 +4,9 @@
         found = cache.get(digests)                  # digest -> facts (JSON-ready data) of the hits
         cache.put({digest: facts, ...})
 
-A digest names a file's text *and* the code that computed its facts (`exception_index.facts_digest`),
-so an entry is never stale: an edited file, or another version of the scanner, has another digest.
+A digest names a file's content (its git blob id) *and* the code that computed its facts
+(`exception_index.blob_digest`), so an entry is never stale: an edited file, or another version of
+the scanner, has another digest.
 The store is one SQLite file in the repository's git directory (shared by its worktrees, never part of
 a checkout or of `git status`); the service's clones and a developer's repository keep theirs
 between reviews. Readers and writers of several processes or threads take turns through SQLite's

@@ -2372,7 +2372,7 @@ def check(ctx: FileContext) -> list[Finding]:
     loop_tries = _loop_tries(ctx.tree)
     imports = _import_map(ctx)
     facts = _FileFacts(ctx.tree, tries)
-    moved = moved_handlers(ctx)
+    moved = moved_handlers(ctx, tries)
     for node in tries:
         calls = _call_statements(node.body)
         wide_calls = len(calls) if len(calls) > 1 else 0

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from reviewbot import pysource
 from reviewbot.rules.common import FileContext, callee, hands_back_nothing, is_logging_call, warns
@@ -58,54 +58,112 @@ def handler_key(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> str:
 
 
 Guards = frozenset[tuple[str, bool]]
+# a handler's try body and handler as statement kinds, its name and caught type: equal `handler_key`s
+# have equal shapes, and a shape costs no `ast.dump` of the try body
+Shape = tuple[tuple[str, ...], tuple[str, ...], str | None, str | None]
 
 
-def _guarded_handlers(trees: tuple[tuple[str, ast.Module], ...]) -> dict[str, list[Guards]]:
+def _shape(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> Shape:
+    return (
+        tuple(type(stmt).__name__ for stmt in node.body),
+        tuple(type(stmt).__name__ for stmt in handler.body),
+        handler.name,
+        None if handler.type is None else ast.dump(handler.type),
+    )
+
+
+class _Handlers:
+    """The handlers of one tree by `_shape`, each with the `if` branches its try stands in (the `if`
+    statement, whether the try is in its `else:`/`elif` branch); their `handler_key`s and the
+    conditions as code are dumped on first use. Owned by the tree (`_tree_guarded_handlers`), read
+    by the one review that parsed it."""
+
+    def __init__(self) -> None:
+        self.by_shape: dict[Shape, list[tuple[ast.Try | ast.TryStar, ast.ExceptHandler, tuple]]] = {}
+        self._keys: dict[ast.ExceptHandler, str] = {}
+        self._tests: dict[ast.If, str] = {}
+
+    def key(self, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> str:
+        """`handler_key(node, handler)`, dumped once."""
+        if handler not in self._keys:
+            self._keys[handler] = handler_key(node, handler)
+        return self._keys[handler]
+
+    def guards(self, branches: tuple[tuple[ast.If, bool], ...]) -> Guards:
+        """The branches as guards: (the condition as code, in its `else:` branch)."""
+        for branch, _ in branches:
+            if branch not in self._tests:
+                self._tests[branch] = ast.dump(branch.test)
+        return frozenset((self._tests[branch], in_else) for branch, in_else in branches)
+
+
+def _guarded_handlers(
+    trees: tuple[tuple[str, ast.Module], ...], wanted: Mapping[Shape, set[str]] | None = None
+) -> dict[str, list[Guards]]:
     """`handler_key` -> the guards of each occurrence: the `if` conditions the try stands under, each
-    as (the condition as code, whether the try is in its `else:`/`elif` branch)."""
+    as (the condition as code, whether the try is in its `else:`/`elif` branch). `wanted`: only these
+    keys (by their `_shape`), so only the handlers of those shapes are dumped; every key by default."""
     found: dict[str, list[Guards]] = {}
     for _, tree in trees:
-        for key, occurrences in _tree_guarded_handlers(tree).items():
-            found.setdefault(key, []).extend(occurrences)
+        handlers = _tree_guarded_handlers(tree)
+        for shape, occurrences in handlers.by_shape.items():
+            keys = None if wanted is None else wanted.get(shape)
+            if wanted is not None and not keys:
+                continue
+            for node, handler, branches in occurrences:
+                key = handlers.key(node, handler)
+                if keys is None or key in keys:
+                    found.setdefault(key, []).append(handlers.guards(branches))
     return found
 
 
 @pysource.PerTree
-def _tree_guarded_handlers(tree: ast.AST) -> dict[str, list[Guards]]:
-    """`_guarded_handlers` of one tree, kept while the tree lives: each changed file's review reads
-    the others' again (its values are text, they hold no node)."""
-    found: dict[str, list[Guards]] = {}
+def _tree_guarded_handlers(tree: ast.AST) -> _Handlers:
+    """The handlers of one tree (`_Handlers`), kept while the tree lives: each changed file's review
+    reads the others' again. One pass over the statement lists (a try is a statement; an `if`'s
+    condition holds none); the values hold nodes of the tree, never the tree itself."""
+    found = _Handlers()
 
-    def visit(node: ast.AST, guards: Guards) -> None:
-        if isinstance(node, (ast.Try, ast.TryStar)):
-            for handler in node.handlers:
-                found.setdefault(handler_key(node, handler), []).append(guards)
-        if isinstance(node, ast.If):
-            test = ast.dump(node.test)
-            visit(node.test, guards)
-            for child in node.body:
-                visit(child, guards | {(test, False)})
-            for child in node.orelse:
-                visit(child, guards | {(test, True)})
-            return
-        for child in ast.iter_child_nodes(node):
-            visit(child, guards)
+    def visit(body: list[ast.stmt], branches: tuple[tuple[ast.If, bool], ...]) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.Try, ast.TryStar)):
+                for handler in stmt.handlers:
+                    found.by_shape.setdefault(_shape(stmt, handler), []).append((stmt, handler, branches))
+            if isinstance(stmt, ast.If):
+                visit(stmt.body, (*branches, (stmt, False)))
+                visit(stmt.orelse, (*branches, (stmt, True)))
+                continue
+            for field in ("body", "handlers", "orelse", "finalbody", "cases"):  # in `_fields` order
+                for child in getattr(stmt, field, None) or ():
+                    if isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                        visit(child.body, branches)
+                    elif isinstance(child, ast.stmt):
+                        visit([child], branches)
 
-    visit(tree, frozenset())
+    visit(getattr(tree, "body", []), ())
     return found
 
 
-def moved_handlers(ctx: FileContext) -> frozenset[str]:
+def moved_handlers(ctx: FileContext, among: Iterable[ast.Try | ast.TryStar] | None = None) -> frozenset[str]:
     """`handler_key`s of the head revision that occur at least as often in the base versions of the
     changed files (removed files included) as in their head versions, each head occurrence under at
     least the `if` conditions of a base occurrence: moved, not added, and running in no situation
     it did not run in before. A try whose guarding condition the change removed runs in more
     situations (accelerate's `gather_for_metrics` handler, now also on one process): still new.
-    Empty for a base-revision context."""
+    `among`: only the keys of these tries' handlers are asked (the others are not dumped); the
+    keys of every changed head file by default. Empty for a base-revision context."""
     if ctx.revision != "head":
         return frozenset()
-    base = _guarded_handlers(ctx.changed_trees("base"))
-    head = _guarded_handlers(ctx.changed_trees("head"))
+    wanted: dict[Shape, set[str]] | None = None
+    if among is not None:
+        wanted = {}
+        for node in among:
+            for handler in node.handlers:
+                wanted.setdefault(_shape(node, handler), set()).add(handler_key(node, handler))
+        if not wanted:
+            return frozenset()
+    base = _guarded_handlers(ctx.changed_trees("base"), wanted)
+    head = _guarded_handlers(ctx.changed_trees("head"), wanted)
     return frozenset(
         key
         for key, occurrences in head.items()
@@ -164,10 +222,19 @@ def _scope_of(tree: ast.Module, node: ast.stmt) -> list[ast.stmt] | None:
     """The statement list of the function or module whose body holds `node` directly."""
     if any(stmt is node for stmt in tree.body):
         return tree.body
-    for scope in pysource.walk(tree):
-        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(stmt is node for stmt in scope.body):
-            return scope.body
-    return None
+    return _function_bodies(tree).get(node)
+
+
+@pysource.PerTree
+def _function_bodies(tree: ast.AST) -> dict[ast.stmt, list[ast.stmt]]:
+    """Each statement standing directly in the body of a function of `tree` (at any depth) -> that
+    body, read once per tree for `_scope_of`."""
+    return {
+        stmt: function.body
+        for function in pysource.statements(tree)
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for stmt in function.body
+    }
 
 
 def _third_party_imports_only(ctx: FileContext, body: list[ast.stmt]) -> bool:
@@ -299,6 +366,9 @@ def _report_procedures(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.Asyn
     for function in tree.body:
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.decorator_list:
             continue
+        # with no shared names a statement is a report statement at least as often: a cheap first test
+        if not all(_report_statement(stmt, set()) for stmt in function.body):
+            continue
         shared = pysource.shared_names(function)
         if (
             hands_back_nothing(function)
@@ -327,9 +397,11 @@ def report_only_results(tree: ast.Module) -> dict[str, str]:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in private:
                 inside[node.func.id].add(name)
                 called.add(id(node.func))
+    if not called:
+        return {}
     mentioned_elsewhere = {
         node.id
-        for node in pysource.walk(tree)
+        for node in pysource.nodes(tree)
         if isinstance(node, ast.Name) and node.id in private and id(node) not in called
     }
     return {name: min(users) for name, users in inside.items() if users and name not in mentioned_elsewhere}
@@ -348,14 +420,29 @@ def substitutes_constant(handler: ast.ExceptHandler) -> bool:
 
 def enclosing_function(tree: ast.Module, node: ast.stmt) -> str | None:
     """The top-level function that holds `node` in its own code (not in a nested function or class)."""
-    for function in tree.body:
+    return _own_statements(tree).get(node)
+
+
+@pysource.PerTree
+def _own_statements(tree: ast.AST) -> dict[ast.stmt, str]:
+    """Each statement in the own code of a top-level function of `tree` (a nested function or class
+    statement itself, not what it holds) -> the function's name (the first such function's, in
+    file order), read once per tree for `enclosing_function`. Statements stand only in statement
+    lists (no expression, lambda included, holds one)."""
+    found: dict[ast.stmt, str] = {}
+    for function in getattr(tree, "body", []):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        pending: list[ast.AST] = list(function.body)
+        pending: list[ast.stmt] = list(function.body)
         while pending:
             current = pending.pop()
-            if current is node:
-                return function.name
-            if not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                pending.extend(ast.iter_child_nodes(current))
-    return None
+            found.setdefault(current, function.name)
+            if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                children = getattr(current, field, None)
+                if isinstance(children, list):
+                    pending.extend(children)
+            for clause in [*getattr(current, "handlers", ()), *getattr(current, "cases", ())]:
+                pending.extend(clause.body)
+    return found

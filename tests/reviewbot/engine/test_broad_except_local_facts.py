@@ -185,18 +185,144 @@ def test_display_only_names_are_those_of_both_call_graphs(name: str) -> None:
         assert {"_shown", "describe", "wheel_tag"} <= names & expected
 
 
+GUARDED = textwrap.dedent(
+    """
+    import os
+
+    if os.environ.get("A"):
+        try:
+            setup()
+        except Exception:
+            pass
+    elif os.name == "nt":
+        try:
+            setup()
+        except Exception:
+            pass
+    else:
+        for attempt in range(3):
+            try:
+                setup()
+            except Exception:
+                pass
+            finally:
+                if attempt:
+                    try:
+                        teardown()
+                    except OSError as error:
+                        log(error)
+
+
+    def handle(command):
+        match command:
+            case "run":
+                try:
+                    run()
+                except Exception:
+                    try:
+                        setup()
+                    except Exception:
+                        pass
+            case _:
+                with lock:
+                    if ready:
+                        try:
+                            setup()
+                        except Exception:
+                            pass
+    """
+)
+
+
+def _guarded_by_walking(tree: ast.AST) -> dict[str, list[handler_reach.Guards]]:
+    """The handler keys and guards of every try, from a walk of every node (round 12's reading)."""
+    found: dict[str, list[handler_reach.Guards]] = {}
+
+    def visit(node: ast.AST, guards: handler_reach.Guards) -> None:
+        if isinstance(node, (ast.Try, ast.TryStar)):
+            for handler in node.handlers:
+                found.setdefault(handler_reach.handler_key(node, handler), []).append(guards)
+        if isinstance(node, ast.If):
+            test = ast.dump(node.test)
+            for child in node.body:
+                visit(child, guards | {(test, False)})
+            for child in node.orelse:
+                visit(child, guards | {(test, True)})
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, guards)
+
+    visit(tree, frozenset())
+    return found
+
+
+def _sources() -> list[str]:
+    root = Path(engine.__file__).parent
+    return [SAMPLE, GUARDED, *((root / name).read_text() for name in ("service/worker.py", "sandbox.py", "engine.py"))]
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_guarded_handlers_are_those_of_a_walk_of_every_node(index: int) -> None:
+    tree = ast.parse(_sources()[index])
+    expected = _guarded_by_walking(tree)
+    got = handler_reach._guarded_handlers((("m.py", tree),))
+    assert set(got) == set(expected) and all(sorted(got[k], key=sorted) == sorted(expected[k], key=sorted) for k in got)
+    # only the keys asked, each with all its occurrences, and only the handlers of their shapes dumped
+    fresh = ast.parse(_sources()[index])
+    handlers = handler_reach._tree_guarded_handlers(fresh)
+    node, handler, _ = next(iter(handlers.by_shape.values()))[0]
+    key = handler_reach.handler_key(node, handler)
+    wanted = {handler_reach._shape(node, handler): {key}}
+    assert handler_reach._guarded_handlers((("m.py", fresh),), wanted) == {key: got[key]}
+    assert set(handlers._keys) == {h for _, h, _ in handlers.by_shape[handler_reach._shape(node, handler)]}
+
+
 def test_guarded_handlers_are_read_once_per_tree_and_two_revisions_are_not_confused() -> None:
-    base = ast.parse(SAMPLE)
-    head = ast.parse(SAMPLE.replace('SETTINGS = ""', 'SETTINGS = "none"'))
+    base = ast.parse(GUARDED)
+    head = ast.parse(GUARDED.replace('os.name == "nt"', 'os.name == "posix"'))
     first = handler_reach._guarded_handlers((("m.py", base), ("m.py", head)))
     memo = handler_reach._tree_guarded_handlers.memo
     assert base in memo and head in memo
     assert handler_reach._guarded_handlers((("m.py", base), ("m.py", head))) == first
-    # the fresh reading of each tree alone, in the same order, is the same answer
-    alone = [handler_reach._tree_guarded_handlers.fresh(tree) for tree in (base, head)]
+    # each tree read alone by a walk of every node gives the same occurrences, base's first
+    alone = [_guarded_by_walking(tree) for tree in (base, head)]
     assert {key for part in alone for key in part} == set(first)
     assert all(first[key] == [g for part in alone for g in part.get(key, [])] for key in first)
-    # a key only the head has stays the head's (the changed module-level handler)
-    assert [key for key in alone[1] if key not in alone[0]] and all(
-        len(first[k]) == 1 for k in alone[1] if k not in alone[0]
-    )
+    # the `setup()` handlers in the changed `elif` and in its `else:` have guards only the head has
+    (node,) = ast.parse("try:\n    setup()\nexcept Exception:\n    pass\n").body
+    assert isinstance(node, ast.Try)
+    key = handler_reach.handler_key(node, node.handlers[0])
+    assert len(set(alone[1][key]) - set(alone[0][key])) == 2
+
+
+def _scope_by_walking(tree: ast.Module, node: ast.stmt) -> list[ast.stmt] | None:
+    if any(stmt is node for stmt in tree.body):
+        return tree.body
+    for scope in ast.walk(tree):
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(stmt is node for stmt in scope.body):
+            return scope.body
+    return None
+
+
+def _enclosing_by_walking(tree: ast.Module, node: ast.stmt) -> str | None:
+    for function in tree.body:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        pending: list[ast.AST] = list(function.body)
+        while pending:
+            current = pending.pop()
+            if current is node:
+                return function.name
+            if not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                pending.extend(ast.iter_child_nodes(current))
+    return None
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_scope_and_enclosing_function_are_those_of_a_walk(index: int) -> None:
+    tree = ast.parse(_sources()[index])
+    statements = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+    assert any(handler_reach.enclosing_function(tree, stmt) for stmt in statements)
+    for stmt in statements:
+        assert handler_reach._scope_of(tree, stmt) is _scope_by_walking(tree, stmt), ast.unparse(stmt)[:60]
+        assert handler_reach.enclosing_function(tree, stmt) == _enclosing_by_walking(tree, stmt)

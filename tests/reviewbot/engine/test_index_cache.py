@@ -1,6 +1,7 @@
 """reviewbot.index_cache with the exception index on a real git repository in a temp dir: a warm
-index equals a cold one, an edited file is scanned again, a review fills the cache in the git
-directory, and a cache file that is not one is moved aside with a warning."""
+index equals a cold one and reads no blob, an edited file is read and scanned again (the key is its
+blob id), a file copied unchanged is not, a review fills the cache in the git directory, and a
+cache file that is not one is moved aside with a warning."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from engine_gitrepos import Repo
 
 from reviewbot import pysource
 from reviewbot.engine import run_review
-from reviewbot.exception_index import ExceptionIndex, facts_digest, file_facts, index_revision
+from reviewbot.exception_index import ExceptionIndex, blob_digest, file_facts, index_revision
 from reviewbot.gitrepo import GitRepo
 from reviewbot.index_cache import CACHE_FILE, FactsCache
 
@@ -62,32 +63,56 @@ def _summary(index: ExceptionIndex) -> tuple:
     )
 
 
-def test_a_warm_index_equals_a_cold_one_and_parses_nothing(repo: Repo, tmp_path: Path) -> None:
+class CountingRepo(GitRepo):
+    """A `GitRepo` that keeps the paths whose blobs it reads."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.read_paths: list[str] = []
+
+    def read(self, rev: str, path: str) -> str | None:
+        self.read_paths.append(path)
+        return super().read(rev, path)
+
+
+def test_a_warm_index_equals_a_cold_one_and_reads_nothing(repo: Repo, tmp_path: Path) -> None:
     with GitRepo(repo.path) as git:
         cold = index_revision(git, "HEAD")
         with FactsCache(tmp_path / "facts.sqlite3") as cache:
             filled = index_revision(git, "HEAD", cache=cache)
-        trees = pysource.Trees()
-        with FactsCache(tmp_path / "facts.sqlite3") as cache:
-            warm = index_revision(git, "HEAD", trees, cache)
+    trees = pysource.Trees()
+    with CountingRepo(repo.path) as git, FactsCache(tmp_path / "facts.sqlite3") as cache:
+        warm = index_revision(git, "HEAD", trees, cache)
     assert _summary(cold) == _summary(filled) == _summary(warm)
     assert _summary(warm)[4] == ["fail", "load", "top"] and warm.files == 3  # broken.py does not parse
-    assert len(trees) == 0  # every file's facts came from the cache, the unparsable one's too
+    # every file's entry came from the cache by its blob id, the unparsable one's too
+    assert len(trees) == 0 and git.read_paths == []
 
 
-def test_an_edited_file_is_scanned_again(repo: Repo, tmp_path: Path) -> None:
+def test_an_edited_file_is_read_and_scanned_again_a_copied_one_is_not(repo: Repo, tmp_path: Path) -> None:
     with GitRepo(repo.path) as git, FactsCache(tmp_path / "facts.sqlite3") as cache:
         index_revision(git, "HEAD", cache=cache)
-    repo.commit({"pkg/errors.py": ERRORS + "\n\nclass Evicted(CacheError):\n    pass\n"}, "more")
+    repo.commit(
+        {"pkg/errors.py": ERRORS + "\n\nclass Evicted(CacheError):\n    pass\n", "pkg/copied.py": LOADER}, "more"
+    )
     trees = pysource.Trees()
-    with GitRepo(repo.path) as git, FactsCache(tmp_path / "facts.sqlite3") as cache:
+    with CountingRepo(repo.path) as git, FactsCache(tmp_path / "facts.sqlite3") as cache:
         index = index_revision(git, "HEAD", trees, cache)
     assert "pkg.errors.Evicted" in [c.full_name for c in index.subclasses_of("RuntimeError")]
-    assert len(trees) == 1
+    assert len(trees) == 1 and git.read_paths == ["pkg/errors.py"]
+    # the copy's sites come from the cached entry of the loader's blob, under the copy's path
+    assert [site.path for site in index.handlers_of("CacheMiss")] == ["pkg/copied.py", "pkg/loader.py"]
 
 
-def test_the_digest_names_the_text_and_the_scanner() -> None:
-    assert facts_digest("x = 1\n") == facts_digest("x = 1\n") != facts_digest("x = 2\n")
+def test_the_digest_names_the_blob_and_the_scanner(repo: Repo) -> None:
+    with GitRepo(repo.path) as git:
+        blobs = dict(git.list_blobs("HEAD"))
+    assert blobs["pkg/loader.py"] == repo.git("rev-parse", "HEAD:pkg/loader.py").strip()
+    assert (
+        blob_digest(blobs["pkg/loader.py"])
+        == blob_digest(blobs["pkg/loader.py"])
+        != blob_digest(blobs["pkg/errors.py"])
+    )
     assert file_facts("def (", "broken.py", pysource.Trees()) is None
 
 
