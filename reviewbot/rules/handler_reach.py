@@ -72,6 +72,26 @@ def _shape(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> Shape:
     )
 
 
+def _same(first: object, second: object) -> bool:
+    """`ast.dump(first) == ast.dump(second)` for nodes, lists of them and the values they hold,
+    compared node by node and given up at the first difference, without building either text: the
+    same node classes, the same fields (a missing one reads as None, which `ast.dump` leaves out
+    alike) and leaf values with the same `repr` (`1` is not `1.0`, `0.0` is not `-0.0`)."""
+    if isinstance(first, ast.AST):
+        if type(first) is not type(second):
+            return False
+        return all(_same(getattr(first, name, None), getattr(second, name, None)) for name in first._fields)
+    if isinstance(first, list):
+        return (
+            isinstance(second, list)
+            and len(first) == len(second)
+            and all(_same(one, other) for one, other in zip(first, second, strict=True))
+        )
+    if isinstance(second, (ast.AST, list)):
+        return False
+    return first is second or repr(first) == repr(second)
+
+
 class _Handlers:
     """The handlers of one tree by `_shape`, each with the `if` branches its try stands in (the `if`
     statement, whether the try is in its `else:`/`elif` branch); their `handler_key`s and the
@@ -96,24 +116,25 @@ class _Handlers:
                 self._tests[branch] = ast.dump(branch.test)
         return frozenset((self._tests[branch], in_else) for branch, in_else in branches)
 
+    def occurrences(self, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> list[Guards]:
+        """The guards of each handler of the tree with the `handler_key` of `node`'s `handler`, found
+        among those of its shape by `_same` (the handlers first, then the try bodies)."""
+        return [
+            self.guards(branches)
+            for other, other_handler, branches in self.by_shape.get(_shape(node, handler), ())
+            if _same(handler, other_handler) and _same(node.body, other.body)
+        ]
 
-def _guarded_handlers(
-    trees: tuple[tuple[str, ast.Module], ...], wanted: Mapping[Shape, set[str]] | None = None
-) -> dict[str, list[Guards]]:
+
+def _guarded_handlers(trees: tuple[tuple[str, ast.Module], ...]) -> dict[str, list[Guards]]:
     """`handler_key` -> the guards of each occurrence: the `if` conditions the try stands under, each
-    as (the condition as code, whether the try is in its `else:`/`elif` branch). `wanted`: only these
-    keys (by their `_shape`), so only the handlers of those shapes are dumped; every key by default."""
+    as (the condition as code, whether the try is in its `else:`/`elif` branch)."""
     found: dict[str, list[Guards]] = {}
     for _, tree in trees:
         handlers = _tree_guarded_handlers(tree)
-        for shape, occurrences in handlers.by_shape.items():
-            keys = None if wanted is None else wanted.get(shape)
-            if wanted is not None and not keys:
-                continue
+        for occurrences in handlers.by_shape.values():
             for node, handler, branches in occurrences:
-                key = handlers.key(node, handler)
-                if keys is None or key in keys:
-                    found.setdefault(key, []).append(handlers.guards(branches))
+                found.setdefault(handlers.key(node, handler), []).append(handlers.guards(branches))
     return found
 
 
@@ -150,26 +171,34 @@ def moved_handlers(ctx: FileContext, among: Iterable[ast.Try | ast.TryStar] | No
     least the `if` conditions of a base occurrence: moved, not added, and running in no situation
     it did not run in before. A try whose guarding condition the change removed runs in more
     situations (accelerate's `gather_for_metrics` handler, now also on one process): still new.
-    `among`: only the keys of these tries' handlers are asked (the others are not dumped); the
-    keys of every changed head file by default. Empty for a base-revision context."""
+    `among`: only the keys of these tries' handlers are asked, their occurrences found by `_same`
+    among the handlers of their shape (nothing else is dumped); the keys of every changed head
+    file by default. Empty for a base-revision context."""
     if ctx.revision != "head":
         return frozenset()
-    wanted: dict[Shape, set[str]] | None = None
-    if among is not None:
-        wanted = {}
-        for node in among:
-            for handler in node.handlers:
-                wanted.setdefault(_shape(node, handler), set()).add(handler_key(node, handler))
-        if not wanted:
-            return frozenset()
-    base = _guarded_handlers(ctx.changed_trees("base"), wanted)
-    head = _guarded_handlers(ctx.changed_trees("head"), wanted)
-    return frozenset(
-        key
-        for key, occurrences in head.items()
-        if len(base.get(key, [])) >= len(occurrences)
-        and all(any(before <= guards for before in base[key]) for guards in occurrences)
-    )
+    if among is None:
+        base = _guarded_handlers(ctx.changed_trees("base"))
+        head = _guarded_handlers(ctx.changed_trees("head"))
+        return frozenset(key for key, occurrences in head.items() if _moved(occurrences, base.get(key, [])))
+    moved: set[str] = set()
+    for node in among:
+        for handler in node.handlers:
+            head_occurrences, base_occurrences = (
+                [
+                    guards
+                    for _, tree in ctx.changed_trees(revision)
+                    for guards in _tree_guarded_handlers(tree).occurrences(node, handler)
+                ]
+                for revision in ("head", "base")
+            )
+            if head_occurrences and _moved(head_occurrences, base_occurrences):
+                moved.add(handler_key(node, handler))
+    return frozenset(moved)
+
+
+def _moved(head: list[Guards], base: list[Guards]) -> bool:
+    """As many occurrences at base as at head, each head one under at least a base one's guards."""
+    return len(base) >= len(head) and all(any(before <= guards for before in base) for guards in head)
 
 
 def _call_of(stmt: ast.stmt) -> tuple[str, ast.Call] | None:

@@ -190,12 +190,13 @@ class _Scanner:
         reads = _reads_config(stmt.test, self.names)
         only = reads and _only_config(stmt.test, self.names)
         ored_with_flag = reads and isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.Or)
+        # the cheap tests first: the file's logging helpers are read only for a gate in focus
         if (
-            _exits_silently(stmt.body, params)
+            (active or ored_with_flag)
             and not only
-            and (active or ored_with_flag)
-            and not _calls_logging_helper(stmt.test, self.logging_helpers)
             and self.ctx.focus(stmt.lineno, stmt.end_lineno or stmt.lineno)
+            and _exits_silently(stmt.body, params)
+            and not _calls_logging_helper(stmt.test, self.logging_helpers)
             and condition_key(stmt.test) not in self.moved
         ):
             self.findings.append(_gate_finding(self.ctx, stmt))

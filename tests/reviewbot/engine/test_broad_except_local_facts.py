@@ -267,14 +267,22 @@ def test_guarded_handlers_are_those_of_a_walk_of_every_node(index: int) -> None:
     expected = _guarded_by_walking(tree)
     got = handler_reach._guarded_handlers((("m.py", tree),))
     assert set(got) == set(expected) and all(sorted(got[k], key=sorted) == sorted(expected[k], key=sorted) for k in got)
-    # only the keys asked, each with all its occurrences, and only the handlers of their shapes dumped
-    fresh = ast.parse(_sources()[index])
-    handlers = handler_reach._tree_guarded_handlers(fresh)
-    node, handler, _ = next(iter(handlers.by_shape.values()))[0]
-    key = handler_reach.handler_key(node, handler)
-    wanted = {handler_reach._shape(node, handler): {key}}
-    assert handler_reach._guarded_handlers((("m.py", fresh),), wanted) == {key: got[key]}
-    assert set(handlers._keys) == {h for _, h, _ in handlers.by_shape[handler_reach._shape(node, handler)]}
+    # each handler's occurrences found by comparing nodes are those of its key
+    handlers = handler_reach._tree_guarded_handlers(tree)
+    for occurrences in handlers.by_shape.values():
+        for node, handler, _ in occurrences:
+            found = handlers.occurrences(node, handler)
+            assert sorted(found, key=sorted) == sorted(expected[handler_reach.handler_key(node, handler)], key=sorted)
+
+
+def test_nodes_compare_as_their_dumps() -> None:
+    texts = ["x = 1", "x = 1.0", "x = True", "x = -0.0", "x = 0.0", "x = 'a'", "x = b'a'", "x: int = 1", "x: int"]
+    texts += ["f(a, b=1)", "f(a, b=2)", "f(a, c=1)", "f(*a)", "global x", "global y", "x = y = 1", "(x, y) = 1"]
+    nodes = [ast.parse(text).body[0] for text in texts]
+    for first in nodes:
+        for second in nodes:
+            assert handler_reach._same(first, second) == (ast.dump(first) == ast.dump(second))
+    assert handler_reach._same(ast.parse("x = 1\n\n").body, ast.parse("x = (\n    1\n)").body)
 
 
 def test_guarded_handlers_are_read_once_per_tree_and_two_revisions_are_not_confused() -> None:
