@@ -62,7 +62,7 @@ from reviewbot.repo_config import CONFIG_FILE, ConfigError, RepoConfig, load_con
 from reviewbot.results.schema import SuiteResult
 from reviewbot.review import ChangeSummary, FileStat, Note, Review, Signal
 from reviewbot.ruff import SELECT as RUFF_CODES
-from reviewbot.ruff import run_ruff
+from reviewbot.ruff import ruff_started
 from reviewbot.rules import FILE_RULES, FileContext, encoding, key_docs, silent_gate, suite_results
 from reviewbot.rules import cache_key as cache_key_rule
 from reviewbot.rules.common import QualnameIndex
@@ -463,7 +463,6 @@ def _file_findings(
         if base_src is not None:
             ruff_input[f"base/{path}"] = base_src
     say(f"static rules: {len(versions)} Python file(s); ruff {','.join(RUFF_CODES)}")
-    ruff_hits = run_ruff(ruff_input)
 
     kc = key_change
 
@@ -497,6 +496,11 @@ def _file_findings(
     @functools.cache
     def moved_conditions() -> frozenset[str]:
         return silent_gate.moved_conditions(changed_trees("base"), changed_trees("head"))
+
+    with ruff_started(ruff_input) as ruff_wait:
+        # the head versions are the files reviewed below: parsed while ruff runs in its own process
+        changed_trees("head")
+        ruff_hits = ruff_wait()
 
     findings: list[Finding] = []
     guards: list[str] = []
