@@ -1078,15 +1078,22 @@ def _error_wording_functions(tree: ast.Module) -> frozenset[str]:
     defined: set[str] = set()
 
     def record(node: ast.AST, within: str, on_error_path: bool) -> None:
-        for sub in _own_scope(node):
-            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub is not node:
+        # `_own_scope(node)` in its order, read as it is walked
+        pending = [node]
+        while pending:
+            sub = pending.pop()
+            if sub is not node and isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 visit_function(sub)
-            elif isinstance(sub, ast.Call):
+                continue
+            if isinstance(sub, ast.Call):
                 func = sub.func
                 if isinstance(func, ast.Name):
                     uses.setdefault(func.id, []).append((within, on_error_path))
                 elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
                     uses.setdefault(func.attr, []).append((within, on_error_path))
+            elif sub is not node and isinstance(sub, ast.Lambda):
+                continue
+            pending.extend(pysource.children(sub))
 
     def visit_function(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         defined.add(function.name)

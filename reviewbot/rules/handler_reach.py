@@ -155,11 +155,14 @@ def _tree_guarded_handlers(tree: ast.AST) -> _Handlers:
                 visit(stmt.orelse, (*branches, (stmt, True)))
                 continue
             for field in ("body", "handlers", "orelse", "finalbody", "cases"):  # in `_fields` order
-                for child in getattr(stmt, field, None) or ():
-                    if isinstance(child, (ast.ExceptHandler, ast.match_case)):
-                        visit(child.body, branches)
-                    elif isinstance(child, ast.stmt):
-                        visit([child], branches)
+                children = getattr(stmt, field, None)
+                if not children or not isinstance(children, list):  # a lambda's `body` is one expression
+                    continue
+                if isinstance(children[0], (ast.ExceptHandler, ast.match_case)):
+                    for clause in children:
+                        visit(clause.body, branches)
+                else:
+                    visit(children, branches)
 
     visit(getattr(tree, "body", []), ())
     return found

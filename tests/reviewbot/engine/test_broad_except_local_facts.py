@@ -334,3 +334,56 @@ def test_scope_and_enclosing_function_are_those_of_a_walk(index: int) -> None:
     for stmt in statements:
         assert handler_reach._scope_of(tree, stmt) is _scope_by_walking(tree, stmt), ast.unparse(stmt)[:60]
         assert handler_reach.enclosing_function(tree, stmt) == _enclosing_by_walking(tree, stmt)
+
+
+def _error_wording_by_scope_lists(tree: ast.Module) -> frozenset[str]:
+    """`broad_except._error_wording_functions` as round 11 wrote it: each statement's own scope
+    listed whole (`_own_scope`) before its calls are read."""
+    uses: dict[str, list[tuple[str, bool]]] = {}
+    defined: set[str] = set()
+
+    def record(node: ast.AST, within: str, on_error_path: bool) -> None:
+        for sub in broad_except._own_scope(node):
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub is not node:
+                visit_function(sub)
+            elif isinstance(sub, ast.Call):
+                func = sub.func
+                if isinstance(func, ast.Name):
+                    uses.setdefault(func.id, []).append((within, on_error_path))
+                elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+                    uses.setdefault(func.attr, []).append((within, on_error_path))
+
+    def visit_function(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        defined.add(function.name)
+        tail = len(function.body)
+        if isinstance(function.body[-1], ast.Raise):
+            tail = 0
+            for index, stmt in enumerate(function.body):
+                if any(isinstance(sub, ast.Return) for sub in broad_except._own_scope(stmt)):
+                    tail = index + 1
+        for index, stmt in enumerate(function.body):
+            record(stmt, function.name, index >= tail)
+
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            visit_function(stmt)
+        else:
+            record(stmt, "<module>", False)
+    wording: set[str] = set()
+    grown = True
+    while grown:
+        grown = False
+        for name in defined - wording:
+            calls = uses.get(name, [])
+            if calls and all(on_error_path or within in wording for within, on_error_path in calls):
+                wording.add(name)
+                grown = True
+    return frozenset(wording)
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_error_wording_functions_are_those_of_whole_scope_lists(index: int) -> None:
+    tree = ast.parse([DISPLAY, *_sources()][index])
+    assert broad_except._error_wording_functions(tree) == _error_wording_by_scope_lists(tree)
+    if index == 0:
+        assert "wheel_tag" in broad_except._error_wording_functions(tree)
