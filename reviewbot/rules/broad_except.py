@@ -59,8 +59,9 @@ may confirm or refute them.
     everything to mark that unit failed and keep going, and says so in the log;
   - a *filter*: the handler inspects the caught exception and re-raises what it does not recognise
     (`if should_retry(e): <retry> else: raise`, or `if not is_oom(e): raise` before the recovery;
-    the test names the caught exception): nothing, it is as narrow as the predicate (the OOM-retry
-    decorator that halves the batch size);
+    the test names the caught exception; or, round 14, an `assert` on it, a test's expected
+    failure: `assert "Missing key(s)" in str(e)`): nothing, it is as narrow as the predicate (the
+    OOM-retry decorator that halves the batch size);
   - a *guarded probe*: a try body of one operation (other statements only return or assign a
     constant) whose handler only passes, returns a constant or assigns one (logging allowed; not
     an implicit `None` in place of the try's returned result), and either a comment next to it
@@ -813,10 +814,16 @@ def _filters(handler: ast.ExceptHandler) -> bool:
     directly in its body whose test names the caught exception and that re-raises it unchanged
     when the test fails (`if should_retry(e): ... else: raise`, `if not is_oom(e): raise`). The
     reverse, re-raising what the test recognises (`if isinstance(e, OutOfMemoryError): raise`),
-    keeps everything else and is no filter."""
+    keeps everything else and is no filter. An `assert` directly in its body whose test names the
+    caught exception (`assert "Missing key(s)" in str(e)`, a test's expected failure) is one too:
+    what the test rejects fails there, chained to the caught error (unless Python runs with `-O`)."""
     if handler.name is None:
         return False
     for stmt in handler.body:
+        if isinstance(stmt, ast.Assert) and any(
+            isinstance(sub, ast.Name) and sub.id == handler.name for sub in pysource.walk(stmt.test)
+        ):
+            return True
         if not isinstance(stmt, ast.If):
             continue
         inspects = any(isinstance(sub, ast.Name) and sub.id == handler.name for sub in pysource.walk(stmt.test))

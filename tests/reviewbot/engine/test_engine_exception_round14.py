@@ -6,7 +6,11 @@ call keeps the traceback. The near misses stay the P2 swallow: the error's text 
 nothing saying it failed, a record that also computes a substitute, and a failure word only in the
 name of the attribute the text is kept in.
 
-The class is FastVideo's streaming workers and its CI comparison script (tuning cases
+Also an `assert` on the caught exception as a filter (`except RuntimeError as e: assert "Missing
+key(s)" in str(e)`, litgpt's test of strict loading): what the test rejects fails there, so no
+finding; the near miss asserts something that does not name the exception (still `no-oom-reraise`).
+
+The record class is FastVideo's streaming workers and its CI comparison script (tuning cases
 `fastvideo-stream-worker-error-record`, `fastvideo-perf-infra-error-status`)."""
 
 from __future__ import annotations
@@ -94,12 +98,40 @@ def build(fn):
 """
 
 
+ASSERTS = """
+import torch
+
+
+def load_strict(model, state_dict):
+    try:
+        model.load_state_dict(state_dict, strict=True)
+    except RuntimeError as e:
+        assert "Missing key(s)" in str(e) or "Unexpected key(s)" in str(e)
+    return model
+
+
+def any_failure(fn):
+    try:
+        fn()
+    except Exception as error:
+        assert isinstance(error, TimeoutError), error
+
+
+def unrelated_assert(model, state_dict, allowed):
+    try:
+        model.load_state_dict(state_dict, strict=True)
+    except RuntimeError:
+        assert allowed
+    return model
+"""
+
+
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     return review_shapes(
         tmp_path_factory.mktemp("round14") / "r",
         {"pkg/__init__.py": ""},
-        {"pkg/worker.py": WORKER, "pkg/near.py": NEAR_MISSES},
+        {"pkg/worker.py": WORKER, "pkg/near.py": NEAR_MISSES, "pkg/asserts.py": ASSERTS},
     )
 
 
@@ -118,3 +150,13 @@ def test_a_record_that_keeps_the_traceback_gives_nothing(review: list[Finding]) 
 def test_near_misses_stay_the_p2_swallow(review: list[Finding], qualname: str) -> None:
     found = findings_by_rule(review, "pkg/near.py", qualname)["broad-except"]
     assert (found.message_id, found.severity) == ("broad-except.swallows", Severity.P2), qualname
+
+
+@pytest.mark.parametrize("qualname", ["load_strict", "any_failure"])
+def test_an_assert_on_the_caught_exception_is_a_filter(review: list[Finding], qualname: str) -> None:
+    assert findings_by_rule(review, "pkg/asserts.py", qualname) == {}
+
+
+def test_near_miss_an_assert_that_does_not_read_the_exception(review: list[Finding]) -> None:
+    found = findings_by_rule(review, "pkg/asserts.py", "unrelated_assert")["runtime-error-fallback"]
+    assert (found.message_id, found.severity) == ("runtime-error-fallback.no-oom-reraise", Severity.P2)
