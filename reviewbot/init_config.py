@@ -514,6 +514,15 @@ def _propose_suites(git: GitRepo, rev: str, files: list[str]) -> list[SuiteCandi
     return suites
 
 
+def _probe_package(modules: list[ModuleInfo], roots: list[Candidate]) -> str:
+    """Where the probe template proposes the probe module: the top-level package of the first
+    key root, else the first top-level package (a repository-root `__init__.py` names none)."""
+    if roots:
+        return roots[0].value.split(".")[0]
+    packages = [m.name for m in modules if m.path.endswith("/__init__.py") and "." not in m.name]
+    return packages[0] if packages else "your_package"
+
+
 def propose_config(repo: Path | str, revision: str = "HEAD") -> Proposal:
     """Inspect the Python files committed at `revision` of the git repository at `repo` and
     propose its configuration (see the module docstring). Raises ValueError when `revision` names
@@ -533,8 +542,7 @@ def propose_config(repo: Path | str, revision: str = "HEAD") -> Proposal:
             if mod is not None and mod.path == path
         ]
         roots, considered = _propose_roots(git, rev, index, modules)
-        packages = [m.name for m in modules if m.path.endswith("__init__.py") and "." not in m.name]
-        probe_module = f"{packages[0] if packages else 'your_package'}.reviewbot_probe"
+        probe_module = f"{_probe_package(modules, roots)}.reviewbot_probe"
         suites = _propose_suites(git, rev, files)
     return Proposal(rev, len(modules), roots, considered, probe_module, suites, time.monotonic() - started)
 

@@ -90,6 +90,14 @@ may confirm or refute them.
     tuple result (`return str(e), float("inf")`: a candidate that loses a selection), its other
     statements only logging, and no caller in the changed files unpacks that element into `_` or
     drops the result: nothing, the failure travels with the result (`_hands_error_on`);
+  - a *failure record* (round 14, FastVideo's workers): the handler only binds, hands to a queue,
+    list or future, or returns values built without calls (but `str`, `repr`, `type`, `format`,
+    `traceback.format_exc`), one naming the caught exception and one saying the unit failed
+    (`{"kind": "error", "error": repr(e)}`, `status = STATUS_INFRA_ERROR`, `"ok": False`): P3
+    `broad-except.error-record` (the traceback is lost), nothing when the record or a log call keeps
+    it (`_error_record`). Near misses: the error's text put with no failure marker, a record that
+    also computes a substitute, a failure word only in a target's name (`self.compile_error =
+    str(e)`): still the swallow;
   - an *optional third-party import*: a try of only imports of modules outside the repository that
     the file imports nowhere unguarded, the handler recording the absence in a constant
     (`_HAS_PIL = False`): nothing (`_optional_dependency`);
@@ -1396,6 +1404,93 @@ def _queues_error(handler: ast.ExceptHandler) -> bool:
     return False
 
 
+# what a failure record may be built with: the error's text, its type's name, the traceback
+_RECORD_CALLS = frozenset({"str", "repr", "type", "format", "traceback.format_exc", "traceback.format_exception"})
+_RECORD_HAND_ON = frozenset({"put", "put_nowait", "send", "append", "set_result"})
+_SUCCESS_KEYS = frozenset({"ok", "success", "succeeded"})
+
+
+def _record_built(value: ast.AST) -> bool:
+    """`value` calls nothing but `_RECORD_CALLS`: no substitute result is computed in it."""
+    return all(not isinstance(sub, ast.Call) or ast.unparse(sub.func) in _RECORD_CALLS for sub in pysource.walk(value))
+
+
+def _says_failed(value: ast.AST) -> bool:
+    """`value` holds a failure marker: a string, name or attribute with a failure word among its
+    words (`"error"`, `"infra_error"`, `STATUS_INFRA_ERROR`), or `"ok": False` in a dict."""
+    for sub in pysource.walk(value):
+        if isinstance(sub, ast.Dict) and any(
+            isinstance(key, ast.Constant)
+            and key.value in _SUCCESS_KEYS
+            and isinstance(item, ast.Constant)
+            and item.value is False
+            for key, item in zip(sub.keys, sub.values)
+        ):
+            return True
+        word = (
+            sub.value
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str)
+            else sub.id
+            if isinstance(sub, ast.Name)
+            else sub.attr
+            if isinstance(sub, ast.Attribute)
+            else ""
+        )
+        if {part.lower() for part in _WORD_SPLIT.split(word) if part} & _FAILURE_WORDS:
+            return True
+    return False
+
+
+def _error_record(handler: ast.ExceptHandler) -> bool | None:
+    """The handler hands the error on as a failure record: besides logging calls, `pass`,
+    `continue` and a bare `return`, it only binds values (to names, attributes or items), hands
+    them to a queue, a pipe, a list or a future (`_RECORD_HAND_ON`) or returns them, built without
+    any call but `_RECORD_CALLS` (no substitute is computed); one of the values names the caught
+    exception other than by its class, and one says the unit failed (`_says_failed`; a failure word
+    in a target's name is no record: `self.compile_error = str(e)`): `queue.put({
+    "kind": "error", "error": repr(e)})`, `status = STATUS_INFRA_ERROR; reason = f"...{e}"`. The
+    reader of the record sees the failure and its message. True when neither the record nor a log
+    call keeps the traceback (the one thing lost), False when one does, None for any other handler."""
+    name = handler.name
+    if name is None:
+        return None
+    values: list[ast.AST] = []
+    targets: list[ast.AST] = []  # checked for calls only: a failure word in a target's name is no record
+    traceback_kept = False
+    for stmt in handler.body:
+        if isinstance(stmt, ast.Expr) and is_logging_call(stmt.value):
+            assert isinstance(stmt.value, ast.Call)
+            traceback_kept = traceback_kept or _carries_traceback(stmt.value)
+            continue
+        if isinstance(stmt, (ast.Pass, ast.Continue)) or (isinstance(stmt, ast.Return) and stmt.value is None):
+            continue
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Await):
+            call = call.value
+        if isinstance(stmt, ast.Assign):
+            values.append(stmt.value)
+            targets += stmt.targets
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            values.append(stmt.value)
+            targets.append(stmt.target)
+        elif isinstance(stmt, ast.Return):
+            values.append(stmt.value)
+        elif (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr in _RECORD_HAND_ON
+            and _record_built(call.func.value)
+        ):
+            values += [*call.args, *(keyword.value for keyword in call.keywords)]
+        else:
+            return None
+    if not values or not all(_record_built(node) for node in (*values, *targets)):
+        return None
+    if not any(_names_exception(value, name) for value in values) or not any(_says_failed(v) for v in values):
+        return None
+    return not (traceback_kept or any("traceback.format_exc" in ast.unparse(value) for value in values))
+
+
 def _hands_error_on(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
     """The handler returns the caught exception, or its text, as one element of a tuple result
     (`return str(e), float("inf")`, `return None, e`), its other statements only logging, and no
@@ -2232,6 +2327,14 @@ def _broad(
         )
     if boundary:
         return None
+    record = _error_record(handler)
+    if record is not None:
+        # the failure is handed on with its message (FastVideo's worker messages, round 14)
+        if not record:
+            return None
+        return _handler_finding(
+            ctx, handler, "broad-except", Severity.P3, "broad-except.error-record", params, ruff_note
+        )
     if exit_path and all(_logs_or_leaves(stmt) for stmt in handler.body):
         # cleanup on the way out: raising here would mask the error being handled or stop the
         # rest of the teardown
