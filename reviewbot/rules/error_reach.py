@@ -27,6 +27,10 @@ of a swallow is an error that reaches no one; these handlers pass it on by anoth
   callee would not load (TGI's Mamba weight names). Near misses: a device or dtype among the
   changed constants (`"cuda"` to `"cpu"`: the OOM fallback the rule exists for), an argument that
   is not a constant (`x` to `x.cpu()`), another function.
+
+Each gives nothing, for `broad-except` and `runtime-error-fallback` alike (the third only for `except
+RuntimeError`); the tests, with their near misses, are in
+`tests/reviewbot/engine/test_engine_exception_round13.py`.
 """
 
 from __future__ import annotations
