@@ -173,10 +173,20 @@ may confirm or refute them.
     arch_name(arch)` before the warning, then `return False`; `_prepares_report`). Near miss: the
     same handler falling through, the rebound name reaching the code after the try. Since round 12
     the handler may also rebind a value at hand read without a call (`self._compiled = self._func`:
-    the original function a compile wrapper keeps; `_rebinds_at_hand`);
+    the original function a compile wrapper keeps; `_rebinds_at_hand`), and since round 13 put its
+    constant into the entry the try writes (`metadata["hash"] = "unknown"`: `placeholder_entry`).
+    Near miss (round 13): a reported fallback that sets a parameter the try converts in place
+    (`schema = build_regex(schema)`, then `schema = "(.*?)"`), read by the function after the try,
+    is P2 `broad-except.replaces-argument` (`replaced_argument`): the caller's input is replaced and
+    the function answers a request the caller did not make, told only in a log;
   - moved, not added (round 12): a try body and handler that stand in the base revision's changed
     files as often, under at least the same `if` conditions (`handler_reach.moved_handlers`): nothing,
     here and for `except RuntimeError`;
+  - the error still reaches the caller (round 13, `reviewbot.rules.error_reach`): the handler only
+    keeps the caught exception in a name that a later statement of the block raises (`if error is
+    not None: raise error`, after a barrier), or the try is a retry of a bounded loop whose handler
+    reports the error and whose exhaustion raises or exits with a failing status (`exit(-1)`):
+    nothing, here and for `except RuntimeError`;
   - a swallow whose outcome reaches no result (round 12, `reviewbot.rules.handler_reach`): nothing
     substituted that is read, the loss announced (P3 `broad-except.announced-skip`) or only a
     third-party import's side effect (P3 `broad-except.side-effect-import`); or a constant
@@ -213,6 +223,11 @@ may confirm or refute them.
   arguments, binding the result the same way, is P3 `runtime-error-fallback.implementation-alternative`
   (round 12, torchrec's operator fallbacks): an OOM or bad input fails again in the alternative and
   propagates; the nit is to probe the operator outside the call.
+  Not reported either (round 13): the handler's one statement is the try's one call again with
+  another name among its string arguments (`same_call_other_name`: `Embedding(f"{p}.embedding")`
+  after `Embedding(f"{p}.embeddings")`; a device or dtype change is no name), whose own failure
+  propagates; and a try whose one call goes to a function of this file that raises `RuntimeError`
+  itself and reads nothing the file imports (`_own_runtime_signal`: a lookup's "no match").
   A try whose calls all go to the standard library (`_stdlib_only`: `threading.stack_size`,
   `os.remove`; not `importlib`, `pickle`, `copy`, ... which run the caller's code) is not reported
   either: it cannot raise an OOM, a compiler error or the repository's own subclasses.
@@ -259,6 +274,7 @@ from reviewbot.rules.common import (
     is_logging_call,
     warns,
 )
+from reviewbot.rules.error_reach import deferred_reraise, retry_fails_when_exhausted, same_call_other_name
 from reviewbot.rules.fallthrough import UnboundRead, left_unbound, unbound_reads
 from reviewbot.rules.handler_reach import (
     enclosing_function,
@@ -266,6 +282,8 @@ from reviewbot.rules.handler_reach import (
     implementation_alternative,
     moved_handlers,
     nothing_substituted,
+    placeholder_entry,
+    replaced_argument,
     report_only_results,
     substitutes_constant,
 )
@@ -917,6 +935,7 @@ def _reported_fallback(handler: ast.ExceptHandler, try_body: list[ast.stmt], aft
         or _constant_default(stmt)
         or _prepares_report(body, i)
         or _rebinds_at_hand(stmt)
+        or placeholder_entry(stmt, try_body)
         for i, stmt in enumerate(body)
     )
 
@@ -1276,6 +1295,48 @@ def _raises_on_purpose(ctx: FileContext, operation: ast.stmt) -> bool:
             return True
         stack.extend(ast.iter_child_nodes(sub))
     return False
+
+
+def _own_runtime_signal(ctx: FileContext, node: ast.Try | ast.TryStar, imports: Mapping[str, str]) -> bool:
+    """A try of one statement whose one call goes, by simple name, to a function defined at the top
+    level of this file that raises `RuntimeError(...)` itself, reads no name the file imports (no
+    torch, no module of the repository) and calls only builtins that run no code they are handed
+    (round 13, fairscale's `_get_count`: a dictionary lookup's "no match"). For `except
+    RuntimeError`: the caught error is that function's own signal, and no device memory or
+    compiler is reached to fail with an OOM, unless through a method of a value the caller hands it.
+    Near miss: the function also calls torch or another function of the file."""
+    if len(node.body) != 1:
+        return False
+    calls = [sub for sub in pysource.walk(node.body[0]) if isinstance(sub, ast.Call)]
+    if len(calls) != 1 or not isinstance(calls[0].func, ast.Name):
+        return False
+    name = calls[0].func.id
+    defined = next(
+        (
+            stmt
+            for stmt in ctx.tree.body
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name
+        ),
+        None,
+    )
+    if defined is None:
+        return False
+    signals = False
+    for sub in (inner for stmt in defined.body for inner in pysource.walk(stmt)):
+        if isinstance(sub, ast.Name) and sub.id in imports:
+            return False
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id not in BUILTINS_AT_HAND:
+            return False
+        if isinstance(sub, ast.Raise) and sub.exc is not None:
+            raised = sub.exc.func if isinstance(sub.exc, ast.Call) else sub.exc
+            signals = signals or (isinstance(raised, ast.Name) and raised.id == "RuntimeError")
+    return signals
+
+
+def _passes_error_on(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The caught error still reaches the caller by another way (round 13, `reviewbot.rules.error_reach`):
+    kept and raised after the try, or the last failure of a bounded retry ending the run."""
+    return deferred_reraise(ctx.tree, node, handler) or retry_fails_when_exhausted(ctx.tree, node, handler)
 
 
 def _normalises(stmt: ast.stmt) -> bool:
@@ -2224,6 +2285,7 @@ def _broad(
     after: ast.stmt | None,
     diagnostic_procedure: str | None,
     unharmful: tuple[str, dict[str, object]] | None = None,
+    replaced: str | None = None,
 ) -> Finding | None:
     """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring);
     `boundary`: the handler ends a unit of work and reports its error; `teardown`: `_teardown`;
@@ -2231,7 +2293,8 @@ def _broad(
     annotation `_handler_finding` shows; `try_body`: the body of the handler's try; `after`: the statement
     after it (`_following`); `diagnostic_procedure`: the function's name when the try's failure can
     only cost a diagnostic (`_diagnostic_procedures`); `unharmful`: the message id and parameters of
-    the P3 a swallow gets when its outcome reaches no result (`_unharmful`)."""
+    the P3 a swallow gets when its outcome reaches no result (`_unharmful`); `replaced`: the parameter
+    the handler rebinds to a constant and the function reads after the try (`replaced_argument`)."""
     if reraises_same(handler):
         # the same exception goes on, `KeyboardInterrupt` included, after the handler's cleanup
         # (round 11: a bare `except:` here is `except BaseException: ...; raise`, nothing is lost)
@@ -2284,7 +2347,13 @@ def _broad(
         # rest of the teardown
         return None
     if _reported_fallback(handler, try_body, after):
-        return None
+        if replaced is None:
+            return None
+        # the stated default replaces what the caller passed (round 13)
+        params["argument"] = replaced
+        return _handler_finding(
+            ctx, handler, "broad-except", Severity.P2, "broad-except.replaces-argument", params, ruff_note
+        )
     if diagnostic_procedure is not None and all(_logs_or_leaves(stmt) for stmt in handler.body):
         params["where"] = diagnostic_procedure
         return _handler_finding(
@@ -2513,6 +2582,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     _is_filter(handler, node, in_loop, facts)
                     or _is_probe(ctx, node, handler, imports, facts)
                     or _converts(ctx, handler)
+                    or _passes_error_on(ctx, node, handler)
                 ):
                     continue
                 if confined and not reraises_same(handler) and not _noqa_reason(ctx, handler):
@@ -2544,6 +2614,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     after=facts.following.get(id(node)),
                     diagnostic_procedure=facts.diagnostic_tries.get(id(node)),
                     unharmful=_unharmful(ctx, node, handler, facts.report_only, imports),
+                    replaced=replaced_argument(ctx.tree, node, handler),
                 )
                 if finding is not None:
                     findings.append(finding)
@@ -2576,6 +2647,9 @@ def check(ctx: FileContext) -> list[Finding]:
                     or _converts(ctx, handler)
                     or _named_alternative(ctx, node, handler)
                     or _falls_into_raise(handler, facts.following.get(id(node))) is not None
+                    or _passes_error_on(ctx, node, handler)
+                    or same_call_other_name(node, handler)
+                    or _own_runtime_signal(ctx, node, imports)
                 )
             )
             if fallback and not _stdlib_only(node.body, imports) and ctx.exceptions().torch_imported:

@@ -33,6 +33,16 @@ try, but without evidence that its fallback value reaches a result, it is no `P2
 `tests/reviewbot/engine/test_engine_exception_round12.py`): a changed handler or try body, a
 different argument in the alternative, a binding read after the try or a substitute returned, a
 private function whose result also reaches code that returns a value.
+
+Round 13 reads where a reported fallback's constant goes (`tests/reviewbot/engine/test_engine_exception_round13.py`):
+
+- *a placeholder in the try's entry* (`placeholder_entry`): a reported fallback may write a constant
+  into the entry the try writes (`metadata["model_hash"] = "unknown"`), as it may bind one to a
+  plain name: nothing.
+- *the caller's argument replaced* (`replaced_argument`): the other way, a reported fallback that
+  sets a parameter the try converts in place, read after the try, hands the rest of the function
+  an input the caller did not pass (TGI's JSON schema becoming `(.*?)`); `broad_except` reports it
+  at `P2`. Near miss: an option parameter the try does not bind, switched by the handler.
 """
 
 from __future__ import annotations
@@ -359,3 +369,75 @@ def enclosing_function(tree: ast.Module, node: ast.stmt) -> str | None:
             if not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
                 pending.extend(ast.iter_child_nodes(current))
     return None
+
+
+def _innermost_function(tree: ast.Module, node: ast.stmt) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The innermost function (at any depth, a method included) whose lines hold `node`'s."""
+    found = None
+    for function in pysource.nodes(tree):
+        if (
+            isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and function.lineno < node.lineno <= (function.end_lineno or function.lineno)
+            and (found is None or function.lineno > found.lineno)
+        ):
+            found = function
+    return found
+
+
+def replaced_argument(tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> str | None:
+    """The parameter the try body converts in place and the handler rebinds to a constant instead,
+    when the function holding the try reads it after the try (round 13, TGI's grammar fallback:
+    `schema = build_regex_from_schema(schema)`, then `schema = "(.*?)"`); None otherwise. A
+    reported fallback to a constant is a stated default for a value the function makes; one put
+    where the caller's converted input should be goes on to answer a request the caller did not
+    make (a JSON schema becomes "anything"), and the caller is told nothing: the log is where the
+    function runs. Near miss: a parameter the try does not bind, such as an option the handler
+    switches (`save_as_external_data = True` when the size probe fails): the function's own route."""
+    constants = [
+        target.id
+        for stmt in handler.body
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant)
+        for target in stmt.targets
+        if isinstance(target, ast.Name)
+    ]
+    converted = _bound_names(node.body)
+    constants = [name for name in constants if name in converted]
+    if not constants:
+        return None
+    function = _innermost_function(tree, node)
+    if function is None:
+        return None
+    arguments = function.args
+    parameters = {
+        arg.arg
+        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+        if arg is not None
+    }
+    end = node.end_lineno or node.lineno
+    read_after = {
+        sub.id
+        for sub in pysource.walk(function)
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.lineno > end
+    }
+    return next((name for name in constants if name in parameters and name in read_after), None)
+
+
+def placeholder_entry(stmt: ast.stmt, try_body: list[ast.stmt]) -> bool:
+    """`name[<constant>] = <constant>` where the try body assigns that same entry (round 13, Olive's
+    `metadata["model_hash"] = "unknown"`): a constant default put where the try puts its result, as
+    `name = <constant>` is for a plain name."""
+    if not (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Subscript)
+        and isinstance(stmt.targets[0].value, ast.Name)
+        and isinstance(stmt.targets[0].slice, ast.Constant)
+        and isinstance(stmt.value, ast.Constant)
+    ):
+        return False
+    entry = ast.dump(stmt.targets[0])
+    return any(
+        isinstance(sub, ast.Assign) and any(ast.dump(target) == entry for target in sub.targets)
+        for part in try_body
+        for sub in pysource.walk(part)
+    )
