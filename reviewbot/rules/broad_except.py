@@ -20,6 +20,11 @@ may confirm or refute them.
     statement after the try reads a name only the try's body binds (`reviewbot.rules.fallthrough`):
     P2 `broad-except.unbound`, before any of the exemptions below (a probe whose comment names the
     expected failure still hands the code after it an unbound or stale name);
+  - reads in its own body a name the try binds only after a statement that can fail (not bound
+    before the try, nor by a leading `name = <constant or name>`, nor in the handler first;
+    `reviewbot.rules.fallthrough`): P2 `broad-except.handler-unbound`, also before the exemptions
+    (round 14, lm-evaluation-harness's request handler: `logger.error(f"{e} {outputs}"); raise`
+    raises `UnboundLocalError` in place of every connection error);
   - re-raises: nothing, a bare `except:` included (round 11: until then P3, "it still catches
     `KeyboardInterrupt`"; but the handler passes Ctrl+C on after its cleanup, which should run then
     too: iree-turbine's fence signalled after a failed launch). Near miss: a bare `except:` that
@@ -2463,8 +2468,8 @@ class _FileFacts:
     def _unbound(self) -> dict[int, list[UnboundRead]]:
         return unbound_reads(self._local)
 
-    def unbound_at(self, node: ast.Try | ast.TryStar) -> list[UnboundRead]:
-        """`unbound_reads` of the file for the try `node`."""
+    def unbound_at(self, node: ast.Try | ast.TryStar | ast.ExceptHandler) -> list[UnboundRead]:
+        """`unbound_reads` of the file for the try or the handler `node`."""
         return self._unbound.get(id(node), [])
 
 
@@ -2575,6 +2580,16 @@ def check(ctx: FileContext) -> list[Finding]:
                     findings.append(
                         _handler_finding(
                             ctx, handler, "broad-except", Severity.P2, "broad-except.unbound", params, ruff_note
+                        )
+                    )
+                    continue
+                inside = facts.unbound_at(handler)
+                if inside:
+                    # before any exemption: a handler that re-raises or logs raises this instead
+                    params = {"label": label, "name": inside[0].name, "line": inside[0].line}
+                    findings.append(
+                        _handler_finding(
+                            ctx, handler, "broad-except", Severity.P2, "broad-except.handler-unbound", params, ruff_note
                         )
                     )
                     continue

@@ -19,6 +19,10 @@ the try (its block and the blocks around it, up to the function, whose parameter
 target counts for its body), so `dev = None` before the try makes it a stated default. Only the
 statements after the try in its own block are read, in order, up to one that binds the name again;
 of a `def` or `class` after it only what runs at once (decorators, defaults, bases), not its body.
+
+The same names read in a handler's own body (`except BaseException as e: log(f"{e} {outputs}")`)
+raise there when the body failed before binding them, and that error replaces the caught one; a
+name the body's leading statements bind without being able to fail (`n = 0`) is always bound.
 """
 
 from __future__ import annotations
@@ -143,7 +147,9 @@ def _falls_through(handler: ast.ExceptHandler) -> bool:
 
 def unbound_reads(tree: ast.Module) -> dict[int, list[UnboundRead]]:
     """id of each try statement -> the names its body binds that are unbound before it and read by
-    a later statement of its block (see the module docstring), with the line of that read."""
+    a later statement of its block (see the module docstring), with the line of that read; and id
+    of each handler -> the first read in its own body of such a name that a failure in the body
+    can leave unbound (`_read_in_handler`)."""
     out: dict[int, list[UnboundRead]] = {}
     memo: dict[int, set[str]] = {}
     stores = _Stores()
@@ -161,6 +167,10 @@ def unbound_reads(tree: ast.Module) -> dict[int, list[UnboundRead]]:
                 reads = _reads_after(stmt, stmts[i + 1 :], bound | skip, bound_by)
                 if reads:
                     out[id(stmt)] = reads
+                for handler in stmt.handlers:
+                    read = _read_in_handler(stmt, handler, bound | skip, bound_by)
+                    if read is not None:
+                        out[id(handler)] = [read]
             descend(stmt, bound, skip)
             bound |= bound_by(stmt)
 
@@ -231,6 +241,44 @@ def _reads_after(
         remaining -= loads.keys()
         remaining -= bound_by(stmt)
     return sorted(reads, key=lambda read: read.name)
+
+
+def _binds_safely(stmt: ast.stmt) -> bool:
+    """`name = <constant or name>`: a statement that cannot fail before it binds."""
+    if isinstance(stmt, ast.Assign):
+        targets, value = stmt.targets, stmt.value
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        targets, value = [stmt.target], stmt.value
+    else:
+        return False
+    return all(isinstance(target, ast.Name) for target in targets) and isinstance(value, (ast.Constant, ast.Name))
+
+
+def _read_in_handler(
+    node: ast.Try | ast.TryStar,
+    handler: ast.ExceptHandler,
+    bound: set[str],
+    bound_by: Callable[[ast.stmt], set[str]],
+) -> UnboundRead | None:
+    """The first read in `handler`'s body (before the handler binds it) of a name the try's body
+    binds, not in `bound`, and not bound by the body's leading statements that cannot fail
+    (`_binds_safely`): when the body fails before binding it, the handler raises
+    `UnboundLocalError`/`NameError` and that replaces the error it caught."""
+    maybe = _bound_in(node.body, bound_by) - bound
+    for stmt in node.body:
+        if not _binds_safely(stmt):
+            break
+        maybe -= bound_by(stmt)
+    maybe.discard(handler.name or "")
+    for stmt in handler.body:
+        if not maybe:
+            return None
+        loads = _first_loads(stmt)
+        hit = min(((loads[name], name) for name in maybe & loads.keys()), default=None)
+        if hit is not None:
+            return UnboundRead(hit[1], hit[0])
+        maybe -= bound_by(stmt)
+    return None
 
 
 def _first_loads(stmt: ast.stmt) -> dict[str, int]:

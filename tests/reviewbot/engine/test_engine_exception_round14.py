@@ -10,6 +10,12 @@ Also an `assert` on the caught exception as a filter (`except RuntimeError as e:
 key(s)" in str(e)`, litgpt's test of strict loading): what the test rejects fails there, so no
 finding; the near miss asserts something that does not name the exception (still `no-oom-reraise`).
 
+A catch-all whose handler reads a name the try binds only after a statement that can fail
+(`except BaseException as e: logger.error(f"{e} {outputs}"); raise`, lm-evaluation-harness's
+request handler) raises `UnboundLocalError` in place of the caught error: P2
+`broad-except.handler-unbound`, before the re-raise exemption; the near misses bind the name before
+the try, bind it by a leading statement that cannot fail, or bind it in the handler first.
+
 The record class is FastVideo's streaming workers and its CI comparison script (tuning cases
 `fastvideo-stream-worker-error-record`, `fastvideo-perf-infra-error-status`)."""
 
@@ -126,12 +132,60 @@ def unrelated_assert(model, state_dict, allowed):
 """
 
 
+HANDLER_READS = """
+import logging
+
+logger = logging.getLogger(__name__)
+
+
+def request(session, url):
+    try:
+        response = session.get(url)
+        response.raise_for_status()
+        outputs = response.json()
+    except BaseException as e:
+        logger.error(f"request failed: {e!r}, outputs: {outputs}")
+        raise
+    return outputs
+
+
+def bound_before(session, url):
+    outputs = None
+    try:
+        outputs = session.get(url).json()
+    except BaseException as e:
+        logger.error(f"request failed: {e!r}, outputs: {outputs}")
+        raise
+    return outputs
+
+
+def bound_first(session, url):
+    try:
+        attempts = 0
+        outputs = session.get(url).json()
+    except Exception as e:
+        logger.error("failed after %d attempts: %s", attempts, e)
+        raise
+    return outputs
+
+
+def bound_in_handler(session, url):
+    try:
+        outputs = session.get(url).json()
+    except Exception as e:
+        outputs = {"error": str(e)}
+        logger.error("request failed: %s", outputs)
+        raise
+    return outputs
+"""
+
+
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     return review_shapes(
         tmp_path_factory.mktemp("round14") / "r",
         {"pkg/__init__.py": ""},
-        {"pkg/worker.py": WORKER, "pkg/near.py": NEAR_MISSES, "pkg/asserts.py": ASSERTS},
+        {"pkg/worker.py": WORKER, "pkg/near.py": NEAR_MISSES, "pkg/asserts.py": ASSERTS, "pkg/reads.py": HANDLER_READS},
     )
 
 
@@ -160,3 +214,14 @@ def test_an_assert_on_the_caught_exception_is_a_filter(review: list[Finding], qu
 def test_near_miss_an_assert_that_does_not_read_the_exception(review: list[Finding]) -> None:
     found = findings_by_rule(review, "pkg/asserts.py", "unrelated_assert")["runtime-error-fallback"]
     assert (found.message_id, found.severity) == ("runtime-error-fallback.no-oom-reraise", Severity.P2)
+
+
+def test_a_handler_reading_a_name_the_try_may_not_have_bound_is_a_p2(review: list[Finding]) -> None:
+    found = findings_by_rule(review, "pkg/reads.py", "request")["broad-except"]
+    assert (found.message_id, found.severity) == ("broad-except.handler-unbound", Severity.P2)
+    assert found.message.startswith("`except BaseException` reads `outputs` at line 12, which the try may not")
+
+
+@pytest.mark.parametrize("qualname", ["bound_before", "bound_first", "bound_in_handler"])
+def test_near_misses_a_name_bound_before_first_or_in_the_handler(review: list[Finding], qualname: str) -> None:
+    assert findings_by_rule(review, "pkg/reads.py", qualname) == {}
