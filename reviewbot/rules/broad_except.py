@@ -277,6 +277,7 @@ from reviewbot.rules.common import (
     contains_logging,
     hands_back_nothing,
     is_logging_call,
+    top_level_function,
     warns,
 )
 from reviewbot.rules.error_reach import deferred_reraise, retry_fails_when_exhausted, same_call_other_name
@@ -1277,14 +1278,7 @@ def _raises_on_purpose(ctx: FileContext, operation: ast.stmt) -> bool:
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
         return False
     name = value.func.id
-    defined = next(
-        (
-            stmt
-            for stmt in ctx.tree.body
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name
-        ),
-        None,
-    )
+    defined = top_level_function(ctx.tree, name)
     if defined is None:
         return False
     stack: list[ast.AST] = list(defined.body)
@@ -1316,14 +1310,7 @@ def _own_runtime_signal(ctx: FileContext, node: ast.Try | ast.TryStar, imports: 
     if len(calls) != 1 or not isinstance(calls[0].func, ast.Name):
         return False
     name = calls[0].func.id
-    defined = next(
-        (
-            stmt
-            for stmt in ctx.tree.body
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name
-        ),
-        None,
-    )
+    defined = top_level_function(ctx.tree, name)
     if defined is None:
         return False
     signals = False

@@ -40,7 +40,7 @@ import re
 from collections.abc import Iterator
 
 from reviewbot import pysource
-from reviewbot.rules.common import callee, is_logging_call
+from reviewbot.rules.common import call_of, callee, is_logging_call
 
 # calls a retry's handler may make besides logging: clean up what the failed attempt left, or wait
 _CLEANUPS = frozenset(["rmtree", "remove", "unlink", "rmdir", "removedirs", "sleep"])
@@ -249,18 +249,6 @@ def retry_fails_when_exhausted(tree: ast.AST, node: ast.Try | ast.TryStar, handl
     return isinstance(after, ast.If) and _reads(after.test, {flag}) and _fails(after.body)
 
 
-def _call_of(stmt: ast.stmt) -> tuple[str, ast.Call] | None:
-    """(how the statement uses the call's value, the call) for `targets = call(...)`, `return
-    call(...)` and `call(...)`."""
-    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
-        return "=" + "".join(ast.dump(target) for target in stmt.targets), stmt.value
-    if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Call):
-        return "return", stmt.value
-    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        return "expr", stmt.value
-    return None
-
-
 def _names_alike(first: ast.expr, second: ast.expr) -> bool:
     """Two string constants, or two f-strings with the same formatted values, whose constant text
     names no device."""
@@ -281,7 +269,7 @@ def same_call_other_name(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler
     string constants that name what is looked up (see the module docstring)."""
     if len(node.body) != 1 or len(handler.body) != 1:
         return False
-    tried, fallback = _call_of(node.body[0]), _call_of(handler.body[0])
+    tried, fallback = call_of(node.body[0]), call_of(handler.body[0])
     if tried is None or fallback is None or tried[0] != fallback[0]:
         return False
     first, second = tried[1], fallback[1]

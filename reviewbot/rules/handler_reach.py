@@ -52,7 +52,7 @@ import builtins
 from collections.abc import Mapping
 
 from reviewbot import pysource
-from reviewbot.rules.common import FileContext, callee, hands_back_nothing, is_logging_call, warns
+from reviewbot.rules.common import FileContext, call_of, callee, hands_back_nothing, is_logging_call, warns
 
 # builtins that run no code they are handed or named (not `getattr`, `map`, `sorted`, `next`, ...)
 _BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_")) - frozenset(
@@ -124,25 +124,13 @@ def moved_handlers(ctx: FileContext) -> frozenset[str]:
     )
 
 
-def _call_of(stmt: ast.stmt) -> tuple[str, ast.Call] | None:
-    """(what the statement binds or does with the value, the call) for `targets = call(...)`,
-    `return call(...)` and `call(...)`."""
-    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
-        return "=" + "".join(ast.dump(target) for target in stmt.targets), stmt.value
-    if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Call):
-        return "return", stmt.value
-    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        return "expr", stmt.value
-    return None
-
-
 def implementation_alternative(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> str | None:
     """The alternative's name (`owner.other`) when the try's one statement calls `owner.op(args)` and
     the handler's one statement calls `owner.other(args)` with the same arguments, binding or returning
     the result the same way; None otherwise."""
     if len(node.body) != 1 or len(handler.body) != 1:
         return None
-    tried, fallback = _call_of(node.body[0]), _call_of(handler.body[0])
+    tried, fallback = call_of(node.body[0]), call_of(handler.body[0])
     if tried is None or fallback is None or tried[0] != fallback[0]:
         return None
     first, second = tried[1], fallback[1]
