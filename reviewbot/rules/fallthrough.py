@@ -270,15 +270,51 @@ def _read_in_handler(
             break
         maybe -= bound_by(stmt)
     maybe.discard(handler.name or "")
-    for stmt in handler.body:
+    return _unbound_read(handler.body, maybe, bound_by) if maybe else None
+
+
+def _unbound_read(
+    stmts: list[ast.stmt], maybe: set[str], bound_by: Callable[[ast.stmt], set[str]]
+) -> UnboundRead | None:
+    """The first read, in the order `stmts` run, of a name of `maybe` before a statement binds it;
+    a loop's or `with`'s target is bound for its body (`for child in ...: child.cleanup()`)."""
+    maybe = set(maybe)
+    for stmt in stmts:
         if not maybe:
             return None
-        loads = _first_loads(stmt)
-        hit = min(((loads[name], name) for name in maybe & loads.keys()), default=None)
-        if hit is not None:
-            return UnboundRead(hit[1], hit[0])
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            inner = maybe - {n.id for n in _names(stmt.target, ast.Store)}
+            found = (
+                _expression_read(stmt.iter, maybe)
+                or _unbound_read(stmt.body, inner, bound_by)
+                or _unbound_read(stmt.orelse, maybe, bound_by)
+            )
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            found = next(filter(None, (_expression_read(item.context_expr, maybe) for item in stmt.items)), None)
+            targets = {n.id for item in stmt.items if item.optional_vars for n in _names(item.optional_vars, ast.Store)}
+            found = found or _unbound_read(stmt.body, maybe - targets, bound_by)
+        elif isinstance(stmt, (ast.If, ast.While)):
+            found = (
+                _expression_read(stmt.test, maybe)
+                or _unbound_read(stmt.body, maybe, bound_by)
+                or _unbound_read(stmt.orelse, maybe, bound_by)
+            )
+        else:
+            found = next(filter(None, (_expression_read(part, maybe) for part in _run_now(stmt))), None)
+        if found is not None:
+            return found
         maybe -= bound_by(stmt)
     return None
+
+
+def _expression_read(node: ast.AST, maybe: set[str]) -> UnboundRead | None:
+    """The first read in `node` of a name of `maybe`, a comprehension's own targets excepted."""
+    own = {
+        n.id for sub in pysource.walk(node) if isinstance(sub, ast.comprehension) for n in _names(sub.target, ast.Store)
+    }
+    reads = [name for name in _names(node, ast.Load) if name.id in maybe and name.id not in own]
+    first = min(reads, key=lambda name: (name.lineno, name.col_offset), default=None)
+    return UnboundRead(first.id, first.lineno) if first is not None else None
 
 
 def _first_loads(stmt: ast.stmt) -> dict[str, int]:

@@ -14,7 +14,8 @@ A catch-all whose handler reads a name the try binds only after a statement that
 (`except BaseException as e: logger.error(f"{e} {outputs}"); raise`, lm-evaluation-harness's
 request handler) raises `UnboundLocalError` in place of the caught error: P2
 `broad-except.handler-unbound`, before the re-raise exemption; the near misses bind the name before
-the try, bind it by a leading statement that cannot fail, or bind it in the handler first.
+the try, bind it by a leading statement that cannot fail, or bind it in the handler first (also as
+a loop's target: pytorch/helion's `for child in reversed(self.children): child.cleanup()`).
 
 The record class is FastVideo's streaming workers and its CI comparison script (tuning cases
 `fastvideo-stream-worker-error-record`, `fastvideo-perf-infra-error-status`)."""
@@ -169,6 +170,19 @@ def bound_first(session, url):
     return outputs
 
 
+def rebound_by_a_loop(cases, make):
+    children = []
+    try:
+        for case in cases:
+            child = make(case)
+            children.append(child)
+    except Exception as error:
+        for child in reversed(children):
+            child.cleanup()
+        raise RuntimeError(f"failed to prepare: {error}") from error
+    return [c.name for c in children]
+
+
 def bound_in_handler(session, url):
     try:
         outputs = session.get(url).json()
@@ -222,6 +236,6 @@ def test_a_handler_reading_a_name_the_try_may_not_have_bound_is_a_p2(review: lis
     assert found.message.startswith("`except BaseException` reads `outputs` at line 12, which the try may not")
 
 
-@pytest.mark.parametrize("qualname", ["bound_before", "bound_first", "bound_in_handler"])
+@pytest.mark.parametrize("qualname", ["bound_before", "bound_first", "rebound_by_a_loop", "bound_in_handler"])
 def test_near_misses_a_name_bound_before_first_or_in_the_handler(review: list[Finding], qualname: str) -> None:
     assert findings_by_rule(review, "pkg/reads.py", qualname) == {}
