@@ -189,12 +189,17 @@ class _Reading:
 def _functions_called(
     mod: ModuleInfo, cls: ast.ClassDef, node: ast.AST
 ) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    """Module functions called by name and `self.` methods of `cls` called inside `node`."""
+    """Module functions called by name and `self.` methods of `cls` called inside `node`, and the
+    class's own `__repr__` (`__str__`) where `node` takes the object's text (`repr(self)`)."""
     methods = {n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     out: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
     for sub in ast.walk(node):
         target: ast.stmt | None = None
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
+        text = _text_of(sub, {"self"})
+        if text is not None:  # the object's text: its own `__str__`/`__repr__` when it writes one
+            target = methods.get("__str__") if text == "str" else None
+            target = target or methods.get("__repr__")
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
             target = mod.defs.get(sub.func.id)
         elif isinstance(sub, (ast.Call, ast.Attribute)):
             attr = sub.func if isinstance(sub, ast.Call) else sub

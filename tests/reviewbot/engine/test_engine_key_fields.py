@@ -72,14 +72,30 @@ class ReprHashed:
         return _sha(repr(self))
 
 
+_state = vars  # an alias the static reading does not follow
+
+
 @dataclasses.dataclass(repr=False)
 class CustomRepr:
     size: int = 1
 
     def __repr__(self):
-        return "CustomRepr" + json.dumps(vars(self), sort_keys=True)
+        return "CustomRepr" + json.dumps(_state(self), sort_keys=True)
 
     def key(self):
+        return _sha(repr(self))
+
+
+@dataclasses.dataclass
+class ReprAddsHidden:
+    rank: int = 1
+
+    def __repr__(self):
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self) if f.repr)
+        trials = getattr(self, "trials", 1)
+        return f"ReprAddsHidden({shown}, trials={trials})" if trials != 1 else f"ReprAddsHidden({shown})"
+
+    def stable_hash(self):
         return _sha(repr(self))
 
 
@@ -103,16 +119,27 @@ KEY = """
 import dataclasses
 import json
 
-from pkg.configs import CustomRepr, Explicit, HelperHashed, PydanticLike, ReprHashed, VarsHashed, Walked, _sha
+from pkg.configs import (
+    CustomRepr,
+    Explicit,
+    HelperHashed,
+    PydanticLike,
+    ReprAddsHidden,
+    ReprHashed,
+    VarsHashed,
+    Walked,
+    _sha,
+)
 
 
-def cache_key_factors(p, h, v, r, c, e, w: Walked):
+def cache_key_factors(p, h, v, r, c, a, e, w: Walked):
     return {
         "pydantic": p.compute_hash(),
         "helper": h.hash,
         "vars": v.digest(),
         "repr": r.key(),
         "custom_repr": c.key(),
+        "repr_adds": a.stable_hash(),
         "explicit": e.hash(),
         "walked": _sha(dataclasses.asdict(w)),
     }
@@ -120,12 +147,21 @@ def cache_key_factors(p, h, v, r, c, e, w: Walked):
 
 if __name__ == "__main__":
     factors = cache_key_factors(
-        PydanticLike(), HelperHashed(), VarsHashed(), ReprHashed(), CustomRepr(), Explicit(), Walked()
+        PydanticLike(), HelperHashed(), VarsHashed(), ReprHashed(), CustomRepr(), ReprAddsHidden(), Explicit(), Walked()
     )
     print(json.dumps({"cases": {"default": {"factors": factors, "key": _sha(factors)}}}))
 """
 
-CLASSES = ("PydanticLike", "HelperHashed", "VarsHashed", "ReprHashed", "CustomRepr", "Explicit", "Walked")
+CLASSES = (
+    "PydanticLike",
+    "HelperHashed",
+    "VarsHashed",
+    "ReprHashed",
+    "CustomRepr",
+    "ReprAddsHidden",
+    "Explicit",
+    "Walked",
+)
 REVIEWBOT_YML = "cache_key:\n  roots:\n    - pkg.key.cache_key_factors\n" + "".join(
     f"    - pkg.configs.{name}\n" for name in CLASSES
 )
@@ -142,6 +178,7 @@ BRANCHES = {
     "repr-field": ("    stride: int = 1\n", "    depth: int = 1\n"),
     "repr-hidden": ('    secret: str = dataclasses.field(default="x", repr=False)\n', "    depth: int = 1\n"),
     "custom-repr-field": ("    stride: int = 1\n", "    size: int = 1\n"),
+    "repr-adds-hidden": ("    trials: int = dataclasses.field(default=1, repr=False)\n", "    rank: int = 1\n"),
     "explicit-field": ("    fused: bool = False\n", "    tile: int = 1\n"),
     "walked-field": ("    stages: int = 2\n", "    warps: int = 4\n"),
 }
@@ -235,3 +272,9 @@ def test_a_field_the_probe_shows_changing_the_key_is_never_ignored(repo: Repo) -
     assert not field.ignored and field.probe == "changed"
     assert field.evidence.startswith("the probe saw the key change (custom_repr)")
     assert not [f for f in review.findings if f.rule == "key-ignores-field"]
+
+
+def test_a_hand_written_repr_the_hash_reads_is_read_too(repo: Repo) -> None:
+    # pytorch/helion's best_of_k: declared repr=False, added by the class's own __repr__ when not 1
+    field = _static(repo, "repr-adds-hidden")
+    assert not field.ignored and not field.excluded, field.evidence
