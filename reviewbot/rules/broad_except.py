@@ -138,9 +138,9 @@ may confirm or refute them.
     function that returns after the call;
   - a *fallback the function's docstring states* ("falls back to the original function if
     compilation fails"; or a swallow it states: "swallows any exception so that ...", "errors are
-    ignored"), the handler handing back a value at hand (`return <name or constant>`,
-    logging, `pass`): nothing; a substitute computed in the handler (`return fn(*args)`) stays
-    reported (`_docstring_fallbacks`);
+    ignored"; since round 14 one that calls itself "best-effort"), the handler handing back a value
+    at hand (`return <name or constant>`, logging, `pass`): nothing; a substitute computed in the
+    handler (`return fn(*args)`) stays reported (`_docstring_fallbacks`);
   - a *conversion through a helper*: the handler's last statement calls, or returns the call of, a
     function of the revision that always raises (`ExceptionIndex.always_raises`:
     `return self.environment.handle_exception()`): nothing, here and for `except RuntimeError`;
@@ -180,6 +180,9 @@ may confirm or refute them.
     the handler may also rebind a value at hand read without a call (`self._compiled = self._func`:
     the original function a compile wrapper keeps; `_rebinds_at_hand`), and since round 13 put its
     constant into the entry the try writes (`metadata["hash"] = "unknown"`: `placeholder_entry`).
+    Since round 14 a warning that carries the traceback (`exc_info=True`, `.exception(...)`) reports
+    the caught exception too, and the fallback may be a name the function already holds (`return
+    matching`: pytorch/helion's local matches after a failed remote listing; `_value_at_hand`).
     Near miss (round 13): a reported fallback that sets a parameter the try converts in place
     (`schema = build_regex(schema)`, then `schema = "(.*?)"`), read by the function after the try,
     is P2 `broad-except.replaces-argument` (`replaced_argument`): the caller's input is replaced and
@@ -433,7 +436,7 @@ _EXIT_HOOKS = {("atexit", "register"): 0, ("signal", "signal"): 1, ("weakref", "
 # ... or that it swallows errors ("swallows any exception so that ...", "errors are ignored"; not
 # "never swallows", "does not ignore errors")
 _DOC_FALLBACK = re.compile(
-    r"\bfall(s|ing)?[ -]?back|(?<!not )(?<!never )\bswallow(s|ed|ing)?\b"
+    r"\bfall(s|ing)?[ -]?back|(?<!not )(?<!never )\bswallow(s|ed|ing)?\b|\bbest[ -]effort\b"
     r"|(?<!not )(?<!never )\bignor(e|es|ed|ing) (any |all |every )?(errors?|exceptions?|failures?)"
     r"|(errors?|exceptions?|failures?) (are|is) ignored|回退|吞掉",
     re.IGNORECASE,
@@ -886,8 +889,14 @@ def _bounded_retry(handler: ast.ExceptHandler, in_loop: bool) -> bool:
 
 def _reports_caught(stmt: ast.stmt, name: str | None) -> bool:
     """A `print`, `warnings.warn` or a log call at warning level or above whose arguments name the
-    caught exception: the failure and its cause are visible where it happens."""
-    if name is None or not (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)):
+    caught exception, or a log call at warning level or above that carries the traceback
+    (`exc_info=True`, `.exception(...)`): the failure and its cause are visible where it happens."""
+    if not (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)):
+        return False
+    assert isinstance(stmt.value, ast.Call)
+    if callee(stmt.value) in LOUD_LEVELS and _carries_traceback(stmt.value):
+        return True
+    if name is None:
         return False
     call = stmt.value
     assert isinstance(call, ast.Call)
@@ -925,7 +934,9 @@ def _names_exception(expr: ast.AST, name: str) -> bool:
 
 def _reported_fallback(handler: ast.ExceptHandler, try_body: list[ast.stmt], after: ast.stmt | None) -> bool:
     """The handler reports the caught exception (`_reports_caught`) and otherwise only falls back to
-    a constant (`pass`, `return <constant>`, `<name> = <constant>`) or falls through to the code
+    a constant or a value the function already holds (`pass`, `return <constant or name>`, `<name> =
+    <constant or name>`, `_value_at_hand`; pytorch/helion's `return matching`, the local matches
+    after a failed remote listing) or falls through to the code
     after the try (the function's own other route to its result, such as a slower conversion). The
     failure is visible with its cause where it happens, and the fallback is a stated default or the
     code path the function takes anyway, not a substitute computed in the handler. A handler that
@@ -938,7 +949,7 @@ def _reported_fallback(handler: ast.ExceptHandler, try_body: list[ast.stmt], aft
         return False
     return all(
         _reports_caught(stmt, handler.name)
-        or _constant_default(stmt)
+        or _value_at_hand(stmt)
         or _prepares_report(body, i)
         or _rebinds_at_hand(stmt)
         or placeholder_entry(stmt, try_body)

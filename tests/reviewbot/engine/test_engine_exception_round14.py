@@ -17,6 +17,13 @@ request handler) raises `UnboundLocalError` in place of the caught error: P2
 the try, bind it by a leading statement that cannot fail, or bind it in the handler first (also as
 a loop's target: pytorch/helion's `for child in reversed(self.children): child.cleanup()`).
 
+From pytorch/helion's autotuner: a warning with `exc_info=True` reports the caught exception (its
+traceback), so `log.warning("Remote cache list failed, using local matches only", exc_info=True);
+return matching` is a reported fallback to a value the function already holds: nothing; and a
+docstring that calls the function "best-effort" documents its fallback (nothing for a handler that
+only logs and hands back a value at hand). Near misses: the same at debug level, a substitute
+computed in the handler, a docstring without such words (still the P2 swallow).
+
 The record class is FastVideo's streaming workers and its CI comparison script (tuning cases
 `fastvideo-stream-worker-error-record`, `fastvideo-perf-infra-error-status`)."""
 
@@ -194,12 +201,74 @@ def bound_in_handler(session, url):
 """
 
 
+HELION = '''
+import logging
+
+log = logging.getLogger(__name__)
+
+
+def remote_matches(backend, matching):
+    try:
+        entries = list(backend.list())
+    except Exception:
+        log.warning("Remote cache list failed, using local matches only", exc_info=True)
+        return matching
+    return matching + entries
+
+
+def remote_matches_quietly(backend, matching):
+    try:
+        entries = list(backend.list())
+    except Exception:
+        log.debug("Remote cache list failed, using local matches only", exc_info=True)
+        return matching
+    return matching + entries
+
+
+def remote_matches_rebuilt(backend, matching):
+    try:
+        entries = list(backend.list())
+    except Exception:
+        log.warning("Remote cache list failed", exc_info=True)
+        return rebuild(matching)
+    return matching + entries
+
+
+def rebuild(matching):
+    return list(matching)
+
+
+def stable_hash(autotuner):
+    """The autotuner's cache hash. Best-effort: None when the key cannot be built."""
+    try:
+        return autotuner.key().stable_hash()
+    except Exception:
+        log.debug("Could not compute the cache hash", exc_info=True)
+        return None
+
+
+def plain_hash(autotuner):
+    """The autotuner's cache hash."""
+    try:
+        return autotuner.key().stable_hash()
+    except Exception:
+        log.debug("Could not compute the cache hash", exc_info=True)
+        return None
+'''
+
+
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     return review_shapes(
         tmp_path_factory.mktemp("round14") / "r",
         {"pkg/__init__.py": ""},
-        {"pkg/worker.py": WORKER, "pkg/near.py": NEAR_MISSES, "pkg/asserts.py": ASSERTS, "pkg/reads.py": HANDLER_READS},
+        {
+            "pkg/worker.py": WORKER,
+            "pkg/near.py": NEAR_MISSES,
+            "pkg/asserts.py": ASSERTS,
+            "pkg/reads.py": HANDLER_READS,
+            "pkg/helion.py": HELION,
+        },
     )
 
 
@@ -239,3 +308,18 @@ def test_a_handler_reading_a_name_the_try_may_not_have_bound_is_a_p2(review: lis
 @pytest.mark.parametrize("qualname", ["bound_before", "bound_first", "rebound_by_a_loop", "bound_in_handler"])
 def test_near_misses_a_name_bound_before_first_or_in_the_handler(review: list[Finding], qualname: str) -> None:
     assert findings_by_rule(review, "pkg/reads.py", qualname) == {}
+
+
+@pytest.mark.parametrize("qualname", ["remote_matches", "stable_hash"])
+def test_a_reported_or_best_effort_fallback_to_a_value_at_hand_gives_nothing(
+    review: list[Finding], qualname: str
+) -> None:
+    assert findings_by_rule(review, "pkg/helion.py", qualname) == {}
+
+
+@pytest.mark.parametrize("qualname", ["remote_matches_quietly", "remote_matches_rebuilt", "plain_hash"])
+def test_near_misses_debug_level_a_computed_substitute_or_no_documentation(
+    review: list[Finding], qualname: str
+) -> None:
+    found = findings_by_rule(review, "pkg/helion.py", qualname)["broad-except"]
+    assert (found.message_id, found.severity) == ("broad-except.swallows", Severity.P2), qualname
