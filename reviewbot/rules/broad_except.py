@@ -180,9 +180,10 @@ may confirm or refute them.
     the handler may also rebind a value at hand read without a call (`self._compiled = self._func`:
     the original function a compile wrapper keeps; `_rebinds_at_hand`), and since round 13 put its
     constant into the entry the try writes (`metadata["hash"] = "unknown"`: `placeholder_entry`).
-    Since round 14 a warning that carries the traceback (`exc_info=True`, `.exception(...)`) reports
-    the caught exception too, and the fallback may be a name the function already holds (`return
-    matching`: pytorch/helion's local matches after a failed remote listing; `_value_at_hand`).
+    Since round 14 the fallback may be a name the function already holds (`return matching`: the
+    local matches after a failed remote listing; `_value_at_hand`). A log call that only carries
+    the traceback (`logger.exception("compile failed")`, `exc_info=True`) without naming the
+    exception is no such report: that is the logged fallback ruff exempts and this rule is for.
     Near miss (round 13): a reported fallback that sets a parameter the try converts in place
     (`schema = build_regex(schema)`, then `schema = "(.*?)"`), read by the function after the try,
     is P2 `broad-except.replaces-argument` (`replaced_argument`): the caller's input is replaced and
@@ -889,14 +890,8 @@ def _bounded_retry(handler: ast.ExceptHandler, in_loop: bool) -> bool:
 
 def _reports_caught(stmt: ast.stmt, name: str | None) -> bool:
     """A `print`, `warnings.warn` or a log call at warning level or above whose arguments name the
-    caught exception, or a log call at warning level or above that carries the traceback
-    (`exc_info=True`, `.exception(...)`): the failure and its cause are visible where it happens."""
-    if not (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)):
-        return False
-    assert isinstance(stmt.value, ast.Call)
-    if callee(stmt.value) in LOUD_LEVELS and _carries_traceback(stmt.value):
-        return True
-    if name is None:
+    caught exception: the failure and its cause are visible where it happens."""
+    if name is None or not (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)):
         return False
     call = stmt.value
     assert isinstance(call, ast.Call)

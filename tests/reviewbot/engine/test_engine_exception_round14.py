@@ -17,12 +17,13 @@ request handler) raises `UnboundLocalError` in place of the caught error: P2
 the try, bind it by a leading statement that cannot fail, or bind it in the handler first (also as
 a loop's target: pytorch/helion's `for child in reversed(self.children): child.cleanup()`).
 
-From pytorch/helion's autotuner: a warning with `exc_info=True` reports the caught exception (its
-traceback), so `log.warning("Remote cache list failed, using local matches only", exc_info=True);
-return matching` is a reported fallback to a value the function already holds: nothing; and a
-docstring that calls the function "best-effort" documents its fallback (nothing for a handler that
-only logs and hands back a value at hand). Near misses: the same at debug level, a substitute
-computed in the handler, a docstring without such words (still the P2 swallow).
+From pytorch/helion's autotuner: a warning naming the caught exception followed by `return
+matching` is a reported fallback to a value the function already holds: nothing; and a docstring
+that calls the function "best-effort" documents its fallback (nothing for a handler that only logs
+and hands back a value at hand). Near misses: the warning with only `exc_info=True` (helion's own
+shape: the logged fallback the rule is for, like `logger.exception("compile failed"); return
+None`), a substitute computed in the handler, a docstring without such words (still the P2
+swallow).
 
 The record class is FastVideo's streaming workers and its CI comparison script (tuning cases
 `fastvideo-stream-worker-error-record`, `fastvideo-perf-infra-error-status`)."""
@@ -210,17 +211,17 @@ log = logging.getLogger(__name__)
 def remote_matches(backend, matching):
     try:
         entries = list(backend.list())
-    except Exception:
-        log.warning("Remote cache list failed, using local matches only", exc_info=True)
+    except Exception as error:
+        log.warning("Remote cache list failed (%s), using local matches only", error)
         return matching
     return matching + entries
 
 
-def remote_matches_quietly(backend, matching):
+def remote_matches_traceback_only(backend, matching):
     try:
         entries = list(backend.list())
     except Exception:
-        log.debug("Remote cache list failed, using local matches only", exc_info=True)
+        log.warning("Remote cache list failed, using local matches only", exc_info=True)
         return matching
     return matching + entries
 
@@ -228,8 +229,8 @@ def remote_matches_quietly(backend, matching):
 def remote_matches_rebuilt(backend, matching):
     try:
         entries = list(backend.list())
-    except Exception:
-        log.warning("Remote cache list failed", exc_info=True)
+    except Exception as error:
+        log.warning("Remote cache list failed (%s)", error)
         return rebuild(matching)
     return matching + entries
 
@@ -317,8 +318,8 @@ def test_a_reported_or_best_effort_fallback_to_a_value_at_hand_gives_nothing(
     assert findings_by_rule(review, "pkg/helion.py", qualname) == {}
 
 
-@pytest.mark.parametrize("qualname", ["remote_matches_quietly", "remote_matches_rebuilt", "plain_hash"])
-def test_near_misses_debug_level_a_computed_substitute_or_no_documentation(
+@pytest.mark.parametrize("qualname", ["remote_matches_traceback_only", "remote_matches_rebuilt", "plain_hash"])
+def test_near_misses_a_traceback_alone_a_computed_substitute_or_no_documentation(
     review: list[Finding], qualname: str
 ) -> None:
     found = findings_by_rule(review, "pkg/helion.py", qualname)["broad-except"]
