@@ -141,8 +141,22 @@ def _child_statements(node: ast.AST) -> list[ast.stmt]:
 
 
 def _falls_through(handler: ast.ExceptHandler) -> bool:
-    """No statement directly in the handler's body leaves the block."""
-    return not any(isinstance(stmt, _LEAVES) for stmt in handler.body)
+    """The handler's body can end without leaving the block: no statement of it leaves on every
+    path (`_leaves`)."""
+    return not any(_leaves(stmt) for stmt in handler.body)
+
+
+def _leaves(stmt: ast.stmt) -> bool:
+    """`return`, `raise`, `continue` or `break`, or an `if` whose branches both end in one (TorchServe's
+    `if "CUDA" in str(ex): ... return ... else: ... return ...`)."""
+    if isinstance(stmt, _LEAVES):
+        return True
+    return (
+        isinstance(stmt, ast.If)
+        and bool(stmt.orelse)
+        and any(_leaves(sub) for sub in stmt.body)
+        and any(_leaves(sub) for sub in stmt.orelse)
+    )
 
 
 def unbound_reads(tree: ast.Module) -> dict[int, list[UnboundRead]]:
