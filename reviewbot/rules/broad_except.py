@@ -82,6 +82,12 @@ may confirm or refute them.
     "not available"; a memory query that falls through to "the figure is incorrect" warning). An
     `if` without calls in its test that only falls back to constants (`if git_hash is None:
     git_hash = "UNKNOWN"`) normalises the operation's answer and is no second operation;
+  - a *known answer* (round 15): a try that runs only library code (`runs_no_repository_code`),
+    whose handler only logs or passes and answers with a constant the try itself answers with when
+    nothing fails (`return None` where the try returns `None` for "not found"; `pass` falling
+    through to the `return False` the try also reaches): nothing (`_known_answer`). Callers handle
+    that answer already. Near misses: another constant (`"unknown"`), the repository's own code in
+    the try;
   - a *version probe*: the try only reads an imported library's version and works on it
     (`cudnn.backend_version() < N`, `map(int, cudnn.__version__.split(".")[:2])`), under
     `except Exception`, with a constant fallback: nothing; an unreadable version means the feature
@@ -295,6 +301,7 @@ from reviewbot.rules.handler_reach import (
     placeholder_entry,
     replaced_argument,
     report_only_results,
+    runs_no_repository_code,
     substitutes_constant,
 )
 
@@ -2480,6 +2487,41 @@ def _is_filter(handler: ast.ExceptHandler, node: ast.Try | ast.TryStar, in_loop:
     )
 
 
+def _known_answer(
+    ctx: FileContext,
+    node: ast.Try | ast.TryStar,
+    handler: ast.ExceptHandler,
+    imports: dict[str, str],
+    after: ast.stmt | None,
+) -> bool:
+    """The handler answers with what the function answers when nothing fails, and only library code
+    runs in the try: it only logs or passes, then returns a constant (or falls through to a `return
+    <constant>` right after the try), and the same constant is already one of the try's own answers
+    (a `return` of it in the try body, or the try body's end falling through to that same return:
+    `if cuda_version is not None: return int(major) == 12` then `return False`); every call of the
+    try body goes to a library outside the repository (`runs_no_repository_code`). Callers already
+    handle that answer, and no programmer error of the repository can be what is swallowed
+    (round 15's CUDA-12 probe in flash-attention, round 14's `nvidia-smi` probe in AITemplate).
+    Near misses: another constant than the try's own, a try that calls the repository's code."""
+    *logs, last = handler.body
+    if not all(_logs_or_leaves(stmt) and not isinstance(stmt, ast.Return) for stmt in logs):
+        return False
+    falls = isinstance(last, ast.Pass) or (isinstance(last, ast.Expr) and is_logging_call(last.value))
+    answer = last if isinstance(last, ast.Return) else after if falls else None
+    if not (isinstance(answer, ast.Return) and isinstance(answer.value, ast.Constant)):
+        return False
+    constant = answer.value.value
+    own = any(
+        isinstance(sub, ast.Return) and isinstance(sub.value, ast.Constant) and sub.value.value == constant
+        for stmt in node.body
+        for sub in pysource.walk(stmt)
+    )
+    completes = not isinstance(node.body[-1], (ast.Return, ast.Raise))
+    if not (own or (answer is after and completes)):
+        return False
+    return runs_no_repository_code(ctx, node.body, imports)
+
+
 def _is_probe(
     ctx: FileContext,
     node: ast.Try | ast.TryStar,
@@ -2491,6 +2533,7 @@ def _is_probe(
     the respected note the injection experiment may still check."""
     return (
         _guarded_probe(ctx, node, handler, facts.following.get(id(node)))
+        or _known_answer(ctx, node, handler, imports, facts.following.get(id(node)))
         or _package_probe(node, handler, imports)
         or _version_probe(node, handler, imports)
         or id(handler) in facts.documented

@@ -193,7 +193,8 @@ def _outside(ctx: FileContext, dotted: str) -> bool:
 def runs_no_repository_code(ctx: FileContext, body: list[ast.stmt], imports: Mapping[str, str]) -> bool:
     """Every call of `body` goes to a library outside the repository: its callee is rooted at a name the
     file imports from such a module (`to_agraph(graph)`, `os.path.splitext(p)`), at a name `body` bound
-    to such a call's result (`A = to_agraph(g)`, then `A.draw(p)`), or is a builtin that runs no code
+    to such a call's result (`A = to_agraph(g)`, then `A.draw(p)`) or to an attribute of such a
+    module (`v = torch.version.cuda`, then `v.split(".")`), or is a builtin that runs no code
     it is handed; no lambda is handed over, nothing is imported from the repository and nothing is
     awaited. No code of the repository runs there, so no programmer error of it can be what the
     handler swallows."""
@@ -206,7 +207,9 @@ def runs_no_repository_code(ctx: FileContext, body: list[ast.stmt], imports: Map
                 return False
             if isinstance(node, ast.Import) and not all(_outside(ctx, alias.name) for alias in node.names):
                 return False
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if isinstance(node, ast.Assign) and (
+                isinstance(node.value, ast.Call) or _outside_attribute(ctx, node.value, imports)
+            ):
                 values.update(t.id for t in node.targets if isinstance(t, ast.Name))
             if not isinstance(node, ast.Call):
                 continue
@@ -224,6 +227,16 @@ def runs_no_repository_code(ctx: FileContext, body: list[ast.stmt], imports: Map
             elif not _outside(ctx, target):
                 return False
     return True
+
+
+def _outside_attribute(ctx: FileContext, value: ast.expr, imports: Mapping[str, str]) -> bool:
+    """An attribute read of a module outside the repository (`torch.version.cuda`)."""
+    if not isinstance(value, ast.Attribute):
+        return False
+    root = value.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in imports and _outside(ctx, imports[root.id])
 
 
 def nothing_substituted(

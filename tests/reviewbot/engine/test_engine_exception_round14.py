@@ -25,6 +25,12 @@ shape: the logged fallback the rule is for, like `logger.exception("compile fail
 None`), a substitute computed in the handler, a docstring without such words (still the P2
 swallow).
 
+A probe that runs only library code and whose handler answers with one of the try's own answers
+(`return None` where the try returns `None` for "not found"; `pass` falling through to the
+`return False` the try also reaches) gives nothing (AITemplate's `nvidia-smi` probe, round 14;
+flash-attention's CUDA-12 probe, round 15); near misses answer with another constant, or run the
+repository's own code in the try.
+
 The record class is FastVideo's streaming workers and its CI comparison script (tuning cases
 `fastvideo-stream-worker-error-record`, `fastvideo-perf-infra-error-status`)."""
 
@@ -280,6 +286,60 @@ def one_branch_returns(fn, respond):
 """
 
 
+PROBES = """
+def is_cuda_12() -> bool:
+    try:
+        import torch
+
+        version = torch.version.cuda
+        if version is not None:
+            return int(version.split(".")[0]) == 12
+    except Exception:
+        pass
+    return False
+
+
+def nvml_arch():
+    try:
+        import pynvml
+
+        name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0))
+        if "H100" in name:
+            return "90"
+        return None
+    except Exception:
+        return None
+
+
+def nvml_arch_unknown():
+    try:
+        import pynvml
+
+        name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0))
+        if "H100" in name:
+            return "90"
+        return None
+    except Exception:
+        return "unknown"
+
+
+def own_parse(text):
+    return text.split()[0]
+
+
+def nvml_arch_own_code():
+    try:
+        import pynvml
+
+        name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0))
+        if own_parse(name) == "H100":
+            return "90"
+        return None
+    except Exception:
+        return None
+"""
+
+
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     return review_shapes(
@@ -292,6 +352,7 @@ def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
             "pkg/reads.py": HANDLER_READS,
             "pkg/helion.py": HELION,
             "pkg/branches.py": BRANCHES,
+            "pkg/probes.py": PROBES,
         },
     )
 
@@ -355,3 +416,14 @@ def test_a_handler_whose_if_and_else_both_return_leaves_nothing_unbound(review: 
     assert found is None or found.message_id != "broad-except.unbound", found.message
     near = findings_by_rule(review, "pkg/branches.py", "one_branch_returns")["broad-except"]
     assert near.message_id == "broad-except.unbound" and near.params["name"] == "result"
+
+
+@pytest.mark.parametrize("qualname", ["is_cuda_12", "nvml_arch"])
+def test_a_library_probe_answering_with_its_own_no_gives_nothing(review: list[Finding], qualname: str) -> None:
+    assert findings_by_rule(review, "pkg/probes.py", qualname) == {}
+
+
+@pytest.mark.parametrize("qualname", ["nvml_arch_unknown", "nvml_arch_own_code"])
+def test_near_misses_another_answer_or_the_repositorys_code(review: list[Finding], qualname: str) -> None:
+    found = findings_by_rule(review, "pkg/probes.py", qualname)["broad-except"]
+    assert (found.message_id, found.severity) == ("broad-except.swallows", Severity.P2), qualname
