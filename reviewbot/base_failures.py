@@ -4,7 +4,9 @@ After the suites and the test plan ran at head, the tests that failed or errored
 exist at the merge base (their file, and a def or class of their name in it) run again at the
 merge base by node id (`python -m pytest` with the base's own test files, in a worktree and box
 like a suite's), with the longest time limit of the suites they came from (the test plan's for a
-test only the plan ran). A test that fails or errors there too (`FAILING`) was failing before the
+test only the plan ran). A module that failed to be collected (its id is its file,
+`reviewbot.results.junit.case_id`) runs again when the base has that file: an import error of the
+environment (a dependency the runner lacks) fails there too. A test that fails or errors there too (`FAILING`) was failing before the
 change: its failure at head is no evidence against the change, so it is no finding of it; the
 review lists it in its suite summary instead (`reviewbot.rules.suite_results`). A test the change
 adds, or one whose file or def the base lacks, is not re-run: its failure stays the change's. At
@@ -49,9 +51,12 @@ def outcomes_at_base(
     ]
     for test_id, timeout_s in failing + [(test_id, PLAN_TIMEOUT_S) for test_id in planned]:
         path, _, name = test_id.partition("::")
-        if test_id in ids or not path.endswith(".py") or not name:
+        if test_id in ids or not path.endswith(".py"):
             continue
-        if locate_test(git, merge_base, path, name.split("::")[-1]) is None:
+        if not name:  # a module that failed to be collected: it runs again if its file is there
+            if git.read(merge_base, path) is None:
+                continue
+        elif locate_test(git, merge_base, path, name.split("::")[-1]) is None:
             continue
         ids.append(test_id)
         limit = max(limit, timeout_s)

@@ -19,8 +19,8 @@ left out (listed as covered). At most `MAX_ROOTS` roots; the rest are listed as 
 docs, example, benchmark and script directories are not inspected.
 
 Suites: pytest `testpaths` (pyproject.toml, pytest.ini, setup.cfg, tox.ini) when configured, else the
-directories holding `test_*.py` files under `tests/` or `test/`, one suite per first-level
-subdirectory; `gpus: 1` when most of the suite's files use CUDA. The probe command is a commented template:
+directories holding `test_*.py` files under `tests/` or `test/`, then under a top-level package's
+own `tests/` or `test/` (`pkg/tests/`), one suite per first-level subdirectory; `gpus: 1` when most of the suite's files use CUDA. The probe command is a commented template:
 the repository has to provide a command printing its reference keys.
 
 Every candidate carries its reason, written as a YAML comment above it.
@@ -61,6 +61,7 @@ BUILDER, CONFIG_CLASS, NAMED_HASHER = 6, 5, 4
 MAX_CONSIDERED = 10
 MAX_CLOSURES = 40  # candidates whose closures are compared (best first)
 MAX_SUITES = 8
+TEST_DIRS = ("tests", "test")
 SKIPPED_DIRS = frozenset(
     {
         "tests",
@@ -492,26 +493,39 @@ def _propose_suites(git: GitRepo, rev: str, files: list[str]) -> list[SuiteCandi
             name = re.sub(r"[^\w.-]+", "_", path.strip("/")) or "tests"
             suites.append(_suite(git, rev, name, path, inside, f"`testpaths` in {source} lists {path}"))
         return suites[:MAX_SUITES]
-    for top in ("tests", "test"):
+    # a package's own test directory (`fastvideo/tests/`) after the repository's
+    in_packages = sorted(
+        {"/".join(f.split("/")[:2]) for f in tests if f.count("/") >= 2 and f.split("/")[1] in TEST_DIRS}
+    )
+    for top in (*TEST_DIRS, *in_packages):
         inside = [f for f in tests if f.startswith(f"{top}/")]
         if not inside:
             continue
+        prefix = "" if top in TEST_DIRS else top.split("/")[0] + "_"
         groups: dict[str, list[str]] = {}
         for f in inside:
-            parts = f.split("/")
-            groups.setdefault(parts[1] if len(parts) > 2 else "", []).append(f)
+            parts = f[len(top) + 1 :].split("/")
+            groups.setdefault(parts[0] if len(parts) > 1 else "", []).append(f)
         subdirs = sorted(g for g in groups if g)
         if len(subdirs) > MAX_SUITES - 1 or not subdirs:
-            suites.append(_suite(git, rev, top, top, inside, f"test files under {top}/"))
+            suites.append(_suite(git, rev, top.replace("/", "_"), top, inside, f"test files under {top}/"))
             continue
         for sub in subdirs:
-            suites.append(_suite(git, rev, sub, f"{top}/{sub}", groups[sub], f"test files under {top}/{sub}/"))
+            suites.append(_suite(git, rev, prefix + sub, f"{top}/{sub}", groups[sub], f"test files under {top}/{sub}/"))
         if "" in groups:
             ignores = " ".join(f"--ignore={top}/{sub}" for sub in subdirs)
-            suites.append(
-                _suite(git, rev, f"{top}_root", f"{top} {ignores}", groups[""], f"test files directly in {top}/")
-            )
+            name = top.replace("/", "_") + "_root"
+            suites.append(_suite(git, rev, name, f"{top} {ignores}", groups[""], f"test files directly in {top}/"))
     return suites
+
+
+def _probe_package(modules: list[ModuleInfo], roots: list[Candidate]) -> str:
+    """Where the probe template proposes the probe module: the top-level package of the first
+    key root, else the first top-level package (a repository-root `__init__.py` names none)."""
+    if roots:
+        return roots[0].value.split(".")[0]
+    packages = [m.name for m in modules if m.path.endswith("/__init__.py") and "." not in m.name]
+    return packages[0] if packages else "your_package"
 
 
 def propose_config(repo: Path | str, revision: str = "HEAD") -> Proposal:
@@ -533,8 +547,7 @@ def propose_config(repo: Path | str, revision: str = "HEAD") -> Proposal:
             if mod is not None and mod.path == path
         ]
         roots, considered = _propose_roots(git, rev, index, modules)
-        packages = [m.name for m in modules if m.path.endswith("__init__.py") and "." not in m.name]
-        probe_module = f"{packages[0] if packages else 'your_package'}.reviewbot_probe"
+        probe_module = f"{_probe_package(modules, roots)}.reviewbot_probe"
         suites = _propose_suites(git, rev, files)
     return Proposal(rev, len(modules), roots, considered, probe_module, suites, time.monotonic() - started)
 

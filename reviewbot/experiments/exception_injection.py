@@ -76,7 +76,7 @@ from reviewbot.exception_index import ExceptionClass, ExceptionIndex, index_revi
 from reviewbot.findings import Evidence, EvidenceKind, Finding
 from reviewbot.gitrepo import GitRepo
 from reviewbot.repo_config import InjectionConfig, SuiteConfig
-from reviewbot.results.junit import node_id
+from reviewbot.results.junit import COLLECTION_FAILURE, case_id
 from reviewbot.results.schema import SuiteResult
 from reviewbot.rules.broad_except import BUILTINS_AT_HAND, import_map, stdlib_call_count
 from reviewbot.rules.common import contains_logging
@@ -273,7 +273,7 @@ def _junit_cases(path: Path) -> dict[str, tuple[str, str]]:
         return {}
     out: dict[str, tuple[str, str]] = {}
     for case in root.iter("testcase"):
-        tid = node_id(case.get("classname", ""), case.get("name", ""))
+        tid = case_id(case)
         outcome, text = "passed", ""
         for tag in ("failure", "error"):
             node = case.find(tag)
@@ -324,15 +324,30 @@ def _same_test(test: str, ids: Mapping[str, object]) -> str:
     return matches[0] if len(matches) == 1 else test
 
 
+# pytest's `E   ModuleNotFoundError: No module named 'x'` lines of a failure text
+_ERROR_LINE = re.compile(r"^E\s+(.+)$", re.MULTILINE)
+
+
 def _judge(outcome: Outcome, spec: SuiteConfig, run: _Run, before: Mapping[str, str], hits: list[str]) -> None:
-    """Add what one suite run with the injection showed to `outcome`."""
-    outcome.tests_run += len(run.cases)
+    """Add what one suite run with the injection showed to `outcome`. A test module that could not
+    be collected (an import error: a dependency the runner lacks) ran none of its tests, so a try
+    no test reached is then untried, not unreached."""
+    uncollected = [
+        text for state, text in run.cases.values() if state == "error" and text.startswith(COLLECTION_FAILURE)
+    ]
+    outcome.tests_run += len(run.cases) - len(uncollected)
     if not hits:
         if run.returncode is None:
             outcome.problems.append(f"suite {spec.name} timed out before reaching it")
         elif not run.cases:
             last = (run.log.strip().splitlines() or ["no output"])[-1].strip()
             outcome.problems.append(f"suite {spec.name} exited with code {run.returncode} and ran no test ({last})")
+        elif uncollected:
+            errors = _ERROR_LINE.findall(uncollected[0])
+            cause = errors[-1].strip() if errors else COLLECTION_FAILURE
+            outcome.problems.append(
+                f"suite {spec.name}: {len(uncollected)} test module(s) could not be imported ({cause})"
+            )
         return
     unresolved = [h for h in hits if h.startswith(UNRESOLVED)]
     if unresolved:

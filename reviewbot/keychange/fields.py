@@ -6,7 +6,9 @@ together with the same-module functions and `self` methods they call (two levels
 
 - walks the fields generically (`dataclasses.fields`/`asdict`/`astuple`, `vars`, `__dict__`,
   `__getstate__`, pydantic's `model_dump`/`model_dump_json`/`model_fields`, `self.dict()`,
-  `self.json()`, `json.dumps` of those): every field is covered, except one the walk excludes by
+  `self.json()`, `json.dumps` of those; `repr(self)`, `str(self)` or `f"{self!r}"` of a dataclass
+  whose `__repr__` the decorator writes, a field declared `field(repr=False)` excepted): every
+  field is covered, except one the walk excludes by
   name (an `exclude=` argument, `del d["f"]`, `d.pop("f")`, a `!=`/`not in` test against the
   name), one it filters on field metadata when the field is declared with a false metadata value
   (`field(metadata={"hash": False})`, directly or through a same-module helper), and a pydantic
@@ -80,6 +82,49 @@ def walks_object(node: ast.AST, names: set[str]) -> str | None:
     return None
 
 
+def _text_of(node: ast.AST, names: set[str]) -> str | None:
+    """`repr` for `repr(self)` and `f"{self!r}"`, `str` for `str(self)` and `f"{self}"`: the object's
+    text, which walks every field when the class's `__repr__` is a dataclass's (`_generated_text`)."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("repr", "str")
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id in names
+    ):
+        return node.func.id
+    if isinstance(node, ast.FormattedValue) and isinstance(node.value, ast.Name) and node.value.id in names:
+        return "repr" if node.conversion == ord("r") else "str" if node.conversion in (-1, ord("s")) else None
+    return None
+
+
+def _generated_text(cls: ast.ClassDef, walk: str) -> bool:
+    """The class is a dataclass whose `__repr__` the decorator writes (no `repr=False`, no
+    `__repr__` of its own) and, for `str`, without a `__str__` of its own: its text lists every
+    field declared with `repr=True` (the default)."""
+    own = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for decorator in cls.decorator_list:
+        call = decorator if isinstance(decorator, ast.Call) else None
+        target = call.func if call is not None else decorator
+        if ast.unparse(target) not in ("dataclass", "dataclasses.dataclass"):
+            continue
+        generated = not any(
+            k.arg == "repr" and isinstance(k.value, ast.Constant) and k.value.value is False
+            for k in (call.keywords if call is not None else [])
+        )
+        return generated and "__repr__" not in own and (walk == "repr" or "__str__" not in own)
+    return False
+
+
+def _hidden_from_repr(decl: ast.AnnAssign | None) -> bool:
+    """The field is declared `field(repr=False)`."""
+    value = decl.value if decl is not None else None
+    return isinstance(value, ast.Call) and any(
+        k.arg == "repr" and isinstance(k.value, ast.Constant) and k.value.value is False for k in value.keywords
+    )
+
+
 @dataclasses.dataclass
 class _Reading:
     """What a body of hashing code does with fields."""
@@ -93,7 +138,7 @@ class _Reading:
 
     def read(self, node: ast.AST, selves: set[str]) -> None:
         for sub in ast.walk(node):
-            walk = walks_object(sub, selves)
+            walk = walks_object(sub, selves) or _text_of(sub, selves)
             if walk is None and isinstance(sub, ast.Attribute) and sub.attr in _WALK_ATTRS:
                 walk = sub.attr  # `value.__dict__` of a nested object: still a generic walk
             if walk is not None:
@@ -144,12 +189,17 @@ class _Reading:
 def _functions_called(
     mod: ModuleInfo, cls: ast.ClassDef, node: ast.AST
 ) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    """Module functions called by name and `self.` methods of `cls` called inside `node`."""
+    """Module functions called by name and `self.` methods of `cls` called inside `node`, and the
+    class's own `__repr__` (`__str__`) where `node` takes the object's text (`repr(self)`)."""
     methods = {n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     out: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
     for sub in ast.walk(node):
         target: ast.stmt | None = None
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
+        text = _text_of(sub, {"self"})
+        if text is not None:  # the object's text: its own `__str__`/`__repr__` when it writes one
+            target = methods.get("__str__") if text == "str" else None
+            target = target or methods.get("__repr__")
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
             target = mod.defs.get(sub.func.id)
         elif isinstance(sub, (ast.Call, ast.Attribute)):
             attr = sub.func if isinstance(sub, ast.Call) else sub
@@ -280,6 +330,14 @@ def field_coverage(index: ModuleIndex, item: ClosureItem, field: str, closure: d
     explicit: Coverage | None = None
     for method in methods:
         reading = _read_hashing(mod, cls, method)
+        text_walks = [walk for walk in reading.walks if walk in ("repr", "str")]
+        if text_walks and len(text_walks) == len(reading.walks):
+            if not _generated_text(cls, text_walks[0]):
+                reading.walks.clear()  # a hand-written `__repr__`: what it shows is not known here
+            elif _hidden_from_repr(_declaration(cls, field)):
+                return Coverage(
+                    False, True, f"`{method.name}` hashes the dataclass's repr, which `{field}` is declared out of"
+                )
         if reading.walks:
             return _walk_verdict(reading, method.name, field, metadata, pyd_excluded)
         if field in reading.named and field not in reading.excluded_names:

@@ -38,6 +38,21 @@ def node_id(classname: str, name: str) -> str:
     return "::".join(["/".join(parts[:end]) + ".py", *parts[end:], name])
 
 
+COLLECTION_FAILURE = "collection failure"
+
+
+def case_id(case: ET.Element) -> str:
+    """The pytest node id of a JUnit ``testcase``: `node_id`, except for a module that failed to
+    be collected (pytest reports it with an empty classname, the module's dotted path as name and
+    an error whose message is ``collection failure``): its file, ``tests/x/test_a.py``, which
+    pytest accepts as a node id to run again."""
+    classname, name = case.get("classname", ""), case.get("name", "")
+    error = case.find("error")
+    if not classname and name and error is not None and error.get("message") == COLLECTION_FAILURE:
+        return name.replace(".", "/") + ".py"
+    return node_id(classname, name)
+
+
 def _parse_figure(name: str, raw: str, where: str, test: str | None) -> BenchFigure:
     match = _NUMBER_AND_UNIT.fullmatch(raw)
     if match is None:
@@ -55,7 +70,7 @@ def _bench_properties(element: ET.Element, where: str, test: str | None) -> list
 
 
 def _testcase(case: ET.Element) -> TestResult:
-    tid = node_id(case.get("classname", ""), case.get("name", ""))
+    tid = case_id(case)
     duration = float(case.get("time") or 0.0)
     for tag, status in (("failure", "failed"), ("error", "error")):
         node = case.find(tag)

@@ -20,6 +20,11 @@ may confirm or refute them.
     statement after the try reads a name only the try's body binds (`reviewbot.rules.fallthrough`):
     P2 `broad-except.unbound`, before any of the exemptions below (a probe whose comment names the
     expected failure still hands the code after it an unbound or stale name);
+  - reads in its own body a name the try binds only after a statement that can fail (not bound
+    before the try, nor by a leading `name = <constant or name>`, nor in the handler first;
+    `reviewbot.rules.fallthrough`): P2 `broad-except.handler-unbound`, also before the exemptions
+    (round 14, lm-evaluation-harness's request handler: `logger.error(f"{e} {outputs}"); raise`
+    raises `UnboundLocalError` in place of every connection error);
   - re-raises: nothing, a bare `except:` included (round 11: until then P3, "it still catches
     `KeyboardInterrupt`"; but the handler passes Ctrl+C on after its cleanup, which should run then
     too: iree-turbine's fence signalled after a failed launch). Near miss: a bare `except:` that
@@ -59,8 +64,9 @@ may confirm or refute them.
     everything to mark that unit failed and keep going, and says so in the log;
   - a *filter*: the handler inspects the caught exception and re-raises what it does not recognise
     (`if should_retry(e): <retry> else: raise`, or `if not is_oom(e): raise` before the recovery;
-    the test names the caught exception): nothing, it is as narrow as the predicate (the OOM-retry
-    decorator that halves the batch size);
+    the test names the caught exception; or, round 14, an `assert` on it, a test's expected
+    failure: `assert "Missing key(s)" in str(e)`): nothing, it is as narrow as the predicate (the
+    OOM-retry decorator that halves the batch size);
   - a *guarded probe*: a try body of one operation (other statements only return or assign a
     constant) whose handler only passes, returns a constant or assigns one (logging allowed; not
     an implicit `None` in place of the try's returned result), and either a comment next to it
@@ -76,6 +82,12 @@ may confirm or refute them.
     "not available"; a memory query that falls through to "the figure is incorrect" warning). An
     `if` without calls in its test that only falls back to constants (`if git_hash is None:
     git_hash = "UNKNOWN"`) normalises the operation's answer and is no second operation;
+  - a *known answer* (round 15): a try that runs only library code (`runs_no_repository_code`),
+    whose handler only logs or passes and answers with a constant the try itself answers with when
+    nothing fails (`return None` where the try returns `None` for "not found"; `pass` falling
+    through to the `return False` the try also reaches): nothing (`_known_answer`). Callers handle
+    that answer already. Near misses: another constant (`"unknown"`), the repository's own code in
+    the try;
   - a *version probe*: the try only reads an imported library's version and works on it
     (`cudnn.backend_version() < N`, `map(int, cudnn.__version__.split(".")[:2])`), under
     `except Exception`, with a constant fallback: nothing; an unreadable version means the feature
@@ -90,6 +102,14 @@ may confirm or refute them.
     tuple result (`return str(e), float("inf")`: a candidate that loses a selection), its other
     statements only logging, and no caller in the changed files unpacks that element into `_` or
     drops the result: nothing, the failure travels with the result (`_hands_error_on`);
+  - a *failure record* (round 14, FastVideo's workers): the handler only binds, hands to a queue,
+    list or future, or returns values built without calls (but `str`, `repr`, `type`, `format`,
+    `traceback.format_exc`), one naming the caught exception and one saying the unit failed
+    (`{"kind": "error", "error": repr(e)}`, `status = STATUS_INFRA_ERROR`, `"ok": False`): P3
+    `broad-except.error-record` (the traceback is lost), nothing when the record or a log call keeps
+    it (`_error_record`). Near misses: the error's text put with no failure marker, a record that
+    also computes a substitute, a failure word only in a target's name (`self.compile_error =
+    str(e)`): still the swallow;
   - an *optional third-party import*: a try of only imports of modules outside the repository that
     the file imports nowhere unguarded, the handler recording the absence in a constant
     (`_HAS_PIL = False`): nothing (`_optional_dependency`);
@@ -124,9 +144,9 @@ may confirm or refute them.
     function that returns after the call;
   - a *fallback the function's docstring states* ("falls back to the original function if
     compilation fails"; or a swallow it states: "swallows any exception so that ...", "errors are
-    ignored"), the handler handing back a value at hand (`return <name or constant>`,
-    logging, `pass`): nothing; a substitute computed in the handler (`return fn(*args)`) stays
-    reported (`_docstring_fallbacks`);
+    ignored"; since round 14 one that calls itself "best-effort"), the handler handing back a value
+    at hand (`return <name or constant>`, logging, `pass`): nothing; a substitute computed in the
+    handler (`return fn(*args)`) stays reported (`_docstring_fallbacks`);
   - a *conversion through a helper*: the handler's last statement calls, or returns the call of, a
     function of the revision that always raises (`ExceptionIndex.always_raises`:
     `return self.environment.handle_exception()`): nothing, here and for `except RuntimeError`;
@@ -164,10 +184,24 @@ may confirm or refute them.
     arch_name(arch)` before the warning, then `return False`; `_prepares_report`). Near miss: the
     same handler falling through, the rebound name reaching the code after the try. Since round 12
     the handler may also rebind a value at hand read without a call (`self._compiled = self._func`:
-    the original function a compile wrapper keeps; `_rebinds_at_hand`);
+    the original function a compile wrapper keeps; `_rebinds_at_hand`), and since round 13 put its
+    constant into the entry the try writes (`metadata["hash"] = "unknown"`: `placeholder_entry`).
+    Since round 14 the fallback may be a name the function already holds (`return matching`: the
+    local matches after a failed remote listing; `_value_at_hand`). A log call that only carries
+    the traceback (`logger.exception("compile failed")`, `exc_info=True`) without naming the
+    exception is no such report: that is the logged fallback ruff exempts and this rule is for.
+    Near miss (round 13): a reported fallback that sets a parameter the try converts in place
+    (`schema = build_regex(schema)`, then `schema = "(.*?)"`), read by the function after the try,
+    is P2 `broad-except.replaces-argument` (`replaced_argument`): the caller's input is replaced and
+    the function answers a request the caller did not make, told only in a log;
   - moved, not added (round 12): a try body and handler that stand in the base revision's changed
     files as often, under at least the same `if` conditions (`handler_reach.moved_handlers`): nothing,
     here and for `except RuntimeError`;
+  - the error still reaches the caller (round 13, `reviewbot.rules.error_reach`): the handler only
+    keeps the caught exception in a name that a later statement of the block raises (`if error is
+    not None: raise error`, after a barrier), or the try is a retry of a bounded loop whose handler
+    reports the error and whose exhaustion raises or exits with a failing status (`exit(-1)`):
+    nothing, here and for `except RuntimeError`;
   - a swallow whose outcome reaches no result (round 12, `reviewbot.rules.handler_reach`): nothing
     substituted that is read, the loss announced (P3 `broad-except.announced-skip`) or only a
     third-party import's side effect (P3 `broad-except.side-effect-import`); or a constant
@@ -204,6 +238,11 @@ may confirm or refute them.
   arguments, binding the result the same way, is P3 `runtime-error-fallback.implementation-alternative`
   (round 12, torchrec's operator fallbacks): an OOM or bad input fails again in the alternative and
   propagates; the nit is to probe the operator outside the call.
+  Not reported either (round 13): the handler's one statement is the try's one call again with
+  another name among its string arguments (`same_call_other_name`: `Embedding(f"{p}.embedding")`
+  after `Embedding(f"{p}.embeddings")`; a device or dtype change is no name), whose own failure
+  propagates; and a try whose one call goes to a function of this file that raises `RuntimeError`
+  itself and reads nothing the file imports (`_own_runtime_signal`: a lookup's "no match").
   A try whose calls all go to the standard library (`_stdlib_only`: `threading.stack_size`,
   `os.remove`; not `importlib`, `pickle`, `copy`, ... which run the caller's code) is not reported
   either: it cannot raise an OOM, a compiler error or the repository's own subclasses.
@@ -248,8 +287,10 @@ from reviewbot.rules.common import (
     contains_logging,
     hands_back_nothing,
     is_logging_call,
+    top_level_function,
     warns,
 )
+from reviewbot.rules.error_reach import deferred_reraise, retry_fails_when_exhausted, same_call_other_name
 from reviewbot.rules.fallthrough import UnboundRead, left_unbound, unbound_reads
 from reviewbot.rules.handler_reach import (
     enclosing_function,
@@ -257,7 +298,10 @@ from reviewbot.rules.handler_reach import (
     implementation_alternative,
     moved_handlers,
     nothing_substituted,
+    placeholder_entry,
+    replaced_argument,
     report_only_results,
+    runs_no_repository_code,
     substitutes_constant,
 )
 
@@ -400,7 +444,7 @@ _EXIT_HOOKS = {("atexit", "register"): 0, ("signal", "signal"): 1, ("weakref", "
 # ... or that it swallows errors ("swallows any exception so that ...", "errors are ignored"; not
 # "never swallows", "does not ignore errors")
 _DOC_FALLBACK = re.compile(
-    r"\bfall(s|ing)?[ -]?back|(?<!not )(?<!never )\bswallow(s|ed|ing)?\b"
+    r"\bfall(s|ing)?[ -]?back|(?<!not )(?<!never )\bswallow(s|ed|ing)?\b|\bbest[ -]effort\b"
     r"|(?<!not )(?<!never )\bignor(e|es|ed|ing) (any |all |every )?(errors?|exceptions?|failures?)"
     r"|(errors?|exceptions?|failures?) (are|is) ignored|回退|吞掉",
     re.IGNORECASE,
@@ -805,10 +849,16 @@ def _filters(handler: ast.ExceptHandler) -> bool:
     directly in its body whose test names the caught exception and that re-raises it unchanged
     when the test fails (`if should_retry(e): ... else: raise`, `if not is_oom(e): raise`). The
     reverse, re-raising what the test recognises (`if isinstance(e, OutOfMemoryError): raise`),
-    keeps everything else and is no filter."""
+    keeps everything else and is no filter. An `assert` directly in its body whose test names the
+    caught exception (`assert "Missing key(s)" in str(e)`, a test's expected failure) is one too:
+    what the test rejects fails there, chained to the caught error (unless Python runs with `-O`)."""
     if handler.name is None:
         return False
     for stmt in handler.body:
+        if isinstance(stmt, ast.Assert) and any(
+            isinstance(sub, ast.Name) and sub.id == handler.name for sub in pysource.walk(stmt.test)
+        ):
+            return True
         if not isinstance(stmt, ast.If):
             continue
         inspects = any(isinstance(sub, ast.Name) and sub.id == handler.name for sub in pysource.walk(stmt.test))
@@ -886,7 +936,9 @@ def _names_exception(expr: ast.AST, name: str) -> bool:
 
 def _reported_fallback(handler: ast.ExceptHandler, try_body: list[ast.stmt], after: ast.stmt | None) -> bool:
     """The handler reports the caught exception (`_reports_caught`) and otherwise only falls back to
-    a constant (`pass`, `return <constant>`, `<name> = <constant>`) or falls through to the code
+    a constant or a value the function already holds (`pass`, `return <constant or name>`, `<name> =
+    <constant or name>`, `_value_at_hand`; pytorch/helion's `return matching`, the local matches
+    after a failed remote listing) or falls through to the code
     after the try (the function's own other route to its result, such as a slower conversion). The
     failure is visible with its cause where it happens, and the fallback is a stated default or the
     code path the function takes anyway, not a substitute computed in the handler. A handler that
@@ -899,9 +951,10 @@ def _reported_fallback(handler: ast.ExceptHandler, try_body: list[ast.stmt], aft
         return False
     return all(
         _reports_caught(stmt, handler.name)
-        or _constant_default(stmt)
+        or _value_at_hand(stmt)
         or _prepares_report(body, i)
         or _rebinds_at_hand(stmt)
+        or placeholder_entry(stmt, try_body)
         for i, stmt in enumerate(body)
     )
 
@@ -1245,14 +1298,7 @@ def _raises_on_purpose(ctx: FileContext, operation: ast.stmt) -> bool:
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
         return False
     name = value.func.id
-    defined = next(
-        (
-            stmt
-            for stmt in ctx.tree.body
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name
-        ),
-        None,
-    )
+    defined = top_level_function(ctx.tree, name)
     if defined is None:
         return False
     stack: list[ast.AST] = list(defined.body)
@@ -1268,6 +1314,41 @@ def _raises_on_purpose(ctx: FileContext, operation: ast.stmt) -> bool:
             return True
         stack.extend(ast.iter_child_nodes(sub))
     return False
+
+
+def _own_runtime_signal(ctx: FileContext, node: ast.Try | ast.TryStar, imports: Mapping[str, str]) -> bool:
+    """A try of one statement whose one call goes, by simple name, to a function defined at the top
+    level of this file that raises `RuntimeError(...)` itself, reads no name the file imports (no
+    torch, no module of the repository) and calls only builtins that run no code they are handed
+    (round 13, fairscale's `_get_count`: a dictionary lookup's "no match"). For `except
+    RuntimeError`: the caught error is that function's own signal, and no device memory or
+    compiler is reached to fail with an OOM, unless through a method of a value the caller hands it.
+    Near miss: the function also calls torch or another function of the file."""
+    if len(node.body) != 1:
+        return False
+    calls = [sub for sub in pysource.walk(node.body[0]) if isinstance(sub, ast.Call)]
+    if len(calls) != 1 or not isinstance(calls[0].func, ast.Name):
+        return False
+    name = calls[0].func.id
+    defined = top_level_function(ctx.tree, name)
+    if defined is None:
+        return False
+    signals = False
+    for sub in (inner for stmt in defined.body for inner in pysource.walk(stmt)):
+        if isinstance(sub, ast.Name) and sub.id in imports:
+            return False
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id not in BUILTINS_AT_HAND:
+            return False
+        if isinstance(sub, ast.Raise) and sub.exc is not None:
+            raised = sub.exc.func if isinstance(sub.exc, ast.Call) else sub.exc
+            signals = signals or (isinstance(raised, ast.Name) and raised.id == "RuntimeError")
+    return signals
+
+
+def _passes_error_on(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The caught error still reaches the caller by another way (round 13, `reviewbot.rules.error_reach`):
+    kept and raised after the try, or the last failure of a bounded retry ending the run."""
+    return deferred_reraise(ctx.tree, node, handler) or retry_fails_when_exhausted(ctx.tree, node, handler)
 
 
 def _normalises(stmt: ast.stmt) -> bool:
@@ -1340,6 +1421,93 @@ def _queues_error(handler: ast.ExceptHandler) -> bool:
         ):
             return True
     return False
+
+
+# what a failure record may be built with: the error's text, its type's name, the traceback
+_RECORD_CALLS = frozenset({"str", "repr", "type", "format", "traceback.format_exc", "traceback.format_exception"})
+_RECORD_HAND_ON = frozenset({"put", "put_nowait", "send", "append", "set_result"})
+_SUCCESS_KEYS = frozenset({"ok", "success", "succeeded"})
+
+
+def _record_built(value: ast.AST) -> bool:
+    """`value` calls nothing but `_RECORD_CALLS`: no substitute result is computed in it."""
+    return all(not isinstance(sub, ast.Call) or ast.unparse(sub.func) in _RECORD_CALLS for sub in pysource.walk(value))
+
+
+def _says_failed(value: ast.AST) -> bool:
+    """`value` holds a failure marker: a string, name or attribute with a failure word among its
+    words (`"error"`, `"infra_error"`, `STATUS_INFRA_ERROR`), or `"ok": False` in a dict."""
+    for sub in pysource.walk(value):
+        if isinstance(sub, ast.Dict) and any(
+            isinstance(key, ast.Constant)
+            and key.value in _SUCCESS_KEYS
+            and isinstance(item, ast.Constant)
+            and item.value is False
+            for key, item in zip(sub.keys, sub.values)
+        ):
+            return True
+        word = (
+            sub.value
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str)
+            else sub.id
+            if isinstance(sub, ast.Name)
+            else sub.attr
+            if isinstance(sub, ast.Attribute)
+            else ""
+        )
+        if {part.lower() for part in _WORD_SPLIT.split(word) if part} & _FAILURE_WORDS:
+            return True
+    return False
+
+
+def _error_record(handler: ast.ExceptHandler) -> bool | None:
+    """The handler hands the error on as a failure record: besides logging calls, `pass`,
+    `continue` and a bare `return`, it only binds values (to names, attributes or items), hands
+    them to a queue, a pipe, a list or a future (`_RECORD_HAND_ON`) or returns them, built without
+    any call but `_RECORD_CALLS` (no substitute is computed); one of the values names the caught
+    exception other than by its class, and one says the unit failed (`_says_failed`; a failure word
+    in a target's name is no record: `self.compile_error = str(e)`): `queue.put({
+    "kind": "error", "error": repr(e)})`, `status = STATUS_INFRA_ERROR; reason = f"...{e}"`. The
+    reader of the record sees the failure and its message. True when neither the record nor a log
+    call keeps the traceback (the one thing lost), False when one does, None for any other handler."""
+    name = handler.name
+    if name is None:
+        return None
+    values: list[ast.AST] = []
+    targets: list[ast.AST] = []  # checked for calls only: a failure word in a target's name is no record
+    traceback_kept = False
+    for stmt in handler.body:
+        if isinstance(stmt, ast.Expr) and is_logging_call(stmt.value):
+            assert isinstance(stmt.value, ast.Call)
+            traceback_kept = traceback_kept or _carries_traceback(stmt.value)
+            continue
+        if isinstance(stmt, (ast.Pass, ast.Continue)) or (isinstance(stmt, ast.Return) and stmt.value is None):
+            continue
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Await):
+            call = call.value
+        if isinstance(stmt, ast.Assign):
+            values.append(stmt.value)
+            targets += stmt.targets
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            values.append(stmt.value)
+            targets.append(stmt.target)
+        elif isinstance(stmt, ast.Return):
+            values.append(stmt.value)
+        elif (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr in _RECORD_HAND_ON
+            and _record_built(call.func.value)
+        ):
+            values += [*call.args, *(keyword.value for keyword in call.keywords)]
+        else:
+            return None
+    if not values or not all(_record_built(node) for node in (*values, *targets)):
+        return None
+    if not any(_names_exception(value, name) for value in values) or not any(_says_failed(v) for v in values):
+        return None
+    return not (traceback_kept or any("traceback.format_exc" in ast.unparse(value) for value in values))
 
 
 def _hands_error_on(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
@@ -2129,6 +2297,7 @@ def _broad(
     after: ast.stmt | None,
     diagnostic_procedure: str | None,
     unharmful: tuple[str, dict[str, object]] | None = None,
+    replaced: str | None = None,
 ) -> Finding | None:
     """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring);
     `boundary`: the handler ends a unit of work and reports its error; `teardown`: `_teardown`;
@@ -2136,7 +2305,8 @@ def _broad(
     annotation `_handler_finding` shows; `try_body`: the body of the handler's try; `after`: the statement
     after it (`_following`); `diagnostic_procedure`: the function's name when the try's failure can
     only cost a diagnostic (`_diagnostic_procedures`); `unharmful`: the message id and parameters of
-    the P3 a swallow gets when its outcome reaches no result (`_unharmful`)."""
+    the P3 a swallow gets when its outcome reaches no result (`_unharmful`); `replaced`: the parameter
+    the handler rebinds to a constant and the function reads after the try (`replaced_argument`)."""
     if reraises_same(handler):
         # the same exception goes on, `KeyboardInterrupt` included, after the handler's cleanup
         # (round 11: a bare `except:` here is `except BaseException: ...; raise`, nothing is lost)
@@ -2176,12 +2346,26 @@ def _broad(
         )
     if boundary:
         return None
+    record = _error_record(handler)
+    if record is not None:
+        # the failure is handed on with its message (FastVideo's worker messages, round 14)
+        if not record:
+            return None
+        return _handler_finding(
+            ctx, handler, "broad-except", Severity.P3, "broad-except.error-record", params, ruff_note
+        )
     if exit_path and all(_logs_or_leaves(stmt) for stmt in handler.body):
         # cleanup on the way out: raising here would mask the error being handled or stop the
         # rest of the teardown
         return None
     if _reported_fallback(handler, try_body, after):
-        return None
+        if replaced is None:
+            return None
+        # the stated default replaces what the caller passed (round 13)
+        params["argument"] = replaced
+        return _handler_finding(
+            ctx, handler, "broad-except", Severity.P2, "broad-except.replaces-argument", params, ruff_note
+        )
     if diagnostic_procedure is not None and all(_logs_or_leaves(stmt) for stmt in handler.body):
         params["where"] = diagnostic_procedure
         return _handler_finding(
@@ -2291,8 +2475,8 @@ class _FileFacts:
     def _unbound(self) -> dict[int, list[UnboundRead]]:
         return unbound_reads(self._local)
 
-    def unbound_at(self, node: ast.Try | ast.TryStar) -> list[UnboundRead]:
-        """`unbound_reads` of the file for the try `node`."""
+    def unbound_at(self, node: ast.Try | ast.TryStar | ast.ExceptHandler) -> list[UnboundRead]:
+        """`unbound_reads` of the file for the try or the handler `node`."""
         return self._unbound.get(id(node), [])
 
 
@@ -2310,6 +2494,41 @@ def _is_filter(handler: ast.ExceptHandler, node: ast.Try | ast.TryStar, in_loop:
     )
 
 
+def _known_answer(
+    ctx: FileContext,
+    node: ast.Try | ast.TryStar,
+    handler: ast.ExceptHandler,
+    imports: dict[str, str],
+    after: ast.stmt | None,
+) -> bool:
+    """The handler answers with what the function answers when nothing fails, and only library code
+    runs in the try: it only logs or passes, then returns a constant (or falls through to a `return
+    <constant>` right after the try), and the same constant is already one of the try's own answers
+    (a `return` of it in the try body, or the try body's end falling through to that same return:
+    `if cuda_version is not None: return int(major) == 12` then `return False`); every call of the
+    try body goes to a library outside the repository (`runs_no_repository_code`). Callers already
+    handle that answer, and no programmer error of the repository can be what is swallowed
+    (round 15's CUDA-12 probe in flash-attention, round 14's `nvidia-smi` probe in AITemplate).
+    Near misses: another constant than the try's own, a try that calls the repository's code."""
+    *logs, last = handler.body
+    if not all(_logs_or_leaves(stmt) and not isinstance(stmt, ast.Return) for stmt in logs):
+        return False
+    falls = isinstance(last, ast.Pass) or (isinstance(last, ast.Expr) and is_logging_call(last.value))
+    answer = last if isinstance(last, ast.Return) else after if falls else None
+    if not (isinstance(answer, ast.Return) and isinstance(answer.value, ast.Constant)):
+        return False
+    constant = answer.value.value
+    own = any(
+        isinstance(sub, ast.Return) and isinstance(sub.value, ast.Constant) and sub.value.value == constant
+        for stmt in node.body
+        for sub in pysource.walk(stmt)
+    )
+    completes = not isinstance(node.body[-1], (ast.Return, ast.Raise))
+    if not (own or (answer is after and completes)):
+        return False
+    return runs_no_repository_code(ctx, node.body, imports)
+
+
 def _is_probe(
     ctx: FileContext,
     node: ast.Try | ast.TryStar,
@@ -2321,6 +2540,7 @@ def _is_probe(
     the respected note the injection experiment may still check."""
     return (
         _guarded_probe(ctx, node, handler, facts.following.get(id(node)))
+        or _known_answer(ctx, node, handler, imports, facts.following.get(id(node)))
         or _package_probe(node, handler, imports)
         or _version_probe(node, handler, imports)
         or id(handler) in facts.documented
@@ -2406,10 +2626,21 @@ def check(ctx: FileContext) -> list[Finding]:
                         )
                     )
                     continue
+                inside = facts.unbound_at(handler)
+                if inside:
+                    # before any exemption: a handler that re-raises or logs raises this instead
+                    params = {"label": label, "name": inside[0].name, "line": inside[0].line}
+                    findings.append(
+                        _handler_finding(
+                            ctx, handler, "broad-except", Severity.P2, "broad-except.handler-unbound", params, ruff_note
+                        )
+                    )
+                    continue
                 if (
                     _is_filter(handler, node, in_loop, facts)
                     or _is_probe(ctx, node, handler, imports, facts)
                     or _converts(ctx, handler)
+                    or _passes_error_on(ctx, node, handler)
                 ):
                     continue
                 if confined and not reraises_same(handler) and not _noqa_reason(ctx, handler):
@@ -2441,6 +2672,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     after=facts.following.get(id(node)),
                     diagnostic_procedure=facts.diagnostic_tries.get(id(node)),
                     unharmful=_unharmful(ctx, node, handler, facts.report_only, imports),
+                    replaced=replaced_argument(ctx.tree, node, handler),
                 )
                 if finding is not None:
                     findings.append(finding)
@@ -2473,6 +2705,9 @@ def check(ctx: FileContext) -> list[Finding]:
                     or _converts(ctx, handler)
                     or _named_alternative(ctx, node, handler)
                     or _falls_into_raise(handler, facts.following.get(id(node))) is not None
+                    or _passes_error_on(ctx, node, handler)
+                    or same_call_other_name(node, handler)
+                    or _own_runtime_signal(ctx, node, imports)
                 )
             )
             if fallback and not _stdlib_only(node.body, imports) and ctx.exceptions().torch_imported:

@@ -149,3 +149,23 @@ def hands_back_nothing(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool
 
 
 FileRule = Callable[[FileContext], list[Finding]]
+
+
+def call_of(stmt: ast.stmt) -> tuple[str, ast.Call] | None:
+    """(how the statement uses the call's value, the call) for `targets = call(...)`, `return
+    call(...)` and `call(...)`."""
+    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+        return "=" + "".join(ast.dump(target) for target in stmt.targets), stmt.value
+    if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Call):
+        return "return", stmt.value
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        return "expr", stmt.value
+    return None
+
+
+def top_level_function(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function `name` defined directly in the module's body, if any."""
+    return next(
+        (stmt for stmt in tree.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name),
+        None,
+    )

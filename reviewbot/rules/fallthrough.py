@@ -19,6 +19,10 @@ the try (its block and the blocks around it, up to the function, whose parameter
 target counts for its body), so `dev = None` before the try makes it a stated default. Only the
 statements after the try in its own block are read, in order, up to one that binds the name again;
 of a `def` or `class` after it only what runs at once (decorators, defaults, bases), not its body.
+
+The same names read in a handler's own body (`except BaseException as e: log(f"{e} {outputs}")`)
+raise there when the body failed before binding them, and that error replaces the caught one; a
+name the body's leading statements bind without being able to fail (`n = 0`) is always bound.
 """
 
 from __future__ import annotations
@@ -137,13 +141,29 @@ def _child_statements(node: ast.AST) -> list[ast.stmt]:
 
 
 def _falls_through(handler: ast.ExceptHandler) -> bool:
-    """No statement directly in the handler's body leaves the block."""
-    return not any(isinstance(stmt, _LEAVES) for stmt in handler.body)
+    """The handler's body can end without leaving the block: no statement of it leaves on every
+    path (`_leaves`)."""
+    return not any(_leaves(stmt) for stmt in handler.body)
+
+
+def _leaves(stmt: ast.stmt) -> bool:
+    """`return`, `raise`, `continue` or `break`, or an `if` whose branches both end in one (TorchServe's
+    `if "CUDA" in str(ex): ... return ... else: ... return ...`)."""
+    if isinstance(stmt, _LEAVES):
+        return True
+    return (
+        isinstance(stmt, ast.If)
+        and bool(stmt.orelse)
+        and any(_leaves(sub) for sub in stmt.body)
+        and any(_leaves(sub) for sub in stmt.orelse)
+    )
 
 
 def unbound_reads(tree: ast.Module) -> dict[int, list[UnboundRead]]:
     """id of each try statement -> the names its body binds that are unbound before it and read by
-    a later statement of its block (see the module docstring), with the line of that read."""
+    a later statement of its block (see the module docstring), with the line of that read; and id
+    of each handler -> the first read in its own body of such a name that a failure in the body
+    can leave unbound (`_read_in_handler`)."""
     out: dict[int, list[UnboundRead]] = {}
     memo: dict[int, set[str]] = {}
     stores = _Stores()
@@ -161,6 +181,10 @@ def unbound_reads(tree: ast.Module) -> dict[int, list[UnboundRead]]:
                 reads = _reads_after(stmt, stmts[i + 1 :], bound | skip, bound_by)
                 if reads:
                     out[id(stmt)] = reads
+                for handler in stmt.handlers:
+                    read = _read_in_handler(stmt, handler, bound | skip, bound_by)
+                    if read is not None:
+                        out[id(handler)] = [read]
             descend(stmt, bound, skip)
             bound |= bound_by(stmt)
 
@@ -231,6 +255,80 @@ def _reads_after(
         remaining -= loads.keys()
         remaining -= bound_by(stmt)
     return sorted(reads, key=lambda read: read.name)
+
+
+def _binds_safely(stmt: ast.stmt) -> bool:
+    """`name = <constant or name>`: a statement that cannot fail before it binds."""
+    if isinstance(stmt, ast.Assign):
+        targets, value = stmt.targets, stmt.value
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        targets, value = [stmt.target], stmt.value
+    else:
+        return False
+    return all(isinstance(target, ast.Name) for target in targets) and isinstance(value, (ast.Constant, ast.Name))
+
+
+def _read_in_handler(
+    node: ast.Try | ast.TryStar,
+    handler: ast.ExceptHandler,
+    bound: set[str],
+    bound_by: Callable[[ast.stmt], set[str]],
+) -> UnboundRead | None:
+    """The first read in `handler`'s body (before the handler binds it) of a name the try's body
+    binds, not in `bound`, and not bound by the body's leading statements that cannot fail
+    (`_binds_safely`): when the body fails before binding it, the handler raises
+    `UnboundLocalError`/`NameError` and that replaces the error it caught."""
+    maybe = _bound_in(node.body, bound_by) - bound
+    for stmt in node.body:
+        if not _binds_safely(stmt):
+            break
+        maybe -= bound_by(stmt)
+    maybe.discard(handler.name or "")
+    return _unbound_read(handler.body, maybe, bound_by) if maybe else None
+
+
+def _unbound_read(
+    stmts: list[ast.stmt], maybe: set[str], bound_by: Callable[[ast.stmt], set[str]]
+) -> UnboundRead | None:
+    """The first read, in the order `stmts` run, of a name of `maybe` before a statement binds it;
+    a loop's or `with`'s target is bound for its body (`for child in ...: child.cleanup()`)."""
+    maybe = set(maybe)
+    for stmt in stmts:
+        if not maybe:
+            return None
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            inner = maybe - {n.id for n in _names(stmt.target, ast.Store)}
+            found = (
+                _expression_read(stmt.iter, maybe)
+                or _unbound_read(stmt.body, inner, bound_by)
+                or _unbound_read(stmt.orelse, maybe, bound_by)
+            )
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            found = next(filter(None, (_expression_read(item.context_expr, maybe) for item in stmt.items)), None)
+            targets = {n.id for item in stmt.items if item.optional_vars for n in _names(item.optional_vars, ast.Store)}
+            found = found or _unbound_read(stmt.body, maybe - targets, bound_by)
+        elif isinstance(stmt, (ast.If, ast.While)):
+            found = (
+                _expression_read(stmt.test, maybe)
+                or _unbound_read(stmt.body, maybe, bound_by)
+                or _unbound_read(stmt.orelse, maybe, bound_by)
+            )
+        else:
+            found = next(filter(None, (_expression_read(part, maybe) for part in _run_now(stmt))), None)
+        if found is not None:
+            return found
+        maybe -= bound_by(stmt)
+    return None
+
+
+def _expression_read(node: ast.AST, maybe: set[str]) -> UnboundRead | None:
+    """The first read in `node` of a name of `maybe`, a comprehension's own targets excepted."""
+    own = {
+        n.id for sub in pysource.walk(node) if isinstance(sub, ast.comprehension) for n in _names(sub.target, ast.Store)
+    }
+    reads = [name for name in _names(node, ast.Load) if name.id in maybe and name.id not in own]
+    first = min(reads, key=lambda name: (name.lineno, name.col_offset), default=None)
+    return UnboundRead(first.id, first.lineno) if first is not None else None
 
 
 def _first_loads(stmt: ast.stmt) -> dict[str, int]:

@@ -33,6 +33,16 @@ try, but without evidence that its fallback value reaches a result, it is no `P2
 `tests/reviewbot/engine/test_engine_exception_round12.py`): a changed handler or try body, a
 different argument in the alternative, a binding read after the try or a substitute returned, a
 private function whose result also reaches code that returns a value.
+
+Round 13 reads where a reported fallback's constant goes (`tests/reviewbot/engine/test_engine_exception_round13.py`):
+
+- *a placeholder in the try's entry* (`placeholder_entry`): a reported fallback may write a constant
+  into the entry the try writes (`metadata["model_hash"] = "unknown"`), as it may bind one to a
+  plain name: nothing.
+- *the caller's argument replaced* (`replaced_argument`): the other way, a reported fallback that
+  sets a parameter the try converts in place, read after the try, hands the rest of the function
+  an input the caller did not pass (TGI's JSON schema becoming `(.*?)`); `broad_except` reports it
+  at `P2`. Near miss: an option parameter the try does not bind, switched by the handler.
 """
 
 from __future__ import annotations
@@ -42,7 +52,7 @@ import builtins
 from collections.abc import Iterable, Mapping
 
 from reviewbot import pysource
-from reviewbot.rules.common import FileContext, callee, hands_back_nothing, is_logging_call, warns
+from reviewbot.rules.common import FileContext, call_of, callee, hands_back_nothing, is_logging_call, warns
 
 # builtins that run no code they are handed or named (not `getattr`, `map`, `sorted`, `next`, ...)
 _BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_")) - frozenset(
@@ -204,25 +214,13 @@ def _moved(head: list[Guards], base: list[Guards]) -> bool:
     return len(base) >= len(head) and all(any(before <= guards for before in base) for guards in head)
 
 
-def _call_of(stmt: ast.stmt) -> tuple[str, ast.Call] | None:
-    """(what the statement binds or does with the value, the call) for `targets = call(...)`,
-    `return call(...)` and `call(...)`."""
-    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
-        return "=" + "".join(ast.dump(target) for target in stmt.targets), stmt.value
-    if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Call):
-        return "return", stmt.value
-    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        return "expr", stmt.value
-    return None
-
-
 def implementation_alternative(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> str | None:
     """The alternative's name (`owner.other`) when the try's one statement calls `owner.op(args)` and
     the handler's one statement calls `owner.other(args)` with the same arguments, binding or returning
     the result the same way; None otherwise."""
     if len(node.body) != 1 or len(handler.body) != 1:
         return None
-    tried, fallback = _call_of(node.body[0]), _call_of(handler.body[0])
+    tried, fallback = call_of(node.body[0]), call_of(handler.body[0])
     if tried is None or fallback is None or tried[0] != fallback[0]:
         return None
     first, second = tried[1], fallback[1]
@@ -294,7 +292,8 @@ def _outside(ctx: FileContext, dotted: str) -> bool:
 def runs_no_repository_code(ctx: FileContext, body: list[ast.stmt], imports: Mapping[str, str]) -> bool:
     """Every call of `body` goes to a library outside the repository: its callee is rooted at a name the
     file imports from such a module (`to_agraph(graph)`, `os.path.splitext(p)`), at a name `body` bound
-    to such a call's result (`A = to_agraph(g)`, then `A.draw(p)`), or is a builtin that runs no code
+    to such a call's result (`A = to_agraph(g)`, then `A.draw(p)`) or to an attribute of such a
+    module (`v = torch.version.cuda`, then `v.split(".")`), or is a builtin that runs no code
     it is handed; no lambda is handed over, nothing is imported from the repository and nothing is
     awaited. No code of the repository runs there, so no programmer error of it can be what the
     handler swallows."""
@@ -307,7 +306,9 @@ def runs_no_repository_code(ctx: FileContext, body: list[ast.stmt], imports: Map
                 return False
             if isinstance(node, ast.Import) and not all(_outside(ctx, alias.name) for alias in node.names):
                 return False
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if isinstance(node, ast.Assign) and (
+                isinstance(node.value, ast.Call) or _outside_attribute(ctx, node.value, imports)
+            ):
                 values.update(t.id for t in node.targets if isinstance(t, ast.Name))
             if not isinstance(node, ast.Call):
                 continue
@@ -325,6 +326,16 @@ def runs_no_repository_code(ctx: FileContext, body: list[ast.stmt], imports: Map
             elif not _outside(ctx, target):
                 return False
     return True
+
+
+def _outside_attribute(ctx: FileContext, value: ast.expr, imports: Mapping[str, str]) -> bool:
+    """An attribute read of a module outside the repository (`torch.version.cuda`)."""
+    if not isinstance(value, ast.Attribute):
+        return False
+    root = value.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in imports and _outside(ctx, imports[root.id])
 
 
 def nothing_substituted(
@@ -478,3 +489,75 @@ def _own_statements(tree: ast.AST) -> dict[ast.stmt, str]:
             for clause in [*getattr(current, "handlers", ()), *getattr(current, "cases", ())]:
                 pending.extend(clause.body)
     return found
+
+
+def _innermost_function(tree: ast.Module, node: ast.stmt) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The innermost function (at any depth, a method included) whose lines hold `node`'s."""
+    found = None
+    for function in pysource.nodes(tree):
+        if (
+            isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and function.lineno < node.lineno <= (function.end_lineno or function.lineno)
+            and (found is None or function.lineno > found.lineno)
+        ):
+            found = function
+    return found
+
+
+def replaced_argument(tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> str | None:
+    """The parameter the try body converts in place and the handler rebinds to a constant instead,
+    when the function holding the try reads it after the try (round 13, TGI's grammar fallback:
+    `schema = build_regex_from_schema(schema)`, then `schema = "(.*?)"`); None otherwise. A
+    reported fallback to a constant is a stated default for a value the function makes; one put
+    where the caller's converted input should be goes on to answer a request the caller did not
+    make (a JSON schema becomes "anything"), and the caller is told nothing: the log is where the
+    function runs. Near miss: a parameter the try does not bind, such as an option the handler
+    switches (`save_as_external_data = True` when the size probe fails): the function's own route."""
+    constants = [
+        target.id
+        for stmt in handler.body
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant)
+        for target in stmt.targets
+        if isinstance(target, ast.Name)
+    ]
+    converted = _bound_names(node.body)
+    constants = [name for name in constants if name in converted]
+    if not constants:
+        return None
+    function = _innermost_function(tree, node)
+    if function is None:
+        return None
+    arguments = function.args
+    parameters = {
+        arg.arg
+        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+        if arg is not None
+    }
+    end = node.end_lineno or node.lineno
+    read_after = {
+        sub.id
+        for sub in pysource.walk(function)
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.lineno > end
+    }
+    return next((name for name in constants if name in parameters and name in read_after), None)
+
+
+def placeholder_entry(stmt: ast.stmt, try_body: list[ast.stmt]) -> bool:
+    """`name[<constant>] = <constant>` where the try body assigns that same entry (round 13, Olive's
+    `metadata["model_hash"] = "unknown"`): a constant default put where the try puts its result, as
+    `name = <constant>` is for a plain name."""
+    if not (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Subscript)
+        and isinstance(stmt.targets[0].value, ast.Name)
+        and isinstance(stmt.targets[0].slice, ast.Constant)
+        and isinstance(stmt.value, ast.Constant)
+    ):
+        return False
+    entry = ast.dump(stmt.targets[0])
+    return any(
+        isinstance(sub, ast.Assign) and any(ast.dump(target) == entry for target in sub.targets)
+        for part in try_body
+        for sub in pysource.walk(part)
+    )

@@ -56,18 +56,24 @@ SENTENCE_SPLIT = re.compile(r"(?<=[.!?。；;])\s+|\n\s*\n|\n\s*[-*]\s+")
 
 
 def _phrase_pattern(phrase: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w.])" + re.escape(phrase) + r"s?(?![\w])", re.IGNORECASE)
+    """The phrase as a word of its own: not part of a longer name, a dotted name or a hyphenated
+    compound (`per-type` does not name a factor `type`)."""
+    return re.compile(r"(?<![\w.-])" + re.escape(phrase) + r"s?(?![\w-])", re.IGNORECASE)
 
 
 def factor_phrases(vocabulary: dict[str, str], factors: Iterable[str]) -> dict[str, str]:
-    """Phrase -> factor: each factor name as written and in words (underscores as spaces), then the
-    configured vocabulary (which wins where they overlap)."""
+    """Phrase -> factor: each factor name as written and in words (underscores as spaces), but not
+    one that is a key word itself (`KEY_WORDS`), then the configured vocabulary (which wins where
+    they overlap)."""
     phrases: dict[str, str] = {}
     for factor in factors:
         phrases[factor] = factor
         words = " ".join(factor.replace("_", " ").replace("-", " ").split())
         if words and words != factor:
             phrases.setdefault(words, factor)
+    # a factor spelled like the key itself ("key", "cache_key") names the subject of every sentence
+    # about the key, never one of its factors
+    phrases = {phrase: factor for phrase, factor in phrases.items() if not KEY_WORDS.fullmatch(phrase)}
     return {**phrases, **vocabulary}
 
 

@@ -6,7 +6,10 @@ test's def), with that test's own message and output excerpt from the JUnit repo
 changed lines it executes (`reviewbot.failure_coverage`; "not measured" with the reason where the
 failing tests were not re-run under coverage). A test that
 fails in a suite and is also named in the PR's test plan is reported once, as the suite failure,
-which says that the plan names it. A test that also fails at the merge base (with the base's own
+which says that the plan names it. A failing test whose error is the absence of a package
+(`ModuleNotFoundError`) that tests failing at the merge base too also miss is P2, not P0: the
+review's environment lacks that package, which shows nothing about the change (a new test module
+importing the project). A test that also fails at the merge base (with the base's own
 test files, `reviewbot.base_failures`) was failing before the change: it is no finding of the
 change; `failing_at_base` lists it per suite for the review's suite summary, and its suite keeps
 its failed status. A suite that could not run produces no finding either: the review lists it
@@ -19,6 +22,7 @@ merge base too (the plan names a test that was failing before: no verification o
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Collection, Mapping, Sequence
 
 from reviewbot.base_failures import FAILING
@@ -64,6 +68,7 @@ def from_suites(
     of failing tests re-run there; one that failed or errored there too gives no finding (see
     `failing_at_base`)."""
     at_base = at_base or {}
+    absent = _absent_at_base(results, at_base)
     findings: list[Finding] = []
     seen: set[str] = set()
     for result in results:
@@ -74,10 +79,20 @@ def from_suites(
             seen.add(case.id)
             line, in_diff = anchor.anchor(case.path, case.name, case.line)
             params = {"test": case.id, "outcome": case.status, "suite": result.name}
+            severity, evidence = Severity.P0, Evidence(EvidenceKind.TEST, "evidence.failing-test", dict(params))
+            module = _missing_module(case.message)
+            if module in absent:
+                severity = Severity.P2
+                evidence = Evidence(
+                    EvidenceKind.TEST,
+                    "evidence.environment-lacks-module",
+                    {"module": module, "count": absent[module]},
+                    shows_harm=False,
+                )
             findings.append(
                 Finding(
                     rule="suite-failure",
-                    severity=Severity.P0,
+                    severity=severity,
                     path=case.path or result.name,
                     line_start=line,
                     line_end=line,
@@ -94,10 +109,31 @@ def from_suites(
                     qualname=case.id,
                     in_diff=in_diff,
                     details=case.message or "",
-                    evidence=Evidence(EvidenceKind.TEST, "evidence.failing-test", dict(params)),
+                    evidence=evidence,
                 )
             )
     return findings
+
+
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+
+
+def _missing_module(message: str | None) -> str | None:
+    """The top-level package of the last `ModuleNotFoundError` in a failure text, if any."""
+    found = _MISSING_MODULE.findall(message or "")
+    return found[-1].split(".")[0] if found else None
+
+
+def _absent_at_base(results: list[SuiteResult], at_base: Mapping[str, str]) -> dict[str, int]:
+    """Top-level package -> how many tests failing at the merge base too failed on its absence
+    (`No module named ...`): a package the review's environment lacks, not one the change
+    removed."""
+    absent: dict[str, int] = {}
+    for case in {case.id: case for result in results for case in result.failures}.values():
+        module = _missing_module(case.message)
+        if module is not None and at_base.get(case.id) in FAILING:
+            absent[module] = absent.get(module, 0) + 1
+    return absent
 
 
 def failing_at_base(results: list[SuiteResult], at_base: Mapping[str, str]) -> list[FailingAtBase]:

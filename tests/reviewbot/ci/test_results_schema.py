@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from reviewbot.results import BenchFigure, Environment, RegressionResults, SuiteResult, TestResult, is_gpu_only_skip
-from reviewbot.results.junit import node_id, parse_junit_xml
+from reviewbot.results.junit import case_id, node_id, parse_junit_xml
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -195,3 +196,16 @@ def test_node_id_from_classname() -> None:
     assert node_id("tests.test", "test_LOAD_CONST") == "tests/test.py::test_LOAD_CONST"
     assert node_id("tests.checks.TestLoad", "t") == "tests/checks.py::TestLoad::t"
     assert node_id("TestOnly", "t") == "TestOnly::t"
+
+
+def test_a_module_that_failed_to_be_collected_is_named_by_its_file() -> None:
+    # pytest's JUnit report of an import error in tests/convert/test_hf.py
+    uncollected = ET.fromstring(
+        '<testcase classname="" name="tests.convert.test_hf" time="0">'
+        "<error message=\"collection failure\">E   ModuleNotFoundError: No module named 'x'</error></testcase>"
+    )
+    assert case_id(uncollected) == "tests/convert/test_hf.py"
+    failed = ET.fromstring('<testcase classname="" name="t"><error message="boom">E  x</error></testcase>')
+    assert case_id(failed) == "t"
+    passed = ET.fromstring('<testcase classname="tests.test_a" name="test_b"/>')
+    assert case_id(passed) == "tests/test_a.py::test_b"

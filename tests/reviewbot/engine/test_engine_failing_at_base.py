@@ -150,3 +150,47 @@ def test_a_test_plan_test_the_change_breaks_stays_a_blocker(tmp_path: Path) -> N
     (finding,) = [f for f in review.findings if f.rule == "test-plan"]
     assert (finding.severity, finding.message_id) == (Severity.P0, "test-plan.fails-at-head")
     assert review.blocking and not review.failing_at_base
+
+
+# found on Lightning-AI/litgpt: its test modules import `lightning`, which the review's environment
+# lacks, so every module fails to be collected at head and at the base (49 P0s before); a module
+# the change adds fails the same way (P0 before) and the injection said "no test executes" it
+PKG = "import missing_dependency_xyz\n\n\ndef half(x):\n    return x / 2\n"
+OLD_TEST = "from pkg import half\n\n\ndef test_half():\n    assert half(4) == 2\n"
+WITH_HANDLER = PKG + (
+    "\n\ndef checked(x):\n    try:\n        return half(x)\n    except Exception:\n        return 0\n"
+)
+ENV_CONFIG = f"suites:\n  unit:\n    command: python -m pytest -q {NO_PLUGINS} tests\n    timeout_s: 120\n"
+
+
+def test_modules_the_environment_cannot_import_are_from_before_or_unconfirmed(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "repo")
+    repo.commit(
+        {
+            "pkg/__init__.py": PKG,
+            "tests/test_old.py": OLD_TEST,
+            "tests/test_older.py": OLD_TEST.replace("test_half", "test_half_again"),
+            ".reviewbot.yml": ENV_CONFIG,
+        },
+        "base",
+    )
+    repo.branch("change")
+    repo.commit(
+        {"pkg/__init__.py": WITH_HANDLER, "tests/test_new.py": OLD_TEST.replace("half(4)", "half(8) / 2")}, "add"
+    )
+    review = run_review(repo.path, "main", "change", suites="static", config=parse_config(ENV_CONFIG))
+    assert review.failing_at_base == [FailingAtBase("unit", ("tests/test_old.py", "tests/test_older.py"))]
+    (new,) = [f for f in review.findings if f.rule == "suite-failure"]
+    assert new.params["test"] == "tests/test_new.py" and new.severity is Severity.P2
+    assert new.evidence.message_id == "evidence.environment-lacks-module" and not new.evidence.confirmed
+    assert new.evidence.text("en") == (
+        "unconfirmed: the review's environment lacks `missing_dependency_xyz` (No module named "
+        "'missing_dependency_xyz'), and 2 test(s) failing at the merge base too fail on the same absence: "
+        "this failure shows nothing about the change"
+    )
+    assert not review.blocking
+    (handler,) = [f for f in review.findings if f.rule == "broad-except"]
+    assert handler.evidence.text("en").endswith(
+        "the exception injection experiment could not run: suite unit: 3 test module(s) could not be "
+        "imported (ModuleNotFoundError: No module named 'missing_dependency_xyz')"
+    ), handler.evidence.text("en")

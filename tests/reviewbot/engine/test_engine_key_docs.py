@@ -99,3 +99,18 @@ def test_factor_names_are_read_in_words_and_the_vocabulary_wins() -> None:
     assert find_stale_claims("The key includes the device capability and placements.", {}, factors, []) == []
     ((_, problem),) = find_stale_claims("The key does not hash the device capability.", {}, factors, [])
     assert (problem["problem"], problem["phrase"]) == ("included", "device capability")
+
+
+def test_a_factor_spelled_like_the_key_or_inside_a_compound_is_no_claim() -> None:
+    # pytorch/helion's docstrings, with factors "type" and "key" read from its cache entry's fields
+    factors = ["type", "key", "config"]
+    assert "key" not in factor_phrases({}, factors) and "type" in factor_phrases({}, factors)
+    text = (
+        "Generate the base specialization key from input argument metadata only, using the per-type "
+        "extractor functions, without any extras discovered during compilation. Before the first "
+        "compilation, these extras are not yet known and the key may be incomplete."
+    )
+    assert find_stale_claims(text, {}, factors, []) == []
+    # the near miss: the factor as a word of its own is still read
+    ((_, problem),) = find_stale_claims("The key does not include the type.", {}, factors, [])
+    assert (problem["problem"], problem["factor"]) == ("included", "type")

@@ -1,7 +1,8 @@
 """key-ignores-field on a fake project whose config classes hash themselves in the ways real code
 does: pydantic-style `model_dump` (a plain class, no pydantic), a module helper over
-`dataclasses.fields` with a metadata filter (magi_compiler's shape), `vars(self)`, `repr(self)`,
-an explicit field list, and a key function that walks the whole object."""
+`dataclasses.fields` with a metadata filter (magi_compiler's shape), `vars(self)`, `repr(self)` of a
+dataclass (pytorch/helion's `LooseAutotuneCacheKey.stable_hash`) and of a class with its own
+`__repr__`, an explicit field list, and a key function that walks the whole object."""
 
 from __future__ import annotations
 
@@ -71,6 +72,33 @@ class ReprHashed:
         return _sha(repr(self))
 
 
+_state = vars  # an alias the static reading does not follow
+
+
+@dataclasses.dataclass(repr=False)
+class CustomRepr:
+    size: int = 1
+
+    def __repr__(self):
+        return "CustomRepr" + json.dumps(_state(self), sort_keys=True)
+
+    def key(self):
+        return _sha(repr(self))
+
+
+@dataclasses.dataclass
+class ReprAddsHidden:
+    rank: int = 1
+
+    def __repr__(self):
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self) if f.repr)
+        trials = getattr(self, "trials", 1)
+        return f"ReprAddsHidden({shown}, trials={trials})" if trials != 1 else f"ReprAddsHidden({shown})"
+
+    def stable_hash(self):
+        return _sha(repr(self))
+
+
 @dataclasses.dataclass
 class Explicit:
     tile: int = 1
@@ -91,26 +119,49 @@ KEY = """
 import dataclasses
 import json
 
-from pkg.configs import Explicit, HelperHashed, PydanticLike, ReprHashed, VarsHashed, Walked, _sha
+from pkg.configs import (
+    CustomRepr,
+    Explicit,
+    HelperHashed,
+    PydanticLike,
+    ReprAddsHidden,
+    ReprHashed,
+    VarsHashed,
+    Walked,
+    _sha,
+)
 
 
-def cache_key_factors(p, h, v, r, e, w: Walked):
+def cache_key_factors(p, h, v, r, c, a, e, w: Walked):
     return {
         "pydantic": p.compute_hash(),
         "helper": h.hash,
         "vars": v.digest(),
         "repr": r.key(),
+        "custom_repr": c.key(),
+        "repr_adds": a.stable_hash(),
         "explicit": e.hash(),
         "walked": _sha(dataclasses.asdict(w)),
     }
 
 
 if __name__ == "__main__":
-    factors = cache_key_factors(PydanticLike(), HelperHashed(), VarsHashed(), ReprHashed(), Explicit(), Walked())
+    factors = cache_key_factors(
+        PydanticLike(), HelperHashed(), VarsHashed(), ReprHashed(), CustomRepr(), ReprAddsHidden(), Explicit(), Walked()
+    )
     print(json.dumps({"cases": {"default": {"factors": factors, "key": _sha(factors)}}}))
 """
 
-CLASSES = ("PydanticLike", "HelperHashed", "VarsHashed", "ReprHashed", "Explicit", "Walked")
+CLASSES = (
+    "PydanticLike",
+    "HelperHashed",
+    "VarsHashed",
+    "ReprHashed",
+    "CustomRepr",
+    "ReprAddsHidden",
+    "Explicit",
+    "Walked",
+)
 REVIEWBOT_YML = "cache_key:\n  roots:\n    - pkg.key.cache_key_factors\n" + "".join(
     f"    - pkg.configs.{name}\n" for name in CLASSES
 )
@@ -125,6 +176,9 @@ BRANCHES = {
     "helper-both": ("    unroll: int = 2\n    verbose: bool = _no_hash(False)\n", "    level: int = 1\n"),
     "vars-field": ("    height: int = 1\n", "    width: int = 1\n"),
     "repr-field": ("    stride: int = 1\n", "    depth: int = 1\n"),
+    "repr-hidden": ('    secret: str = dataclasses.field(default="x", repr=False)\n', "    depth: int = 1\n"),
+    "custom-repr-field": ("    stride: int = 1\n", "    size: int = 1\n"),
+    "repr-adds-hidden": ("    trials: int = dataclasses.field(default=1, repr=False)\n", "    rank: int = 1\n"),
     "explicit-field": ("    fused: bool = False\n", "    tile: int = 1\n"),
     "walked-field": ("    stages: int = 2\n", "    warps: int = 4\n"),
 }
@@ -166,6 +220,7 @@ def test_a_key_change_from_one_new_field_does_not_cover_another(repo: Repo) -> N
         ("pyd-field", "`compute_hash` hashes the whole object (`model_dump`)"),
         ("helper-field", "`hash` hashes the whole object (`fields`)"),
         ("vars-field", "`digest` hashes the whole object (`vars`)"),
+        ("repr-field", "`key` hashes the whole object (`repr`)"),
         ("walked-field", "the key function `cache_key_factors` hashes the whole `Walked`"),
     ],
 )
@@ -183,6 +238,7 @@ def test_whole_object_hashing_covers_a_new_field(repo: Repo, branch: str, how: s
     [
         ("pyd-excluded", "excludes `log_level` by name"),
         ("helper-nohash", "skips fields by their metadata"),
+        ("repr-hidden", "hashes the dataclass's repr, which `secret` is declared out of"),
     ],
 )
 def test_a_field_left_out_on_purpose_is_a_p4_reminder(repo: Repo, branch: str, why: str) -> None:
@@ -207,11 +263,18 @@ def test_explicit_field_list_without_the_field_is_p0_when_the_probe_keeps_every_
 
 
 def test_a_field_the_probe_shows_changing_the_key_is_never_ignored(repo: Repo) -> None:
-    # `key()` hashes repr(self): the static reading finds no field named, the probe sees the key move
-    assert _static(repo, "repr-field").ignored
-    review = run_review(repo.path, "main", "repr-field")
+    # `key()` hashes repr(self) with a hand-written __repr__: the static reading finds no field
+    # named, the probe sees the key move
+    assert _static(repo, "custom-repr-field").ignored
+    review = run_review(repo.path, "main", "custom-repr-field")
     assert review.key_change is not None
     (field,) = review.key_change.new_fields
     assert not field.ignored and field.probe == "changed"
-    assert field.evidence.startswith("the probe saw the key change (repr)")
+    assert field.evidence.startswith("the probe saw the key change (custom_repr)")
     assert not [f for f in review.findings if f.rule == "key-ignores-field"]
+
+
+def test_a_hand_written_repr_the_hash_reads_is_read_too(repo: Repo) -> None:
+    # pytorch/helion's best_of_k: declared repr=False, added by the class's own __repr__ when not 1
+    field = _static(repo, "repr-adds-hidden")
+    assert not field.ignored and not field.excluded, field.evidence

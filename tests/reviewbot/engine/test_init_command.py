@@ -97,3 +97,29 @@ def test_bad_input_is_one_line(repo: Repo, tmp_path: Path) -> None:
         proc = _init(repo, *args)
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert fragment in proc.stderr
+
+
+def test_probe_template_names_the_package_of_the_key_roots(tmp_path: Path) -> None:
+    # found on hao-ai-lab/FastVideo: a repository-root __init__.py (module "__init__") and another
+    # package sorting first made the template say `python -m __init__.reviewbot_probe`
+    repo = compiler_repo(tmp_path / "mycc", replace={"__init__.py": "", "aaa_plugin/__init__.py": "X = 1\n"})
+    proposal = propose_config(repo.path)
+    assert proposal.roots and proposal.probe_module == "mycc.reviewbot_probe"
+    keyless = compiler_repo(tmp_path / "plain", replace={"__init__.py": "", "aaa_plugin/__init__.py": "X = 1\n"})
+    keyless.commit({"mycc/backend.py": None, "mycc/config.py": None, "mycc/utils.py": None}, "no key")
+    bare = propose_config(keyless.path)
+    assert not bare.roots and bare.probe_module == "aaa_plugin.reviewbot_probe"
+
+
+def test_suites_also_come_from_a_packages_own_test_directory(tmp_path: Path) -> None:
+    # found on hao-ai-lab/FastVideo: 82 of its test files live in fastvideo/tests/, which no suite named
+    test = "def test_ok():\n    assert True\n"
+    repo = compiler_repo(
+        tmp_path / "mycc",
+        replace={"mycc/tests/__init__.py": "", "mycc/tests/unit/test_a.py": test, "mycc/tests/test_b.py": test},
+    )
+    suites = {s.name: s for s in propose_config(repo.path).suites}
+    assert set(suites) == {"unit", "gpu", "mycc_unit", "mycc_tests_root"}
+    assert suites["mycc_unit"].command == "python -m pytest mycc/tests/unit -q"
+    assert suites["mycc_tests_root"].command == "python -m pytest mycc/tests --ignore=mycc/tests/unit -q"
+    assert suites["mycc_unit"].gpus == 0 and "test files under mycc/tests/unit/" in suites["mycc_unit"].reason

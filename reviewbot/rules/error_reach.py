@@ -1,0 +1,287 @@
+"""Where a caught error still goes after a handler that does not re-raise it at once, read by
+`broad_except` before it reports a handler (round 13 of the precision benchmark: the evidence of harm
+of a swallow is an error that reaches no one; these handlers pass it on by another way).
+
+- *a deferred re-raise* (`deferred_reraise`): the handler only keeps the caught exception in a name
+  (`error = e`, logging allowed), and a statement after the try in the same block raises that name,
+  directly or under `if error is not None:` (or `if error:`), with nothing in between that leaves the
+  block or rebinds the name (llm-foundry's data preparation: the error waits until every rank has
+  passed the barrier, then is raised). Near misses: the kept error only logged later, raised under a
+  condition that tests something else (`if error is not None and rank == 0:`), a `return` before
+  the raise.
+- *a retry whose exhaustion fails* (`retry_fails_when_exhausted`): the try stands directly in a
+  bounded loop (a `for`, or a `while` whose test holds a comparison), a success leaves it (the try
+  body ends with `break`/`return`, or sets a flag the `while` test reads), the handler reports the
+  caught exception and otherwise only cleans up, waits or moves on, and the exhaustion fails: the
+  loop's `else:`, or for a flag the `if` reading it right after the loop, reaches a `raise` or an
+  exit with a failing status (`exit(-1)`, `sys.exit(1)`). Every failure is shown and the last ends
+  the run (fairscale's MNIST download). It widens the bounded retry that re-raises from its handler
+  and the alternatives tried in turn whose exhaustion raises. Near misses: an unbounded `while
+  True`, an exhaustion that only logs, a handler that does not name the error.
+- *the same call under another name* (`same_call_other_name`): a try of one statement calling
+  `f(args)` whose handler is one statement calling the same `f` with the same arguments except
+  string constants that name what is looked up (another weight name, `f"{prefix}.embedding"` for
+  `f"{prefix}.embeddings"`), binding the result the same way: alternatives tried in turn, unrolled;
+  the handler's call is not guarded, so whatever made the first fail other than the missing name
+  (an OOM, a bad input) fails again there and propagates, and nothing is substituted that the
+  callee would not load (TGI's Mamba weight names). Near misses: a device or dtype among the
+  changed constants (`"cuda"` to `"cpu"`: the OOM fallback the rule exists for), an argument that
+  is not a constant (`x` to `x.cpu()`), another function.
+
+Each gives nothing, for `broad-except` and `runtime-error-fallback` alike (the third only for `except
+RuntimeError`); the tests, with their near misses, are in
+`tests/reviewbot/engine/test_engine_exception_round13.py`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from reviewbot import pysource
+from reviewbot.rules.common import call_of, callee, is_logging_call
+
+# calls a retry's handler may make besides logging: clean up what the failed attempt left, or wait
+_CLEANUPS = frozenset(["rmtree", "remove", "unlink", "rmdir", "removedirs", "sleep"])
+# calls that end the process with the status they are given
+_EXITS = frozenset(["exit", "_exit", "quit"])
+# a string constant that names a device (a move to another device is the OOM fallback itself)
+_DEVICE = re.compile(r"^\W*(cpu|cuda|meta|mps|xpu|npu|hpu|xla|tpu|gpu)(:\d+)?\W*$", re.IGNORECASE)
+# keywords whose change is a change of device or precision, not of a name
+_DEVICE_KEYWORDS = frozenset(["device", "dtype", "map_location", "device_map", "torch_dtype"])
+
+
+def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """`node` and the nodes below it, not entering nested functions, lambdas or classes."""
+    pending: list[ast.AST] = [node]
+    while pending:
+        current = pending.pop()
+        yield current
+        if not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(pysource.children(current))
+
+
+def _span(item: ast.AST) -> tuple[int, int]:
+    """The first and last line of a statement, a handler or a `match` case (which has no position of
+    its own: its pattern's and its body's)."""
+    if isinstance(item, ast.match_case):
+        return item.pattern.lineno, _span(item.body[-1])[1]
+    start = getattr(item, "lineno", 0)
+    return start, getattr(item, "end_lineno", None) or start
+
+
+def _block_holding(tree: ast.AST, stmt: ast.stmt) -> tuple[ast.AST, list[ast.stmt], int] | None:
+    """(the node, the statement list of it that holds `stmt` directly, `stmt`'s index there), found by
+    descending from `tree` into the statement whose lines hold `stmt`'s."""
+    parent = tree
+    while True:
+        inner = None
+        for field in pysource.STATEMENT_LISTS:
+            block = getattr(parent, field, None)
+            if not isinstance(block, list):
+                continue
+            for index, item in enumerate(block):
+                if item is stmt:
+                    return parent, block, index
+                start, end = _span(item)
+                if inner is None and start <= stmt.lineno <= end:
+                    inner = item
+        if inner is None:
+            return None
+        parent = inner
+
+
+def _reads(expr: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(sub, ast.Name) and sub.id in names for sub in pysource.walk(expr))
+
+
+def _logs(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)
+
+
+def _kept_names(handler: ast.ExceptHandler) -> set[str]:
+    """The plain names the handler binds the caught exception to, when it does nothing else but log
+    or pass; empty otherwise."""
+    kept: set[str] = set()
+    for stmt in handler.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and isinstance(stmt.value, ast.Name)
+            and stmt.value.id == handler.name
+            and all(isinstance(target, ast.Name) for target in stmt.targets)
+        ):
+            kept.update(target.id for target in stmt.targets if isinstance(target, ast.Name))
+        elif not (isinstance(stmt, ast.Pass) or _logs(stmt)):
+            return set()
+    return kept
+
+
+def _raises_kept(stmt: ast.stmt, kept: set[str]) -> bool:
+    """`raise k`, or `if k:` / `if k is not None:` whose body raises `k` directly."""
+
+    def raises(item: ast.stmt) -> bool:
+        return isinstance(item, ast.Raise) and isinstance(item.exc, ast.Name) and item.exc.id in kept
+
+    if raises(stmt):
+        return True
+    if not isinstance(stmt, ast.If):
+        return False
+    test = stmt.test
+    tests_kept = (isinstance(test, ast.Name) and test.id in kept) or (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id in kept
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.IsNot)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    )
+    return tests_kept and any(raises(item) for item in stmt.body)
+
+
+def _leaves_or_rebinds(stmt: ast.stmt, kept: set[str]) -> bool:
+    """`stmt` may leave the block (`return`, `break`, `continue`, `raise`) or rebinds a kept name."""
+    for sub in _own_nodes(stmt):
+        if isinstance(sub, (ast.Return, ast.Break, ast.Continue, ast.Raise)):
+            return True
+        if isinstance(sub, ast.Name) and sub.id in kept and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            return True
+    return False
+
+
+def deferred_reraise(tree: ast.AST, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The handler keeps the caught exception in a name that a later statement of the try's block
+    raises (see the module docstring); `tree`: the module holding `node`."""
+    if handler.name is None:
+        return False
+    kept = _kept_names(handler)
+    if not kept:
+        return False
+    found = _block_holding(tree, node)
+    if found is None:
+        return False
+    _, block, index = found
+    for stmt in block[index + 1 :]:
+        if _raises_kept(stmt, kept):
+            return True
+        if _leaves_or_rebinds(stmt, kept):
+            return False
+    return False
+
+
+def _fails(block: list[ast.stmt]) -> bool:
+    """`block`, past logging and assignments, reaches a `raise` or an exit with a failing status."""
+    for stmt in block:
+        if isinstance(stmt, ast.Raise):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and callee(stmt.value) in _EXITS:
+            args = stmt.value.args
+            return len(args) == 1 and not (isinstance(args[0], ast.Constant) and args[0].value in (0, None, False))
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) or _logs(stmt):
+            continue
+        return False
+    return False
+
+
+def _success_flag(node: ast.Try | ast.TryStar, loop: ast.While) -> str | None:
+    """The name the try body's last statement sets to a constant, when the `while` test reads it."""
+    last = node.body[-1]
+    if not (
+        isinstance(last, ast.Assign)
+        and len(last.targets) == 1
+        and isinstance(last.targets[0], ast.Name)
+        and isinstance(last.value, ast.Constant)
+    ):
+        return None
+    flag = last.targets[0].id
+    return flag if _reads(loop.test, {flag}) else None
+
+
+def _retry_handler(handler: ast.ExceptHandler, flag: str | None) -> bool:
+    """The handler logs the caught exception, and otherwise only logs, passes, continues, binds
+    plain names other than `flag`, cleans up or waits; it neither returns nor breaks."""
+    name = handler.name
+    if name is None:
+        return False
+    reported = False
+    for stmt in handler.body:
+        if _logs(stmt):
+            assert isinstance(stmt, ast.Expr)
+            reported = reported or _reads(stmt.value, {name})
+        elif isinstance(stmt, ast.Assign):
+            targets = [target.id if isinstance(target, ast.Name) else None for target in stmt.targets]
+            if None in targets or flag in targets:
+                return False
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            if callee(stmt.value) not in _CLEANUPS:
+                return False
+        elif not isinstance(stmt, (ast.Pass, ast.Continue)):
+            return False
+    return reported
+
+
+def retry_fails_when_exhausted(tree: ast.AST, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The try is a retry of a bounded loop whose exhaustion fails (see the module docstring)."""
+    if not _retry_handler(handler, None):
+        return False
+    found = _block_holding(tree, node)
+    if found is None:
+        return False
+    loop = found[0]
+    if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)) or found[1] is not loop.body:
+        return False
+    flag = _success_flag(node, loop) if isinstance(loop, ast.While) else None
+    leaves = any(block and isinstance(block[-1], (ast.Break, ast.Return)) for block in (node.body, node.orelse))
+    if not (leaves or flag) or not _retry_handler(handler, flag):
+        return False
+    if isinstance(loop, ast.While) and not any(isinstance(sub, ast.Compare) for sub in pysource.walk(loop.test)):
+        return False
+    if loop.orelse:
+        return _fails(loop.orelse)
+    if flag is None:
+        return False
+    outer = _block_holding(tree, loop)
+    if outer is None:
+        return False
+    _, block, index = outer
+    after = block[index + 1] if index + 1 < len(block) else None
+    return isinstance(after, ast.If) and _reads(after.test, {flag}) and _fails(after.body)
+
+
+def _names_alike(first: ast.expr, second: ast.expr) -> bool:
+    """Two string constants, or two f-strings with the same formatted values, whose constant text
+    names no device."""
+    if isinstance(first, ast.Constant) and isinstance(second, ast.Constant):
+        texts = [first.value, second.value]
+        return all(isinstance(text, str) and not _DEVICE.match(text) for text in texts)
+    if not (isinstance(first, ast.JoinedStr) and isinstance(second, ast.JoinedStr)):
+        return False
+    if len(first.values) != len(second.values):
+        return False
+    return all(
+        ast.dump(a) == ast.dump(b) or _names_alike(a, b) for a, b in zip(first.values, second.values, strict=True)
+    )
+
+
+def same_call_other_name(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The handler's one statement is the try's one call again, its arguments the same but for
+    string constants that name what is looked up (see the module docstring)."""
+    if len(node.body) != 1 or len(handler.body) != 1:
+        return False
+    tried, fallback = call_of(node.body[0]), call_of(handler.body[0])
+    if tried is None or fallback is None or tried[0] != fallback[0]:
+        return False
+    first, second = tried[1], fallback[1]
+    if ast.dump(first.func) != ast.dump(second.func) or len(first.args) != len(second.args):
+        return False
+    if [k.arg for k in first.keywords] != [k.arg for k in second.keywords]:
+        return False
+    pairs = [
+        *((None, a, b) for a, b in zip(first.args, second.args, strict=True)),
+        *((k.arg, k.value, j.value) for k, j in zip(first.keywords, second.keywords, strict=True)),
+    ]
+    return all(
+        ast.dump(a) == ast.dump(b) or (keyword not in _DEVICE_KEYWORDS and _names_alike(a, b))
+        for keyword, a, b in pairs
+    )
