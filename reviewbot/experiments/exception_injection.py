@@ -313,6 +313,7 @@ def _write(tree: Path, rel: str, text: str) -> None:
         raise SandboxError(f"{rel}'s directory now leads out of the worktree")
     target.unlink(missing_ok=True)
     target.write_text(text)
+    target.chmod(0o644)  # readable by the sandbox's uid whatever the umask (the service's is 077)
 
 
 def _same_test(test: str, ids: Mapping[str, object]) -> str:
@@ -328,10 +329,13 @@ def _same_test(test: str, ids: Mapping[str, object]) -> str:
 _ERROR_LINE = re.compile(r"^E\s+(.+)$", re.MULTILINE)
 
 
-def _judge(outcome: Outcome, spec: SuiteConfig, run: _Run, before: Mapping[str, str], hits: list[str]) -> None:
+def _judge(
+    outcome: Outcome, spec: SuiteConfig, run: _Run, before: Mapping[str, str], hits: list[str], tree: Path
+) -> None:
     """Add what one suite run with the injection showed to `outcome`. A test module that could not
     be collected (an import error: a dependency the runner lacks) ran none of its tests, so a try
-    no test reached is then untried, not unreached."""
+    no test reached is then untried, not unreached; its error is quoted with paths relative to the
+    worktree `tree` (a review's text must not change with the temporary directory)."""
     uncollected = [
         text for state, text in run.cases.values() if state == "error" and text.startswith(COLLECTION_FAILURE)
     ]
@@ -344,7 +348,7 @@ def _judge(outcome: Outcome, spec: SuiteConfig, run: _Run, before: Mapping[str, 
             outcome.problems.append(f"suite {spec.name} exited with code {run.returncode} and ran no test ({last})")
         elif uncollected:
             errors = _ERROR_LINE.findall(uncollected[0])
-            cause = errors[-1].strip() if errors else COLLECTION_FAILURE
+            cause = errors[-1].strip().replace(f"{tree}/", "") if errors else COLLECTION_FAILURE
             outcome.problems.append(
                 f"suite {spec.name}: {len(uncollected)} test module(s) could not be imported ({cause})"
             )
@@ -549,7 +553,7 @@ def _try_one(
             name = f"injection-{number}-{spec.name}"
             run = _run(runs, spec, settings.timeout_s, logs, name)
             seen = (logs / f"{name}.hits").read_text().splitlines() if runs.take(_HITS, logs / f"{name}.hits") else []
-            _judge(outcome, spec, run, before.get(spec.name, {}), seen)
+            _judge(outcome, spec, run, before.get(spec.name, {}), seen, runs.tree)
     finally:
         _write(runs.tree, finding.path, source)
     result, severity = evidence(injection, outcome)

@@ -37,6 +37,10 @@ def test_opened_posts_summary_inline_on_diff_lines_and_failing_status(service, g
     on_core = [c for c in inline if c["path"] == "pkg/core.py"]
     assert on_core and all(c["line"] in added and c["side"] == "RIGHT" for c in on_core)
     assert all("P0-BLOCKER" not in c["body"] for c in on_core)  # a pattern alone does not block
+    # the injection experiment ran under the service's umask 077: the injected file stayed readable
+    # by the sandbox's uid (it once failed the suite's collection with a PermissionError)
+    assert "PermissionError" not in summary["body"], summary["body"]
+    assert "the tests reaching it already fail without the injection" in summary["body"]  # it ran, and reached it
     # the blocker is the failing test, anchored on its own line in the diff
     assert any(c["path"] == "tests_load/test_load.py" and "P0-BLOCKER" in c["body"] for c in inline)
     assert len(inline) <= 30
