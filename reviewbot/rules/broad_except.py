@@ -268,7 +268,7 @@ import builtins
 import functools
 import re
 import sys
-from collections.abc import Container, Mapping
+from collections.abc import Container, Iterator, Mapping
 
 from reviewbot import pysource
 from reviewbot.exception_index import (
@@ -1131,22 +1131,15 @@ def _error_wording_functions(tree: ast.Module) -> frozenset[str]:
     defined: set[str] = set()
 
     def record(node: ast.AST, within: str, on_error_path: bool) -> None:
-        # `_own_scope(node)` in its order, read as it is walked
-        pending = [node]
-        while pending:
-            sub = pending.pop()
+        for sub in _own_scope(node):
             if sub is not node and isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 visit_function(sub)
-                continue
-            if isinstance(sub, ast.Call):
+            elif isinstance(sub, ast.Call):
                 func = sub.func
                 if isinstance(func, ast.Name):
                     uses.setdefault(func.id, []).append((within, on_error_path))
                 elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
                     uses.setdefault(func.attr, []).append((within, on_error_path))
-            elif sub is not node and isinstance(sub, ast.Lambda):
-                continue
-            pending.extend(pysource.children(sub))
 
     def visit_function(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         defined.add(function.name)
@@ -1176,18 +1169,17 @@ def _error_wording_functions(tree: ast.Module) -> frozenset[str]:
     return frozenset(wording)
 
 
-def _own_scope(node: ast.AST) -> list[ast.AST]:
-    """`node` and the nodes under it, without the bodies of the functions, lambdas and classes
-    defined there (a nested function definition itself is included)."""
-    out: list[ast.AST] = []
+def _own_scope(node: ast.AST) -> Iterator[ast.AST]:
+    """`node` and the nodes under it, without the bodies of the functions and lambdas defined
+    there (a nested function definition itself is included), yielded as they are walked (no list
+    of a whole scope is built)."""
     pending = [node]
     while pending:
         current = pending.pop()
-        out.append(current)
+        yield current
         if current is not node and isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
         pending.extend(pysource.children(current))
-    return out
 
 
 def _display_placeholder(ctx: FileContext, handler: ast.ExceptHandler, display: Container[str]) -> bool:
