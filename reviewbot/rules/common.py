@@ -151,7 +151,7 @@ def hands_back_nothing(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool
 FileRule = Callable[[FileContext], list[Finding]]
 
 
-def call_of(stmt: ast.stmt) -> tuple[str, ast.Call] | None:
+def _call_of(stmt: ast.stmt) -> tuple[str, ast.Call] | None:
     """(how the statement uses the call's value, the call) for `targets = call(...)`, `return
     call(...)` and `call(...)`."""
     if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
@@ -161,6 +161,18 @@ def call_of(stmt: ast.stmt) -> tuple[str, ast.Call] | None:
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         return "expr", stmt.value
     return None
+
+
+def paired_calls(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> tuple[ast.Call, ast.Call] | None:
+    """(the try's call, the handler's call) when the try and the handler are one statement each,
+    both a call whose value is used the same way (`_call_of`: bound to the same targets, returned, or
+    discarded); None otherwise."""
+    if len(node.body) != 1 or len(handler.body) != 1:
+        return None
+    tried, fallback = _call_of(node.body[0]), _call_of(handler.body[0])
+    if tried is None or fallback is None or tried[0] != fallback[0]:
+        return None
+    return tried[1], fallback[1]
 
 
 def top_level_function(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

@@ -40,7 +40,7 @@ import re
 from collections.abc import Iterator
 
 from reviewbot import pysource
-from reviewbot.rules.common import call_of, callee, is_logging_call
+from reviewbot.rules.common import callee, is_logging_call, paired_calls
 
 # calls a retry's handler may make besides logging: clean up what the failed attempt left, or wait
 _CLEANUPS = frozenset(["rmtree", "remove", "unlink", "rmdir", "removedirs", "sleep"])
@@ -267,12 +267,10 @@ def _names_alike(first: ast.expr, second: ast.expr) -> bool:
 def same_call_other_name(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
     """The handler's one statement is the try's one call again, its arguments the same but for
     string constants that name what is looked up (see the module docstring)."""
-    if len(node.body) != 1 or len(handler.body) != 1:
+    calls = paired_calls(node, handler)
+    if calls is None:
         return False
-    tried, fallback = call_of(node.body[0]), call_of(handler.body[0])
-    if tried is None or fallback is None or tried[0] != fallback[0]:
-        return False
-    first, second = tried[1], fallback[1]
+    first, second = calls
     if ast.dump(first.func) != ast.dump(second.func) or len(first.args) != len(second.args):
         return False
     if [k.arg for k in first.keywords] != [k.arg for k in second.keywords]:

@@ -52,7 +52,7 @@ import builtins
 from collections.abc import Iterable, Mapping
 
 from reviewbot import pysource
-from reviewbot.rules.common import FileContext, call_of, callee, hands_back_nothing, is_logging_call, warns
+from reviewbot.rules.common import FileContext, callee, hands_back_nothing, is_logging_call, paired_calls, warns
 
 # builtins that run no code they are handed or named (not `getattr`, `map`, `sorted`, `next`, ...)
 _BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_")) - frozenset(
@@ -218,12 +218,10 @@ def implementation_alternative(node: ast.Try | ast.TryStar, handler: ast.ExceptH
     """The alternative's name (`owner.other`) when the try's one statement calls `owner.op(args)` and
     the handler's one statement calls `owner.other(args)` with the same arguments, binding or returning
     the result the same way; None otherwise."""
-    if len(node.body) != 1 or len(handler.body) != 1:
+    calls = paired_calls(node, handler)
+    if calls is None:
         return None
-    tried, fallback = call_of(node.body[0]), call_of(handler.body[0])
-    if tried is None or fallback is None or tried[0] != fallback[0]:
-        return None
-    first, second = tried[1], fallback[1]
+    first, second = calls
     if not (isinstance(first.func, ast.Attribute) and isinstance(second.func, ast.Attribute)):
         return None
     if first.func.attr == second.func.attr or ast.dump(first.func.value) != ast.dump(second.func.value):
