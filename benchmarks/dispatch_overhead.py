@@ -184,7 +184,8 @@ def _boxed_layers(artifact: object) -> list[tuple[str, Callable[[list], object]]
             fn = fn._torchdynamo_orig_callable
         elif getattr(fn, "__name__", "") == "runtime_wrapper":
             layers.append(("AOTAutograd runtime wrapper", fn))
-            fn = _closure_value(fn, "_inner_compiled_fn")
+            inner = _closure_value(fn, "_inner_compiled_fn")  # torch 2.13; 2.11 names it compiled_fn
+            fn = inner if inner is not None else _closure_value(fn, "compiled_fn")
         else:
             inner = _closure_value(fn, "compiled_fn")
             fn = inner if inner is not None else getattr(fn, "compiled_fn", None)

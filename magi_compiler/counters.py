@@ -9,7 +9,9 @@ once) and ``cudagraph_capture_us`` / ``cudagraph_capture_bytes`` their total tim
 reserved CUDA memory (per size: ``magi_compiler.cudagraph.capture_records``);
 ``num_cudagraph_replays`` counts calls served by graphs, ``num_cudagraph_uncaptured_calls``
 calls above the largest capture size, ``num_cudagraph_recaptures`` re-captures after a
-reallocated parameter or buffer.
+reallocated parameter or buffer. ``num_direct_call_paths`` counts the Inductor pieces whose swapped
+call was made to run Inductor's generated code directly (:mod:`magi_compiler.inference_call`; a
+piece relinked again counts again).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class CompilationCounter:
     num_restarts_replayed: int = 0
     num_bytecode_captures: int = 0
     num_swapped_calls: int = 0
+    num_direct_call_paths: int = 0
     num_cudagraph_captures: int = 0
     cudagraph_capture_us: int = 0
     cudagraph_capture_bytes: int = 0

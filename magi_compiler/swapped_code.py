@@ -19,13 +19,13 @@ Dynamo's frame evaluation on, or that forward their arguments unchanged: an Indu
 further ``disable`` wrapper (about 2 us a call on CPU); a split graph is a ``GraphModule`` whose
 every call, and every call of its eagerly run splitting-op pieces, goes through
 ``nn.Module.__call__`` (about 2-3 us each). :func:`lean_callable` replaces a compiled artifact by
-its ``_compiled_fn`` (``disable`` wrappers removed) and a split graph by the ``forward`` of a twin
-``GraphModule`` (same graph) whose pieces are lean too: compiled pieces as above, the eagerly run
-splitting-op pieces inlined (the twin's own code calls their op). A freshly compiled piece with a
-single output keeps one ``disable`` wrapper (Inductor's output-unflattening function calls it); a
-piece loaded from the cache has none. The AOTAutograd runtime wrapper and Inductor's compiled
-graph keep their full call path (they restore grad mode, replay input mutations, regenerate
-aliased outputs and check input sizes and strides). Module hooks are not called for these
+the direct call of Inductor's generated code that :func:`magi_compiler.inference_call.direct_call`
+builds for a plain inference graph, or else by its ``_compiled_fn`` (``disable`` wrappers removed:
+AOTAutograd's runtime wrapper and Inductor's compiled graph keep their full call path); a piece
+loaded from the Magi cache that returns a single value the same way, its first output taken; and a
+split graph by the ``forward`` of a twin ``GraphModule`` (same graph) whose pieces are lean too:
+compiled pieces as above, the eagerly run splitting-op pieces inlined (the twin's own code calls
+their op). Module hooks are not called for these
 internal modules on the swapped path (global ``nn.Module`` hooks would see the split graph and its
 pieces on the guarded path only); the user's modules are not affected.
 """
@@ -41,6 +41,9 @@ import torch
 import torch._dynamo.utils
 from torch import fx
 from torch._dynamo.eval_frame import DisableContext, OptimizedModule
+
+from magi_compiler.compiler_interface import SingleOutput
+from magi_compiler.inference_call import direct_call, first_output, without_disable
 
 UTILS_GLOBAL = "__import_torch_dot__dynamo_dot_utils"
 GRAPH_GLOBAL_PREFIX = "__compiled_fn"
@@ -115,17 +118,6 @@ def _disabled_callable(wrapper: Any) -> Callable[..., Any] | None:
     return None
 
 
-def _without_disable(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` with every ``torch._dynamo.disable`` function wrapper around it removed.
-
-    A wrapper is recognised by the id it records of itself: ``functools.wraps`` copies a
-    disable wrapper's attributes onto the function wrapping it (Inductor's output unflattening
-    does), and that function must stay."""
-    while getattr(fn, "_torchdynamo_disable", False) and getattr(fn, "_torchdynamo_wrapper_id", None) == id(fn):
-        fn = fn._torchdynamo_orig_callable  # type: ignore[attr-defined]
-    return fn
-
-
 def lean_callable(compiled: Any) -> Any:
     """The cheapest callable that does what ``compiled`` (the backend's output, or a piece of a
     split graph) does when called with Dynamo's frame evaluation off (see the module doc):
@@ -133,7 +125,12 @@ def lean_callable(compiled: Any) -> Any:
     ``GraphModule``'s forward run by a twin whose pieces are lean; anything else unchanged."""
     if _CACHE_ARTIFACT is not None and type(compiled) is _CACHE_ARTIFACT:
         inner = getattr(compiled, "_compiled_fn", None)
-        return compiled if inner is None else _without_disable(inner)
+        if inner is None:
+            return compiled
+        inner = without_disable(inner)
+        return direct_call(inner) or inner
+    if isinstance(compiled, SingleOutput):
+        return first_output(lean_callable(compiled.artifact))
     if isinstance(compiled, fx.GraphModule):
         return _lean_graph_module(compiled)
     return compiled
