@@ -16,11 +16,12 @@ globals and bytecode; torch 2.11: the metadata in its closure) with no input mut
 version-counted, no output aliasing an input or an intermediate, no grad-mode mutation, no
 functionalized RNG, no effect tokens and no other layer (tensor subclasses add one), that work
 reduces to: prepend the parameters, run ``call()`` with grad mode off, mark the outputs' dynamic
-dims. :func:`direct_call` returns a callable that does just that. It takes the full path instead
+dims, and for a graph compiled under autocast, switch autocast off around the call as the wrapper
+does. :func:`direct_call` returns a callable that does just that. It takes the full path instead
 on its first call (the first call's checks and autotune-cache writes run as before) and on any
-call while the profiler runs, Inductor's graph-execution recording is on or any autocast is on
-(the wrapper would switch autocast off around a graph compiled under it). Runtime metrics a later
-call records (none in a steady state) are reported by the next full-path call.
+call while the profiler runs or Inductor's graph-execution recording is on (their records stay as
+they are), or under autocast for a graph compiled without it. Runtime metrics a later call records
+(none in a steady state) are reported by the next full-path call.
 
 The layers are recognised by their code's qualified names in torch 2.11 and 2.13; for anything
 else (a training graph, another layer, another torch version's layout) :func:`direct_call`
@@ -29,6 +30,7 @@ returns None and says why at debug level, and the caller keeps the full path.
 
 from __future__ import annotations
 
+import dataclasses
 import dis
 import inspect
 import itertools
@@ -62,11 +64,14 @@ _MARK_DYNAMIC_NAMES = ("mark_dynamo_propagated_dynamic_indices", "maybe_mark_dyn
 _MAX_LAYERS = 8
 # the globals torch 2.13's generated runtime wrapper marks dynamic output dims with
 _MARK_GLOBAL = "_mark_dynamic_"
+# ... and switches autocast off with (for a graph compiled under autocast)
+_DISABLE_AMP_GLOBAL = "_DisableAutocast_"
 _DYN_DIMS_PREFIX = "_dyn_dims_"
 
 _set_grad_enabled = torch._C._set_grad_enabled
 _is_grad_enabled = torch.is_grad_enabled
 _any_autocast = torch._C._is_any_autocast_enabled
+_DisableAutocast = torch._C._DisableAutocast
 _profiler = torch.autograd.profiler
 _inductor_debug = torch._inductor.debug
 
@@ -84,12 +89,12 @@ def direct_call(aot_forward: Callable[..., Any]) -> Callable[..., Any] | None:
     if _qualname(aot_forward) == _UNFLATTEN_WRAPPER:
         return _unflattening(aot_forward)
     try:
-        params, graph, dynamic, mark = _plain_inference(aot_forward)
+        params, graph, plan = _plain_inference(aot_forward)
     except _Unrecognised as reason:
         logger.debug("full AOTAutograd call path kept for %r: %s", aot_forward, reason)
         return None
     compilation_counter.num_direct_call_paths += 1
-    return _direct(aot_forward, params, graph, dynamic, mark)
+    return _direct(aot_forward, params, graph, plan)
 
 
 def without_disable(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -132,16 +137,22 @@ def _unflattening(wrapper: Callable[..., Any]) -> Callable[..., Any] | None:
     return unflattened
 
 
-def _direct(
-    full: Callable[..., Any],
-    params: list[Any],
-    graph: Any,
-    dynamic: tuple[tuple[int, Any], ...],
-    mark: Callable[[Any, Any], None] | None,
-) -> Callable[..., Any]:
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """What AOTAutograd's runtime wrapper of a plain inference graph does around the call:
+    ``dynamic``, the (output index, dynamic dims) pairs it marks with ``mark``; ``disable_amp``,
+    whether it switches autocast off (a graph compiled under autocast)."""
+
+    dynamic: tuple[tuple[int, Any], ...]
+    mark: Callable[[Any, Any], None] | None
+    disable_amp: bool
+
+
+def _direct(full: Callable[..., Any], params: list[Any], graph: Any, plan: _Plan) -> Callable[..., Any]:
     """The direct callable; Inductor's generated ``call`` is taken from ``graph`` (its
     ``CompiledFxGraph``) after the first call, which takes the full path."""
     generated: Callable[[list[Any]], Any] | None = None
+    dynamic, mark, disable_amp = plan.dynamic, plan.mark, plan.disable_amp
 
     def call(*args: Any) -> list[Any]:
         nonlocal generated
@@ -150,13 +161,20 @@ def _direct(
             generated = graph.current_callable
             assert generated is not None, "a compiled graph that ran has its callable"
             return outs
-        if _profiler._is_profiler_enabled or _inductor_debug.RECORD_GRAPH_EXECUTION or _any_autocast():
+        if _profiler._is_profiler_enabled or _inductor_debug.RECORD_GRAPH_EXECUTION:
+            return full(*args)
+        autocast = _any_autocast()
+        if autocast and not disable_amp:
             return full(*args)
         grad = _is_grad_enabled()
         if grad:
             _set_grad_enabled(False)
         try:
-            outs = list(generated([*params, *args]))
+            if autocast:
+                with _DisableAutocast():
+                    outs = list(generated([*params, *args]))
+            else:
+                outs = list(generated([*params, *args]))
         finally:
             if grad:
                 _set_grad_enabled(True)
@@ -169,9 +187,9 @@ def _direct(
 
 def _plain_inference(
     aot_forward: Callable[..., Any],
-) -> tuple[list[Any], Any, tuple[tuple[int, Any], ...], Callable[[Any, Any], None] | None]:
-    """(lifted parameters, Inductor's ``CompiledFxGraph``, (output index, dynamic dims) pairs, the
-    marking function, None when no output has any) of ``aot_forward``; raises ``_Unrecognised``."""
+) -> tuple[list[Any], Any, _Plan]:
+    """(lifted parameters, Inductor's ``CompiledFxGraph``, the runtime wrapper's plan) of
+    ``aot_forward``; raises ``_Unrecognised``."""
     from torch._inductor.output_code import CompiledFxGraph
 
     outer = _qualname(aot_forward)
@@ -179,7 +197,7 @@ def _plain_inference(
         raise _Unrecognised(f"the outer layer is {outer}, not AOTAutograd's forward or the loader's adapter")
     params = list(_cell(aot_forward, "params_buffers_flat")) if outer == _AOT_FORWARD else []
     layer = _cell(aot_forward, "compiled_fn")
-    plan: tuple[tuple[tuple[int, Any], ...], Callable[[Any, Any], None] | None] | None = None
+    plan: _Plan | None = None
     for _ in range(_MAX_LAYERS):
         name = _qualname(layer)
         if isinstance(layer, CompiledFxGraph):
@@ -196,8 +214,7 @@ def _plain_inference(
         raise _Unrecognised(f"no compiled graph within {_MAX_LAYERS} layers")
     if plan is None:
         raise _Unrecognised("no AOTAutograd runtime wrapper")
-    dynamic, mark = plan
-    return params, layer, dynamic, mark
+    return params, layer, plan
 
 
 def _passes_through(name: str, layer: Any) -> bool:
@@ -210,26 +227,27 @@ def _passes_through(name: str, layer: Any) -> bool:
 
 def _runtime_wrapper_plan(
     wrapper: Callable[..., Any],
-) -> tuple[tuple[tuple[tuple[int, Any], ...], Callable[[Any, Any], None] | None], Any]:
-    """((output index, dynamic dims) pairs, the marking function), and the layer below, of
-    AOTAutograd's runtime wrapper of a plain inference graph: from the generated function it
-    calls (torch 2.13) or the metadata in its closure (torch 2.11); raises ``_Unrecognised``."""
+) -> tuple[_Plan, Any]:
+    """The plan of AOTAutograd's runtime wrapper of a plain inference graph, and the layer below
+    it: from the generated function it calls (torch 2.13) or the metadata in its closure (torch
+    2.11); raises ``_Unrecognised``."""
     cells = _cells(wrapper)
     if "_codegen_runtime_wrapper" in cells:
         return _generated_wrapper_plan(cells["_codegen_runtime_wrapper"]), _cell(wrapper, "_inner_compiled_fn")
     if cells.get("trace_joint", True):
         raise _Unrecognised("a training graph, or a runtime wrapper without metadata")
     dynamic = _plain_metadata(cells.get("runtime_metadata"))
-    return (dynamic, _mark_dynamic(wrapper) if dynamic else None), _cell(wrapper, "compiled_fn")
+    mark = _mark_dynamic(wrapper) if dynamic else None
+    return _Plan(dynamic, mark, bool(_cell(wrapper, "disable_amp"))), _cell(wrapper, "compiled_fn")
 
 
-def _generated_wrapper_plan(generated: Any) -> tuple[tuple[tuple[int, Any], ...], Callable[[Any, Any], None] | None]:
+def _generated_wrapper_plan(generated: Any) -> _Plan:
     """The plan of torch 2.13's code-generated runtime wrapper. Its globals name every epilogue it
     runs (input mutations, aliased outputs, version bumps, autocast switched off, dynamic dims
     marked); a grad-mode mutation is a ``_set_grad_enabled`` call after ``ret_outs`` is bound."""
     names = {name for name in generated.__globals__ if not name.startswith("__")}
     dims_names = {name for name in names if name.startswith(_DYN_DIMS_PREFIX)}
-    extra = names - dims_names - {"torch", _MARK_GLOBAL}
+    extra = names - dims_names - {"torch", _MARK_GLOBAL, _DISABLE_AMP_GLOBAL}
     if extra:
         raise _Unrecognised(f"the runtime wrapper also runs {sorted(extra)}")
     variables = generated.__code__.co_varnames
@@ -245,7 +263,7 @@ def _generated_wrapper_plan(generated: Any) -> tuple[tuple[tuple[int, Any], ...]
     dynamic = tuple(
         sorted((int(name.removeprefix(_DYN_DIMS_PREFIX)), generated.__globals__[name]) for name in dims_names)
     )
-    return dynamic, generated.__globals__.get(_MARK_GLOBAL)
+    return _Plan(dynamic, generated.__globals__.get(_MARK_GLOBAL), _DISABLE_AMP_GLOBAL in names)
 
 
 def _plain_metadata(metadata: Any) -> tuple[tuple[int, Any], ...]:

@@ -162,6 +162,27 @@ def scaled(x: torch.Tensor) -> torch.Tensor:
     return torch.tanh(x) * 3
 
 
+def matmul_gelu(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.gelu(x @ w)
+
+
+def test_graph_compiled_under_autocast_runs_directly_under_autocast(module_cache_env):
+    """AOTAutograd switches autocast off around a graph traced under it (its casts are in the
+    graph); the direct path does the same, so the outputs keep the graph's dtypes."""
+    x, w = torch.randn(4, 8), torch.randn(8, 8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        artifact = _artifact(matmul_gelu, x, w)
+        direct = direct_call(_inner(artifact))
+        assert direct is not None
+        expected = artifact(x, w)
+        direct(x, w)
+        with _full_path_calls() as calls:
+            out = direct(x, w)
+    assert calls == [0]
+    assert out[0].dtype == expected[0].dtype == torch.bfloat16
+    torch.testing.assert_close(out, expected)
+
+
 @pytest.mark.parametrize("artifacts", [{"num_cache_misses": 1}, {"num_cache_hits": 1}], ids=["compiled", "loaded"])
 def test_entry_swapped_calls_run_the_generated_code_directly(
     artifacts, tmp_path_factory, monkeypatch, module_cache_env
