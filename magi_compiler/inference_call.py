@@ -12,12 +12,13 @@ cache of the first call, the profiler range, runtime metrics); then Inductor's g
 generated ``call()`` of 1.7 us (one relu on 64 x 64).
 
 Where AOTAutograd's runtime wrapper is the plain inference form (torch 2.13: its generated code's
-globals and bytecode; torch 2.11: the metadata in its closure) with no input mutation replayed or
-version-counted, no output aliasing an input or an intermediate, no grad-mode mutation, no
-functionalized RNG, no effect tokens and no other layer (tensor subclasses add one), that work
-reduces to: prepend the parameters, run ``call()`` with grad mode off, mark the outputs' dynamic
-dims, and for a graph compiled under autocast, switch autocast off around the call as the wrapper
-does. :func:`direct_call` returns a callable that does just that. It takes the full path instead
+globals and bytecode; torch 2.11: the metadata in its closure) with no input mutation replayed
+after the call (one the graph does in place is fine), no output aliasing an input or an
+intermediate, no grad-mode mutation, no functionalized RNG, no effect tokens and no other layer
+(tensor subclasses add one), that work reduces to: prepend the parameters, bump the version
+counters of the inputs the graph mutates in place (those autograd sees), run ``call()`` with grad
+mode off, mark the outputs' dynamic dims, and for a graph compiled under autocast, switch autocast
+off around the call as the wrapper does. :func:`direct_call` returns a callable that does just that. It takes the full path instead
 on its first call (the first call's checks and autotune-cache writes run as before) and on any
 call while the profiler runs or Inductor's graph-execution recording is on (their records stay as
 they are), or under autocast for a graph compiled without it. Runtime metrics a later call records
@@ -66,12 +67,15 @@ _MAX_LAYERS = 8
 _MARK_GLOBAL = "_mark_dynamic_"
 # ... and switches autocast off with (for a graph compiled under autocast)
 _DISABLE_AMP_GLOBAL = "_DisableAutocast_"
+# ... and bumps the version counters of inputs the graph mutates with
+_VERSION_GLOBAL = "_increment_version_"
 _DYN_DIMS_PREFIX = "_dyn_dims_"
 
 _set_grad_enabled = torch._C._set_grad_enabled
 _is_grad_enabled = torch.is_grad_enabled
 _any_autocast = torch._C._is_any_autocast_enabled
 _DisableAutocast = torch._C._DisableAutocast
+_increment_version = torch.autograd.graph.increment_version
 _profiler = torch.autograd.profiler
 _inductor_debug = torch._inductor.debug
 
@@ -140,9 +144,12 @@ def _unflattening(wrapper: Callable[..., Any]) -> Callable[..., Any] | None:
 @dataclasses.dataclass(frozen=True)
 class _Plan:
     """What AOTAutograd's runtime wrapper of a plain inference graph does around the call:
-    ``dynamic``, the (output index, dynamic dims) pairs it marks with ``mark``; ``disable_amp``,
-    whether it switches autocast off (a graph compiled under autocast)."""
+    ``versioned``, the indices of its arguments (parameters first) whose version counters it bumps
+    before the call (inputs the graph mutates in place, seen by autograd); ``dynamic``, the (output
+    index, dynamic dims) pairs it marks with ``mark``; ``disable_amp``, whether it switches autocast
+    off (a graph compiled under autocast)."""
 
+    versioned: tuple[int, ...]
     dynamic: tuple[tuple[int, Any], ...]
     mark: Callable[[Any, Any], None] | None
     disable_amp: bool
@@ -152,7 +159,7 @@ def _direct(full: Callable[..., Any], params: list[Any], graph: Any, plan: _Plan
     """The direct callable; Inductor's generated ``call`` is taken from ``graph`` (its
     ``CompiledFxGraph``) after the first call, which takes the full path."""
     generated: Callable[[list[Any]], Any] | None = None
-    dynamic, mark, disable_amp = plan.dynamic, plan.mark, plan.disable_amp
+    versioned, dynamic, mark, disable_amp = plan.versioned, plan.dynamic, plan.mark, plan.disable_amp
 
     def call(*args: Any) -> list[Any]:
         nonlocal generated
@@ -166,15 +173,18 @@ def _direct(full: Callable[..., Any], params: list[Any], graph: Any, plan: _Plan
         autocast = _any_autocast()
         if autocast and not disable_amp:
             return full(*args)
+        full_args = [*params, *args]
+        if versioned:
+            _increment_version(tuple(full_args[index] for index in versioned))
         grad = _is_grad_enabled()
         if grad:
             _set_grad_enabled(False)
         try:
             if autocast:
                 with _DisableAutocast():
-                    outs = list(generated([*params, *args]))
+                    outs = list(generated(full_args))
             else:
-                outs = list(generated([*params, *args]))
+                outs = list(generated(full_args))
         finally:
             if grad:
                 _set_grad_enabled(True)
@@ -236,9 +246,14 @@ def _runtime_wrapper_plan(
         return _generated_wrapper_plan(cells["_codegen_runtime_wrapper"]), _cell(wrapper, "_inner_compiled_fn")
     if cells.get("trace_joint", True):
         raise _Unrecognised("a training graph, or a runtime wrapper without metadata")
-    dynamic = _plain_metadata(cells.get("runtime_metadata"))
+    metadata = cells.get("runtime_metadata")
+    dynamic = _plain_metadata(metadata)
     mark = _mark_dynamic(wrapper) if dynamic else None
-    return _Plan(dynamic, mark, bool(_cell(wrapper, "disable_amp"))), _cell(wrapper, "compiled_fn")
+    versioned = (
+        tuple(metadata.mutated_graph_handled_indices_seen_by_autograd) if _cell(wrapper, "keep_input_mutations") else ()
+    )
+    plan = _Plan(versioned, dynamic, mark, bool(_cell(wrapper, "disable_amp")))
+    return plan, _cell(wrapper, "compiled_fn")
 
 
 def _generated_wrapper_plan(generated: Any) -> _Plan:
@@ -247,7 +262,7 @@ def _generated_wrapper_plan(generated: Any) -> _Plan:
     marked); a grad-mode mutation is a ``_set_grad_enabled`` call after ``ret_outs`` is bound."""
     names = {name for name in generated.__globals__ if not name.startswith("__")}
     dims_names = {name for name in names if name.startswith(_DYN_DIMS_PREFIX)}
-    extra = names - dims_names - {"torch", _MARK_GLOBAL, _DISABLE_AMP_GLOBAL}
+    extra = names - dims_names - {"torch", _MARK_GLOBAL, _DISABLE_AMP_GLOBAL, _VERSION_GLOBAL}
     if extra:
         raise _Unrecognised(f"the runtime wrapper also runs {sorted(extra)}")
     variables = generated.__code__.co_varnames
@@ -263,7 +278,25 @@ def _generated_wrapper_plan(generated: Any) -> _Plan:
     dynamic = tuple(
         sorted((int(name.removeprefix(_DYN_DIMS_PREFIX)), generated.__globals__[name]) for name in dims_names)
     )
-    return _Plan(dynamic, generated.__globals__.get(_MARK_GLOBAL), _DISABLE_AMP_GLOBAL in names)
+    versioned = _versioned_indices(instructions) if _VERSION_GLOBAL in names else ()
+    return _Plan(versioned, dynamic, generated.__globals__.get(_MARK_GLOBAL), _DISABLE_AMP_GLOBAL in names)
+
+
+def _versioned_indices(instructions: list[dis.Instruction]) -> tuple[int, ...]:
+    """The argument indices of torch 2.13's generated ``_increment_version_((args[i], ...))``."""
+    starts = [i for i, ins in enumerate(instructions) if ins.opname == "LOAD_GLOBAL" and ins.argval == _VERSION_GLOBAL]
+    if len(starts) != 1:
+        raise _Unrecognised(f"the runtime wrapper loads {_VERSION_GLOBAL} other than once")
+    indices = []
+    rest = instructions[starts[0] + 1 :]
+    while len(rest) >= 3 and [ins.opname for ins in rest[:3]] == ["LOAD_FAST", "LOAD_CONST", "BINARY_SUBSCR"]:
+        if rest[0].argval != "args" or type(rest[1].argval) is not int:
+            raise _Unrecognised("an unknown argument to the version bump")
+        indices.append(rest[1].argval)
+        rest = rest[3:]
+    if not indices or not rest or rest[0].opname != "BUILD_TUPLE" or rest[0].arg != len(indices):
+        raise _Unrecognised("an unknown form of the version bump")
+    return tuple(indices)
 
 
 def _plain_metadata(metadata: Any) -> tuple[tuple[int, Any], ...]:
@@ -273,7 +306,6 @@ def _plain_metadata(metadata: Any) -> tuple[tuple[int, Any], ...]:
         raise _Unrecognised("no AOTAutograd runtime metadata")
     expected_empty = {
         "num_mutated_inp_runtime_indices": "input mutations replayed after the call",
-        "mutated_graph_handled_indices_seen_by_autograd": "input mutations whose versions autograd tracks",
         "num_outputs_aliased": "outputs aliasing an input or an intermediate",
         "num_intermediate_bases": "intermediate bases of aliased outputs",
         "tokens": "effect tokens",
