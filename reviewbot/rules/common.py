@@ -148,6 +148,26 @@ def hands_back_nothing(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool
     return True
 
 
+def same_node(first: object, second: object) -> bool:
+    """`ast.dump(first) == ast.dump(second)` for nodes, lists of them and the values they hold,
+    compared node by node and given up at the first difference, without building either text: the
+    same node classes, the same fields (a missing one reads as None, which `ast.dump` leaves out
+    alike) and leaf values with the same `repr` (`1` is not `1.0`, `0.0` is not `-0.0`)."""
+    if isinstance(first, ast.AST):
+        if type(first) is not type(second):
+            return False
+        return all(same_node(getattr(first, name, None), getattr(second, name, None)) for name in first._fields)
+    if isinstance(first, list):
+        return (
+            isinstance(second, list)
+            and len(first) == len(second)
+            and all(same_node(one, other) for one, other in zip(first, second, strict=True))
+        )
+    if isinstance(second, (ast.AST, list)):
+        return False
+    return first is second or repr(first) == repr(second)
+
+
 FileRule = Callable[[FileContext], list[Finding]]
 
 

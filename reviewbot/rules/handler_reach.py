@@ -52,7 +52,15 @@ import builtins
 from collections.abc import Iterable, Mapping
 
 from reviewbot import pysource
-from reviewbot.rules.common import FileContext, callee, hands_back_nothing, is_logging_call, paired_calls, warns
+from reviewbot.rules.common import (
+    FileContext,
+    callee,
+    hands_back_nothing,
+    is_logging_call,
+    paired_calls,
+    same_node,
+    warns,
+)
 
 # builtins that run no code they are handed or named (not `getattr`, `map`, `sorted`, `next`, ...)
 _BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_")) - frozenset(
@@ -82,26 +90,6 @@ def _shape(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> Shape:
     )
 
 
-def _same(first: object, second: object) -> bool:
-    """`ast.dump(first) == ast.dump(second)` for nodes, lists of them and the values they hold,
-    compared node by node and given up at the first difference, without building either text: the
-    same node classes, the same fields (a missing one reads as None, which `ast.dump` leaves out
-    alike) and leaf values with the same `repr` (`1` is not `1.0`, `0.0` is not `-0.0`)."""
-    if isinstance(first, ast.AST):
-        if type(first) is not type(second):
-            return False
-        return all(_same(getattr(first, name, None), getattr(second, name, None)) for name in first._fields)
-    if isinstance(first, list):
-        return (
-            isinstance(second, list)
-            and len(first) == len(second)
-            and all(_same(one, other) for one, other in zip(first, second, strict=True))
-        )
-    if isinstance(second, (ast.AST, list)):
-        return False
-    return first is second or repr(first) == repr(second)
-
-
 class _Handlers:
     """The handlers of one tree by `_shape`, each with the `if` branches its try stands in (the `if`
     statement, whether the try is in its `else:`/`elif` branch); their `handler_key`s and the
@@ -128,11 +116,11 @@ class _Handlers:
 
     def occurrences(self, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> list[Guards]:
         """The guards of each handler of the tree with the `handler_key` of `node`'s `handler`, found
-        among those of its shape by `_same` (the handlers first, then the try bodies)."""
+        among those of its shape by `same_node` (the handlers first, then the try bodies)."""
         return [
             self.guards(branches)
             for other, other_handler, branches in self.by_shape.get(_shape(node, handler), ())
-            if _same(handler, other_handler) and _same(node.body, other.body)
+            if same_node(handler, other_handler) and same_node(node.body, other.body)
         ]
 
 
@@ -184,7 +172,7 @@ def moved_handlers(ctx: FileContext, among: Iterable[ast.Try | ast.TryStar] | No
     least the `if` conditions of a base occurrence: moved, not added, and running in no situation
     it did not run in before. A try whose guarding condition the change removed runs in more
     situations (accelerate's `gather_for_metrics` handler, now also on one process): still new.
-    `among`: only the keys of these tries' handlers are asked, their occurrences found by `_same`
+    `among`: only the keys of these tries' handlers are asked, their occurrences found by `same_node`
     among the handlers of their shape (nothing else is dumped); the keys of every changed head
     file by default. Empty for a base-revision context."""
     if ctx.revision != "head":
