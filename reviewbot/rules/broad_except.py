@@ -309,6 +309,7 @@ from reviewbot.rules.common import (
     contains_logging,
     hands_back_nothing,
     is_logging_call,
+    statement_blocks,
     top_level_function,
     warns,
 )
@@ -1658,10 +1659,7 @@ def _error_dropped(ctx: FileContext, function: str, positions: list[int], return
     width = len(returned.elts)
     for tree in trees:
         for node in pysource.nodes(tree):
-            blocks = [getattr(node, field, None) for field in ("body", "orelse", "finalbody")]
-            for block in blocks:
-                if not isinstance(block, list):
-                    continue
+            for block in statement_blocks(node):
                 for index, stmt in enumerate(block):
                     value = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
                     if not (isinstance(value, ast.Call) and callee(value) == function):

@@ -56,6 +56,7 @@ from reviewbot.rules.common import (
     FileContext,
     callee,
     hands_back_nothing,
+    innermost_function,
     is_logging_call,
     paired_calls,
     same_node,
@@ -477,19 +478,6 @@ def _own_statements(tree: ast.AST) -> dict[ast.stmt, str]:
     return found
 
 
-def _innermost_function(tree: ast.Module, node: ast.stmt) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The innermost function (at any depth, a method included) whose lines hold `node`'s."""
-    found = None
-    for function in pysource.nodes(tree):
-        if (
-            isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and function.lineno < node.lineno <= (function.end_lineno or function.lineno)
-            and (found is None or function.lineno > found.lineno)
-        ):
-            found = function
-    return found
-
-
 def replaced_argument(tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> str | None:
     """The parameter the try body converts in place and the handler rebinds to a constant instead,
     when the function holding the try reads it after the try (round 13, TGI's grammar fallback:
@@ -510,7 +498,7 @@ def replaced_argument(tree: ast.Module, node: ast.Try | ast.TryStar, handler: as
     constants = [name for name in constants if name in converted]
     if not constants:
         return None
-    function = _innermost_function(tree, node)
+    function = innermost_function(tree, node)
     if function is None:
         return None
     arguments = function.args

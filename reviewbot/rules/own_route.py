@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 
 from reviewbot import pysource
-from reviewbot.rules.common import is_logging_call
+from reviewbot.rules.common import innermost_function, is_logging_call, statement_blocks
 
 
 def _message_call(stmt: ast.stmt) -> bool:
@@ -48,22 +48,18 @@ def _routed(stmt: ast.stmt) -> bool:
     )
 
 
-def _outside_handlers(function: ast.AST) -> list[ast.stmt]:
+def _outside_handlers(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
     """The statements of `function`'s own code that stand in no `except` clause (nested defs and
     classes are theirs)."""
     found: list[ast.stmt] = []
-    pending: list[list[ast.stmt]] = [function.body]  # type: ignore[attr-defined]
+    pending: list[list[ast.stmt]] = [function.body]
     while pending:
         for stmt in pending.pop():
             found.append(stmt)
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(stmt, field, None)
-                if isinstance(block, list):
-                    pending.append(block)
-            for case in getattr(stmt, "cases", None) or []:
-                pending.append(case.body)
+            handlers = [handler.body for handler in stmt.handlers] if isinstance(stmt, (ast.Try, ast.TryStar)) else []
+            pending.extend(block for block in statement_blocks(stmt) if not any(block is h for h in handlers))
     return found
 
 
@@ -75,15 +71,7 @@ def own_route(tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.Except
     *reports, last = handler.body
     if not (_routed(last) and all(_message_call(stmt) for stmt in reports)):
         return False
-    function = next(
-        (
-            stmt
-            for stmt in pysource.statements(tree)
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and any(inner is node for inner in _outside_handlers(stmt))
-        ),
-        None,
-    )
+    function = innermost_function(tree, node)
     if function is None:
         return False
     inside = {id(stmt) for stmt in pysource.statements(node)}

@@ -47,7 +47,7 @@ from collections.abc import Iterator
 
 from reviewbot import pysource
 from reviewbot.exception_index import caught_names
-from reviewbot.rules.common import FileContext, is_logging_call, same_node
+from reviewbot.rules.common import FileContext, innermost_function, is_logging_call, same_node
 
 _BLOCKS = (
     ast.FunctionDef,
@@ -117,36 +117,6 @@ def _new(body: list[ast.stmt], base_statements: frozenset[str]) -> bool:
     return not any(_calls(stmt) and ast.dump(stmt) in base_statements for stmt in _simple_statements(body))
 
 
-def _function_holding(tree: ast.Module, node: ast.stmt) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The innermost function whose own statement lists hold `node` at some depth (not through a
-    nested def or class); None at module or class level."""
-    pending: list[tuple[ast.AST, ast.FunctionDef | ast.AsyncFunctionDef | None]] = [(tree, None)]
-    while pending:
-        current, function = pending.pop()
-        for block in _blocks(current):
-            for child in block:
-                if child is node:
-                    return function
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    pending.append((child, child))
-                else:
-                    pending.append((child, None if isinstance(child, ast.ClassDef) else function))
-    return None
-
-
-def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
-    """The statement lists `node` holds directly: its body, `else:` and `finally:` blocks, and the
-    bodies of its `except` clauses and `case`s."""
-    for field in pysource.STATEMENT_LISTS:
-        for_field = getattr(node, field, None)
-        if not isinstance(for_field, list):
-            continue
-        if field in ("handlers", "cases"):
-            yield from (inner.body for inner in for_field)
-        else:
-            yield for_field
-
-
 def _catches_exit(handler: ast.ExceptHandler) -> bool:
     """A bare `except:` or one naming `BaseException`: it also takes Ctrl+C and `SystemExit`, which the
     base revision let through."""
@@ -190,7 +160,7 @@ def flag_selects_base(ctx: FileContext, node: ast.Try | ast.TryStar, handler: as
     if not _new(node.body, statements):
         return False
     name, value = fallback
-    function = _function_holding(ctx.tree, node)
+    function = innermost_function(ctx.tree, node)
     scope: ast.AST = ctx.tree if function is None else function
     reads = 0
     for stmt in pysource.statements(scope):
