@@ -5,10 +5,10 @@
 binding of a call to plain names, stands as it is (`ast.dump`) elsewhere in the same function,
 outside every `except` clause and outside the handler's own try (the try's own call again is a
 retry of what failed, not another route); the handler's other statements are message calls (logging, or a call
-statement whose arguments are constants or f-strings: `_log(f"compilation failed ({e})")`). The
+statement whose arguments are constants or f-strings: `_log(f"assembler failed ({e})")`). The
 function already goes that way when its new route cannot be used, for reasons it tests itself:
-flash-attention's system ptxas hook returns `_original_load(self)` after "PTX not found" and after a
-failed load, and again in the handler of a failed compile. The handler sends one more reason down
+flash-attention's system ptxas hook returns `_original_load(self)` when no PTX file is found and
+after a failed load, and again in the handler of a failed compile. The handler sends one more reason down
 that route; what the caller gets is what it gets in those other cases, the work done by the other
 route, not a substitute made for the failure. Gives nothing. Near misses: a fallback that stands
 only in handlers, a route with another argument, a handler that also binds or computes something

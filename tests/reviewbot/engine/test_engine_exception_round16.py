@@ -82,10 +82,10 @@ class Trainer:
                 return
             numa.schedule.run_on_nodes(self.rank % nodes)
         except Exception:
-            logger.info("rank %d: failed to bind to a NUMA node", self.rank)
+            logger.info("rank %d: NUMA affinity not set", self.rank)
             return
         else:
-            logger.info("rank %d: bound to a NUMA node", self.rank)
+            logger.info("rank %d: NUMA affinity set", self.rank)
 
     def bind_quietly(self):
         try:
@@ -211,12 +211,12 @@ def _log(msg):
 def load(module, find_ptx, compile_ptx, install):
     ptx = find_ptx(module)
     if not ptx:
-        _log("PTX not found, using the embedded compiler")
+        _log("no PTX file: the bundled assembler builds it")
         return _original(module)
     try:
         cubin = compile_ptx(ptx)
     except Exception as e:
-        _log(f"compilation failed ({e}), using the embedded compiler")
+        _log(f"the system assembler failed ({e}): the bundled one builds it")
         return _original(module)
     return install(cubin)
 
@@ -224,12 +224,12 @@ def load(module, find_ptx, compile_ptx, install):
 def load_slow(module, find_ptx, compile_ptx, install):
     ptx = find_ptx(module)
     if not ptx:
-        _log("PTX not found, using the embedded compiler")
+        _log("no PTX file: the bundled assembler builds it")
         return _original(module)
     try:
         cubin = compile_ptx(ptx)
     except Exception as e:
-        _log(f"compilation failed ({e}), using the embedded compiler")
+        _log(f"the system assembler failed ({e}): the bundled one builds it")
         return _original(module, optimise=False)
     return install(cubin)
 
@@ -367,11 +367,11 @@ def predict(entry_point, batch, ids, respond):
         result = entry_point(batch)
     except Exception as ex:
         if "CUDA" in str(ex):
-            logger.error("CUDA out of memory", exc_info=True)
-            return respond(None, ids, "Out of resources", 507)
+            logger.error("device memory exhausted", exc_info=True)
+            return respond(None, ids, "no memory left", 507)
         else:
-            logger.warning("Invoking the handler failed.", exc_info=True)
-            return respond(None, ids, "Prediction failed", 503)
+            logger.warning("the model raised", exc_info=True)
+            return respond(None, ids, "the model failed", 503)
     return respond(result, ids, "OK", 200)
 
 
@@ -380,10 +380,10 @@ def predict_or_guess(entry_point, batch, ids, respond, guess):
         result = entry_point(batch)
     except Exception as ex:
         if "CUDA" in str(ex):
-            logger.error("CUDA out of memory", exc_info=True)
-            return respond(None, ids, "Out of resources", 507)
+            logger.error("device memory exhausted", exc_info=True)
+            return respond(None, ids, "no memory left", 507)
         else:
-            logger.warning("Invoking the handler failed.", exc_info=True)
+            logger.warning("the model raised", exc_info=True)
             return respond(guess(batch), ids, "OK", 200)
     return respond(result, ids, "OK", 200)
 """
