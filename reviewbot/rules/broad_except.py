@@ -56,8 +56,11 @@ may confirm or refute them.
     failure state (an assignment or return of a name or attribute called error, failed, failure,
     aborted, ...; a call named for a failure, alone, assigned or returned,
     `metrics.increase_failed_requests(...)`, `outcome = failure(exc)`; a returned
-    or yielded response carrying a failure marker as a keyword, `finish_reason="error"`; ending the
-    process with a failing status, `os._exit(1)`, `sys.exit(2)`); and the unit it ends is one of: a
+    or yielded response carrying a failure marker as a keyword, `finish_reason="error"`, or since round
+    16 a returned response carrying an HTTP error status, 400 to 599, `create_predict_response(None,
+    ids, "Prediction failed", 503)`; ending the process with a failing status, `os._exit(1)`,
+    `sys.exit(2)`; since round 16 these may stand in the branches of an `if`, TorchServe's "out of
+    resources" for a CUDA error and "failed" for the others); and the unit it ends is one of: a
     turn of a loop (the try stands directly in a loop's body, or the handler ends with `continue`),
     teardown or diagnostics code (below), or a unit whose failure it records (a failed request, a
     failed child process). The project's own rule: a boundary of one unit of work may catch
@@ -81,7 +84,11 @@ may confirm or refute them.
     the fallback is a stated or announced default, not a hidden one (`import torch_npu` returning
     "not available"; a memory query that falls through to "the figure is incorrect" warning). An
     `if` without calls in its test that only falls back to constants (`if git_hash is None:
-    git_hash = "UNKNOWN"`) normalises the operation's answer and is no second operation;
+    git_hash = "UNKNOWN"`) normalises the operation's answer and is no second operation. A loop
+    that writes into a container or object the try did not make (`_package_map[pkg].append(name)`
+    into a module-level map) is one write per turn, not one operation (round 16, `_fills_in_turns`):
+    a failure part way keeps the first turns' writes, a partial result where a complete one is
+    expected (diffusers' package map, cached for the process), so the comment does not exempt it;
   - a *known answer* (round 15): a try that runs only library code (`runs_no_repository_code`),
     whose handler only logs or passes and answers with a constant the try itself answers with when
     nothing fails (`return None` where the try returns `None` for "not found"; `pass` falling
@@ -97,11 +104,19 @@ may confirm or refute them.
     (`continue`, `pass`, logging) and the loop's exhaustion raises (`else:` or the statements after
     the loop reach a `raise`, past assignments and logging): nothing (`_alternatives_tries`); every
     error reaches the caller unless another alternative gives the answer (attrs' `or_`). Near miss:
-    a loop whose exhaustion returns a default stays reported;
+    a loop whose exhaustion returns a default stays reported. Unrolled (round 16,
+    `error_reach.unrolled_alternatives`): a handler that only logs and binds one name to `None`, the
+    statement right after the try testing that name, in a function that ends in `raise` and returns
+    no `None` after the try (a tokenizer's pad id, else the model config's, else `ValueError`):
+    nothing;
   - an *error handed on*: the handler returns the caught exception or its text as one element of a
     tuple result (`return str(e), float("inf")`: a candidate that loses a selection), its other
     statements only logging, and no caller in the changed files unpacks that element into `_` or
-    drops the result: nothing, the failure travels with the result (`_hands_error_on`);
+    drops the result: nothing, the failure travels with the result (`_hands_error_on`). Since round
+    16 a caller that tests the handler's constant right after the unpacking (`status, response =
+    search(q)`, `if status != 200: ret = "None"`, the handler returning `-1, str(e)`) and reads the
+    error's target neither on the branch that constant takes nor after it drops the error too
+    (`_failure_branch_drops`): the swallow;
   - a *failure record* (round 14, FastVideo's workers): the handler only binds, hands to a queue,
     list or future, or returns values built without calls (but `str`, `repr`, `type`, `format`,
     `traceback.format_exc`), one naming the caught exception and one saying the unit failed
@@ -220,6 +235,12 @@ may confirm or refute them.
     name is in `_DIAGNOSTIC_WORDS`: dump, report, metrics, trace, close, shutdown, ...) with a body
     of only logging, `pass`, `continue`, `break` and bare `return`/`return None`: P3
     `broad-except.diagnostics`;
+  - an *existing route* (round 16, `_existing_route`): the fallback is what the base revision did
+    (`reviewbot.rules.previous_behaviour`: a flag whose fallback value selects the base's code, the
+    base's code run in the handler) or, a call, what the function does outside every handler
+    (`reviewbot.rules.own_route`): nothing. The worst case is behaviour the
+    code had anyway. Checked after the P3 classes above and before the comment's P2, so a P3 there
+    stands;
   - swallows with a comment in the handler saying why that is fine (safe, fallback, best effort,
     expected, optional, "we never want to break user code", ...; "# flag the error" is not a reason): P2 `broad-except.documented`;
   - swallows otherwise: P0 `broad-except.swallows`.
@@ -238,10 +259,11 @@ may confirm or refute them.
   arguments, binding the result the same way, is P3 `runtime-error-fallback.implementation-alternative`
   (round 12, torchrec's operator fallbacks): an OOM or bad input fails again in the alternative and
   propagates; the nit is to probe the operator outside the call.
-  Not reported either (round 13): the handler's one statement is the try's one call again with
-  another name among its string arguments (`same_call_other_name`: `Embedding(f"{p}.embedding")`
-  after `Embedding(f"{p}.embeddings")`; a device or dtype change is no name), whose own failure
-  propagates; and a try whose one call goes to a function of this file that raises `RuntimeError`
+  Not reported either (round 13; since round 16 for the catch-all too, through `_passes_error_on`):
+  the handler's one statement is the try's one call again with another name among its string
+  arguments (`same_call_other_name`: `Embedding(f"{p}.embedding")` after
+  `Embedding(f"{p}.embeddings")`, `version("torchrl-nightly")` after `version("torchrl")`; a device
+  or dtype change is no name), whose own failure propagates; and a try whose one call goes to a function of this file that raises `RuntimeError`
   itself and reads nothing the file imports (`_own_runtime_signal`: a lookup's "no match").
   A try whose calls all go to the standard library (`_stdlib_only`: `threading.stack_size`,
   `os.remove`; not `importlib`, `pickle`, `copy`, ... which run the caller's code) is not reported
@@ -268,7 +290,7 @@ import builtins
 import functools
 import re
 import sys
-from collections.abc import Container, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 
 from reviewbot import pysource
 from reviewbot.exception_index import (
@@ -287,10 +309,16 @@ from reviewbot.rules.common import (
     contains_logging,
     hands_back_nothing,
     is_logging_call,
+    statement_blocks,
     top_level_function,
     warns,
 )
-from reviewbot.rules.error_reach import deferred_reraise, retry_fails_when_exhausted, same_call_other_name
+from reviewbot.rules.error_reach import (
+    deferred_reraise,
+    retry_fails_when_exhausted,
+    same_call_other_name,
+    unrolled_alternatives,
+)
 from reviewbot.rules.fallthrough import UnboundRead, left_unbound, unbound_reads
 from reviewbot.rules.handler_reach import (
     enclosing_function,
@@ -304,6 +332,8 @@ from reviewbot.rules.handler_reach import (
     runs_no_repository_code,
     substitutes_constant,
 )
+from reviewbot.rules.own_route import own_route
+from reviewbot.rules.previous_behaviour import base_code_in_handler, flag_selects_base
 
 BROAD = {"Exception", "BaseException"}
 OOM_NAMES = ("OutOfMemoryError",)
@@ -786,7 +816,8 @@ def _records_failure(stmt: ast.stmt) -> bool:
     (`status = Status.ERROR`, `return "failed"`), a call named for a failure, alone, assigned or
     returned (`metrics.increase_failed_requests(...)`, `outcome = failure(exc)`,
     `return self._job_failed(job, exc)`), a returned or yielded response
-    that carries a failure marker as a keyword (`yield Response(..., finish_reason="error")`), or the
+    that carries a failure marker as a keyword (`yield Response(..., finish_reason="error")`), a
+    returned response carrying an HTTP error status (`_error_status`, positional or keyword), or the
     end of the process with a failing status (`_ends_process_failed`)."""
     if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return)) and _failure_marker(stmt.value):
         return True
@@ -801,7 +832,18 @@ def _records_failure(stmt: ast.stmt) -> bool:
         words = {word.lower() for word in _WORD_SPLIT.split(callee(value)) if word}
         if words & _FAILURE_WORDS:
             return True
-    return any(_failure_marker(keyword.value) for keyword in value.keywords if keyword.arg)
+    if isinstance(stmt, ast.Return) and any(_error_status(arg) for arg in value.args):
+        return True
+    return any(
+        _failure_marker(keyword.value) or _error_status(keyword.value) for keyword in value.keywords if keyword.arg
+    )
+
+
+def _error_status(node: ast.expr) -> bool:
+    """An HTTP error status, 400 to 599, as an integer constant (round 16: `return
+    create_predict_response(None, ids, "Prediction failed", 503)`, `JSONResponse(..., status_code=500)`):
+    a response that says the request failed."""
+    return isinstance(node, ast.Constant) and type(node.value) is int and 400 <= node.value <= 599
 
 
 # a queue's `put` is `_queues_error`'s: there only the exception object itself hands the failure on
@@ -831,7 +873,7 @@ def _unit_boundary(handler: ast.ExceptHandler, in_loop: bool, teardown: bool) ->
     if not logged and not kept:
         return False
     records_failure = False
-    for stmt in handler.body:
+    for stmt in _branches_flattened(handler.body):
         if _logs_or_leaves(stmt) or id(stmt) in kept:
             continue
         if _records_failure(stmt):
@@ -842,6 +884,19 @@ def _unit_boundary(handler: ast.ExceptHandler, in_loop: bool, teardown: bool) ->
     if not logged:  # the error is kept in the results: only a loop's results hold one per turn
         return ends_turn
     return ends_turn or teardown or records_failure
+
+
+def _branches_flattened(body: list[ast.stmt]) -> list[ast.stmt]:
+    """`body` with each `if` replaced by the statements of both its branches, at any depth (round 16:
+    a request handler that answers "out of resources" for one kind of error and "failed" for the
+    others ends its unit either way). The test is not read; a call in it is no statement here."""
+    flat: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            flat.extend(_branches_flattened([*stmt.body, *stmt.orelse]))
+        else:
+            flat.append(stmt)
+    return flat
 
 
 def _filters(handler: ast.ExceptHandler) -> bool:
@@ -1262,6 +1317,8 @@ def _guarded_probe(
     operations = [stmt for stmt in node.body if not _constant_default(stmt) and not _normalises(stmt)]
     if len(operations) != 1 or not handler.body or not all(_constant_default(stmt) for stmt in handler.body):
         return False
+    if _fills_in_turns(operations[0], node.body):
+        return False
     falls_through = not isinstance(handler.body[-1], ast.Return)
     if falls_through and isinstance(node.body[-1], ast.Return) and after is None:
         return False  # the try returns a result, the handler an implicit None
@@ -1277,6 +1334,43 @@ def _guarded_probe(
     if _EXPECTED_FAILURE.search(text) or _JUSTIFIED.search(text):
         return True
     return caught_names(handler) == ["Exception"] and _raises_on_purpose(ctx, operations[0])
+
+
+# methods that add to the container they are called on
+_FILLS = frozenset(["append", "extend", "add", "update", "setdefault", "insert", "appendleft", "extendleft"])
+
+
+def _fills_in_turns(operation: ast.stmt, try_body: list[ast.stmt]) -> bool:
+    """A loop (round 16) whose body writes into a container or object the try did not make: an item
+    or attribute stored, or an adding method called (`_FILLS`), on a name the try body does not bind
+    (`_package_map[pkg].append(name)` into a module-level map). That is one write per turn, not one
+    operation: a failure part way leaves the first turns' writes in place, and a handler that falls
+    back without undoing them keeps a partial result where a complete one is expected (diffusers'
+    package map, cached for the process)."""
+    if not isinstance(operation, (ast.For, ast.AsyncFor, ast.While)):
+        return False
+    local = {
+        sub.id
+        for stmt in try_body
+        for sub in pysource.walk(stmt)
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store)
+    }
+
+    def root(expr: ast.expr) -> str | None:
+        while isinstance(expr, (ast.Attribute, ast.Subscript)):
+            expr = expr.value
+        return expr.id if isinstance(expr, ast.Name) else None
+
+    for sub in pysource.walk(operation):
+        if isinstance(sub, (ast.Attribute, ast.Subscript)) and isinstance(sub.ctx, ast.Store):
+            written = root(sub.value)
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in _FILLS:
+            written = root(sub.func.value)
+        else:
+            continue
+        if written is not None and written not in local:
+            return True
+    return False
 
 
 def _raises_on_purpose(ctx: FileContext, operation: ast.stmt) -> bool:
@@ -1339,8 +1433,25 @@ def _own_runtime_signal(ctx: FileContext, node: ast.Try | ast.TryStar, imports: 
 
 def _passes_error_on(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
     """The caught error still reaches the caller by another way (round 13, `reviewbot.rules.error_reach`):
-    kept and raised after the try, or the last failure of a bounded retry ending the run."""
-    return deferred_reraise(ctx.tree, node, handler) or retry_fails_when_exhausted(ctx.tree, node, handler)
+    kept and raised after the try, the last failure of a bounded retry ending the run, or (round 16
+    for the catch-all too) any failure of the same call under another name, unguarded in the handler."""
+    return (
+        deferred_reraise(ctx.tree, node, handler)
+        or retry_fails_when_exhausted(ctx.tree, node, handler)
+        or same_call_other_name(node, handler)
+    )
+
+
+def _existing_route(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The handler falls back to a route the code already had (round 16): what the base revision did
+    (`reviewbot.rules.previous_behaviour`: a flag whose fallback value selects the base's code, the
+    base's code run in the handler), or what its function does outside every handler
+    (`reviewbot.rules.own_route`)."""
+    return (
+        flag_selects_base(ctx, node, handler)
+        or base_code_in_handler(ctx, node, handler)
+        or own_route(ctx.tree, node, handler)
+    )
 
 
 def _normalises(stmt: ast.stmt) -> bool:
@@ -1533,29 +1644,110 @@ def _hands_error_on(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
     if not positions:
         return False
     function = ctx.qualname(handler.lineno).rsplit(".", 1)[-1]
-    return not (function and _error_dropped(ctx, function, positions, len(last.value.elts)))
+    return not (function and _error_dropped(ctx, function, positions, last.value))
 
 
-def _error_dropped(ctx: FileContext, function: str, positions: list[int], width: int) -> bool:
+def _error_dropped(ctx: FileContext, function: str, positions: list[int], returned: ast.Tuple) -> bool:
     """Some call of `function` (by simple name, `f(...)` or `obj.f(...)`) in this file or another
     changed file of the head revision discards the tuple result's error elements at `positions`: it
-    unpacks the result into a tuple of `width` targets whose targets there are all `_`-prefixed
-    names (`can_use, _ = be.verify(...)`), or drops the whole result (a call as a statement)."""
+    unpacks the result into a tuple of as many targets whose targets there are all `_`-prefixed
+    names (`can_use, _ = be.verify(...)`), drops the whole result (a call as a statement), or
+    (round 16) tests the handler's constant right after and reads none of those targets on the branch
+    the constant takes nor after it (`status, response = search(q)`, then `if status != 200: ret =
+    "None"`: `_failure_branch_drops`)."""
     trees = [ctx.tree, *(tree for path, tree in ctx.changed_trees("head") if path != ctx.path)]
+    width = len(returned.elts)
     for tree in trees:
         for node in pysource.nodes(tree):
-            value = node.value if isinstance(node, (ast.Assign, ast.Expr)) else None
-            if not (isinstance(value, ast.Call) and callee(value) == function):
-                continue
-            if isinstance(node, ast.Expr):
-                return True
-            for target in node.targets:
-                if not (isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == width):
-                    continue
-                dropped = [target.elts[i] for i in positions]
-                if all(isinstance(t, ast.Name) and t.id.startswith("_") for t in dropped):
-                    return True
+            for block in statement_blocks(node):
+                for index, stmt in enumerate(block):
+                    value = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+                    if not (isinstance(value, ast.Call) and callee(value) == function):
+                        continue
+                    if isinstance(stmt, ast.Expr):
+                        return True
+                    for target in stmt.targets:
+                        if not (isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == width):
+                            continue
+                        dropped = [target.elts[i] for i in positions]
+                        if all(isinstance(t, ast.Name) and t.id.startswith("_") for t in dropped):
+                            return True
+                        if _failure_branch_drops(block[index + 1 :], target, positions, returned):
+                            return True
     return False
+
+
+_COMPARE = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.Is: lambda a, b: a is b,
+    ast.IsNot: lambda a, b: a is not b,
+}
+
+
+def _is_constant(expr: ast.expr) -> bool:
+    """A constant, or a sign before a numeric one (`-1`)."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+        expr = expr.operand
+        return (
+            isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float)) and not isinstance(expr.value, bool)
+        )
+    return isinstance(expr, ast.Constant)
+
+
+def _number_or_constant(expr: ast.expr) -> object:
+    """The value of an `_is_constant` expression."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.operand, ast.Constant):
+        value = expr.operand.value
+        return -value if isinstance(expr.op, ast.USub) else value
+    return expr.value if isinstance(expr, ast.Constant) else None
+
+
+def _failure_branch_drops(
+    rest: list[ast.stmt], target: ast.Tuple | ast.List, positions: list[int], returned: ast.Tuple
+) -> bool:
+    """`rest` (the statements after the unpacking into `target`) starts with an `if` whose test is one
+    comparison of an unpacked name with a constant (`if status != 200:`), the handler's `returned`
+    tuple holds a constant at that name's position (`-1`), and neither the branch that constant takes
+    nor the statements after the `if` read the names unpacked at the error `positions`."""
+    if not (rest and isinstance(rest[0], ast.If)):
+        return False
+    test = rest[0].test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _COMPARE):
+        return False
+    constants = {
+        element.id: _number_or_constant(returned.elts[i])
+        for i, element in enumerate(target.elts)
+        if isinstance(element, ast.Name) and _is_constant(returned.elts[i])
+    }
+    sides = [test.left, test.comparators[0]]
+    if not (
+        any(isinstance(side, ast.Name) and side.id in constants for side in sides)
+        and all(
+            isinstance(side, ast.Constant) or (isinstance(side, ast.Name) and side.id in constants) for side in sides
+        )
+    ):
+        return False
+    left, right = (constants[side.id] if isinstance(side, ast.Name) else _number_or_constant(side) for side in sides)
+    try:
+        taken = _COMPARE[type(test.ops[0])](left, right)
+    except TypeError:  # an ordering of unlike constants (`None < 0`): no branch is known
+        return False
+    branch = rest[0].body if taken else rest[0].orelse
+    errors = {element.id for i, element in enumerate(target.elts) if i in positions and isinstance(element, ast.Name)}
+    if len(errors) != len(positions):
+        return False
+    read = {
+        sub.id
+        for stmt in [*branch, *rest[1:]]
+        for sub in pysource.walk(stmt)
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)
+    }
+    return not errors & read
 
 
 def _version_probe(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler, imports: dict[str, str]) -> bool:
@@ -2290,6 +2482,7 @@ def _broad(
     diagnostic_procedure: str | None,
     unharmful: tuple[str, dict[str, object]] | None = None,
     replaced: str | None = None,
+    existing_route: Callable[[], bool] = lambda: False,
 ) -> Finding | None:
     """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring);
     `boundary`: the handler ends a unit of work and reports its error; `teardown`: `_teardown`;
@@ -2298,7 +2491,9 @@ def _broad(
     after it (`_following`); `diagnostic_procedure`: the function's name when the try's failure can
     only cost a diagnostic (`_diagnostic_procedures`); `unharmful`: the message id and parameters of
     the P3 a swallow gets when its outcome reaches no result (`_unharmful`); `replaced`: the parameter
-    the handler rebinds to a constant and the function reads after the try (`replaced_argument`)."""
+    the handler rebinds to a constant and the function reads after the try (`replaced_argument`);
+    `existing_route`: whether the handler falls back to a route the code already had
+    (`_existing_route`), asked only of a swallow no P3 class takes."""
     if reraises_same(handler):
         # the same exception goes on, `KeyboardInterrupt` included, after the handler's cleanup
         # (round 11: a bare `except:` here is `except BaseException: ...; raise`, nothing is lost)
@@ -2380,6 +2575,9 @@ def _broad(
         return _handler_finding(
             ctx, handler, "broad-except", Severity.P3, unharmful[0], {**params, **unharmful[1]}, ruff_note
         )
+    if existing_route():
+        # the worst case is what the code did before the change, or does anyway (round 16)
+        return None
     comment = _handler_comment(ctx, handler)
     if comment:
         return _handler_finding(
@@ -2435,6 +2633,11 @@ class _FileFacts:
         body = sorted(units.values(), key=lambda unit: unit.lineno)
         self._local = ast.Module(body=body, type_ignores=[]) if units else tree
 
+    @property
+    def tree(self) -> ast.Module:
+        """The whole file's tree."""
+        return self._tree
+
     @functools.cached_property
     def alternatives(self) -> frozenset[int]:
         return _alternatives_tries(self._local)
@@ -2483,6 +2686,7 @@ def _is_filter(handler: ast.ExceptHandler, node: ast.Try | ast.TryStar, in_loop:
         _filters(handler)
         or _bounded_retry(handler, in_loop)
         or (_alternatives(handler) and id(node) in facts.alternatives)
+        or unrolled_alternatives(facts.tree, node, handler)
     )
 
 
@@ -2665,6 +2869,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     diagnostic_procedure=facts.diagnostic_tries.get(id(node)),
                     unharmful=_unharmful(ctx, node, handler, facts.report_only, imports),
                     replaced=replaced_argument(ctx.tree, node, handler),
+                    existing_route=functools.partial(_existing_route, ctx, node, handler),
                 )
                 if finding is not None:
                     findings.append(finding)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import bisect
 import dataclasses
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 
 from reviewbot import pysource
 from reviewbot.exception_index import ExceptionIndex
@@ -146,6 +146,52 @@ def hands_back_nothing(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool
             return False
         pending.extend(pysource.children(node))
     return True
+
+
+def same_node(first: object, second: object) -> bool:
+    """`ast.dump(first) == ast.dump(second)` for nodes, lists of them and the values they hold,
+    compared node by node and given up at the first difference, without building either text: the
+    same node classes, the same fields (a missing one reads as None, which `ast.dump` leaves out
+    alike) and leaf values with the same `repr` (`1` is not `1.0`, `0.0` is not `-0.0`)."""
+    if isinstance(first, ast.AST):
+        if type(first) is not type(second):
+            return False
+        return all(same_node(getattr(first, name, None), getattr(second, name, None)) for name in first._fields)
+    if isinstance(first, list):
+        return (
+            isinstance(second, list)
+            and len(first) == len(second)
+            and all(same_node(one, other) for one, other in zip(first, second, strict=True))
+        )
+    if isinstance(second, (ast.AST, list)):
+        return False
+    return first is second or repr(first) == repr(second)
+
+
+def innermost_function(tree: ast.Module, node: ast.stmt) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The innermost function (at any depth, a method included) whose lines hold `node`'s."""
+    found = None
+    for function in pysource.nodes(tree):
+        if (
+            isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and function.lineno < node.lineno <= (function.end_lineno or function.lineno)
+            and (found is None or function.lineno > found.lineno)
+        ):
+            found = function
+    return found
+
+
+def statement_blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
+    """The statement lists `node` holds directly: its body, `else:` and `finally:` blocks, and the
+    bodies of its `except` clauses and `case`s (none for a simple statement or an expression)."""
+    for field in pysource.STATEMENT_LISTS:
+        held = getattr(node, field, None)
+        if not isinstance(held, list):
+            continue
+        if field in ("handlers", "cases"):
+            yield from (inner.body for inner in held)
+        else:
+            yield held
 
 
 FileRule = Callable[[FileContext], list[Finding]]

@@ -27,10 +27,18 @@ of a swallow is an error that reaches no one; these handlers pass it on by anoth
   callee would not load (TGI's Mamba weight names). Near misses: a device or dtype among the
   changed constants (`"cuda"` to `"cpu"`: the OOM fallback the rule exists for), an argument that
   is not a constant (`x` to `x.cpu()`), another function.
+- *alternatives tried in turn, unrolled* (`unrolled_alternatives`, round 16): the handler only logs
+  and binds one name to `None`, the statement right after the try tests that name (`if tokenizer is
+  not None:`), and the function, whose body holds the try directly, ends in `raise` and returns no
+  `None` after the try: the next source answers (a model config's pad id) or the function raises,
+  as in the loop form `broad_except` reads (`_alternatives_tries`); nothing is handed back that no
+  alternative gave (torchrl's reward model). Near misses: a function that ends in a `return`
+  (ms-swift's vLLM overrides: a `None` config drops them silently), a `return None` after the try.
 
 Each gives nothing, for `broad-except` and `runtime-error-fallback` alike (the third only for `except
-RuntimeError`); the tests, with their near misses, are in
-`tests/reviewbot/engine/test_engine_exception_round13.py`.
+RuntimeError` until round 16, when a torchrl version lookup under the nightly distribution's name
+showed the catch-all's case is the same); the tests, with their near misses, are in
+`tests/reviewbot/engine/test_engine_exception_round13.py` and `test_engine_exception_round16.py`.
 """
 
 from __future__ import annotations
@@ -282,4 +290,58 @@ def same_call_other_name(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler
     return all(
         ast.dump(a) == ast.dump(b) or (keyword not in _DEVICE_KEYWORDS and _names_alike(a, b))
         for keyword, a, b in pairs
+    )
+
+
+def unrolled_alternatives(tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """Alternatives tried in turn, unrolled, whose exhaustion raises (see the module docstring): the
+    try stands directly in a function's body, which ends in `raise <exception>`; the handler only
+    logs and binds one name to `None`; the statement right after the try tests that name (`if name is
+    not None:`, `if name:`), and no `return` of the function from the try on hands back `None`."""
+    bindings = [stmt for stmt in handler.body if not (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value))]
+    if len(bindings) != 1:
+        return False
+    binding = bindings[0]
+    if not (
+        isinstance(binding, ast.Assign)
+        and len(binding.targets) == 1
+        and isinstance(binding.targets[0], ast.Name)
+        and isinstance(binding.value, ast.Constant)
+        and binding.value.value is None
+    ):
+        return False
+    name = binding.targets[0].id
+    function = next(
+        (
+            stmt
+            for stmt in pysource.statements(tree)
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(s is node for s in stmt.body)
+        ),
+        None,
+    )
+    if function is None or not (isinstance(function.body[-1], ast.Raise) and function.body[-1].exc is not None):
+        return False
+    rest = function.body[[id(s) for s in function.body].index(id(node)) + 1 :]
+    if not (rest and isinstance(rest[0], ast.If) and _tests_name(rest[0].test, name)):
+        return False
+    return not any(
+        isinstance(sub, ast.Return)
+        and (sub.value is None or (isinstance(sub.value, ast.Constant) and sub.value.value is None))
+        for stmt in rest
+        for sub in _own_nodes(stmt)
+    )
+
+
+def _tests_name(test: ast.expr, name: str) -> bool:
+    """`name`, `name is not None` or `name is None`."""
+    if isinstance(test, ast.Name):
+        return test.id == name
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == name
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
     )

@@ -52,7 +52,16 @@ import builtins
 from collections.abc import Iterable, Mapping
 
 from reviewbot import pysource
-from reviewbot.rules.common import FileContext, callee, hands_back_nothing, is_logging_call, paired_calls, warns
+from reviewbot.rules.common import (
+    FileContext,
+    callee,
+    hands_back_nothing,
+    innermost_function,
+    is_logging_call,
+    paired_calls,
+    same_node,
+    warns,
+)
 
 # builtins that run no code they are handed or named (not `getattr`, `map`, `sorted`, `next`, ...)
 _BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_")) - frozenset(
@@ -82,26 +91,6 @@ def _shape(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> Shape:
     )
 
 
-def _same(first: object, second: object) -> bool:
-    """`ast.dump(first) == ast.dump(second)` for nodes, lists of them and the values they hold,
-    compared node by node and given up at the first difference, without building either text: the
-    same node classes, the same fields (a missing one reads as None, which `ast.dump` leaves out
-    alike) and leaf values with the same `repr` (`1` is not `1.0`, `0.0` is not `-0.0`)."""
-    if isinstance(first, ast.AST):
-        if type(first) is not type(second):
-            return False
-        return all(_same(getattr(first, name, None), getattr(second, name, None)) for name in first._fields)
-    if isinstance(first, list):
-        return (
-            isinstance(second, list)
-            and len(first) == len(second)
-            and all(_same(one, other) for one, other in zip(first, second, strict=True))
-        )
-    if isinstance(second, (ast.AST, list)):
-        return False
-    return first is second or repr(first) == repr(second)
-
-
 class _Handlers:
     """The handlers of one tree by `_shape`, each with the `if` branches its try stands in (the `if`
     statement, whether the try is in its `else:`/`elif` branch); their `handler_key`s and the
@@ -128,11 +117,11 @@ class _Handlers:
 
     def occurrences(self, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> list[Guards]:
         """The guards of each handler of the tree with the `handler_key` of `node`'s `handler`, found
-        among those of its shape by `_same` (the handlers first, then the try bodies)."""
+        among those of its shape by `same_node` (the handlers first, then the try bodies)."""
         return [
             self.guards(branches)
             for other, other_handler, branches in self.by_shape.get(_shape(node, handler), ())
-            if _same(handler, other_handler) and _same(node.body, other.body)
+            if same_node(handler, other_handler) and same_node(node.body, other.body)
         ]
 
 
@@ -184,7 +173,7 @@ def moved_handlers(ctx: FileContext, among: Iterable[ast.Try | ast.TryStar] | No
     least the `if` conditions of a base occurrence: moved, not added, and running in no situation
     it did not run in before. A try whose guarding condition the change removed runs in more
     situations (accelerate's `gather_for_metrics` handler, now also on one process): still new.
-    `among`: only the keys of these tries' handlers are asked, their occurrences found by `_same`
+    `among`: only the keys of these tries' handlers are asked, their occurrences found by `same_node`
     among the handlers of their shape (nothing else is dumped); the keys of every changed head
     file by default. Empty for a base-revision context."""
     if ctx.revision != "head":
@@ -489,19 +478,6 @@ def _own_statements(tree: ast.AST) -> dict[ast.stmt, str]:
     return found
 
 
-def _innermost_function(tree: ast.Module, node: ast.stmt) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The innermost function (at any depth, a method included) whose lines hold `node`'s."""
-    found = None
-    for function in pysource.nodes(tree):
-        if (
-            isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and function.lineno < node.lineno <= (function.end_lineno or function.lineno)
-            and (found is None or function.lineno > found.lineno)
-        ):
-            found = function
-    return found
-
-
 def replaced_argument(tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> str | None:
     """The parameter the try body converts in place and the handler rebinds to a constant instead,
     when the function holding the try reads it after the try (round 13, TGI's grammar fallback:
@@ -522,7 +498,7 @@ def replaced_argument(tree: ast.Module, node: ast.Try | ast.TryStar, handler: as
     constants = [name for name in constants if name in converted]
     if not constants:
         return None
-    function = _innermost_function(tree, node)
+    function = innermost_function(tree, node)
     if function is None:
         return None
     arguments = function.args

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reviewbot import engine
-from reviewbot.rules import broad_except, fallthrough, handler_reach
+from reviewbot.rules import broad_except, common, fallthrough, handler_reach
 
 SAMPLE = textwrap.dedent(
     '''
@@ -281,8 +281,8 @@ def test_nodes_compare_as_their_dumps() -> None:
     nodes = [ast.parse(text).body[0] for text in texts]
     for first in nodes:
         for second in nodes:
-            assert handler_reach._same(first, second) == (ast.dump(first) == ast.dump(second))
-    assert handler_reach._same(ast.parse("x = 1\n\n").body, ast.parse("x = (\n    1\n)").body)
+            assert common.same_node(first, second) == (ast.dump(first) == ast.dump(second))
+    assert common.same_node(ast.parse("x = 1\n\n").body, ast.parse("x = (\n    1\n)").body)
 
 
 def test_guarded_handlers_are_read_once_per_tree_and_two_revisions_are_not_confused() -> None:

@@ -1,0 +1,83 @@
+"""A handler that falls back to a route its function already takes without an exception, read by
+`broad_except` before it reports a handler (round 16 of the precision benchmark).
+
+*The function's own route* (`own_route`): the handler's last statement, a `return` of a call or a
+binding of a call to plain names, stands as it is (`ast.dump`) elsewhere in the same function,
+outside every `except` clause and outside the handler's own try (the try's own call again is a
+retry of what failed, not another route); the handler's other statements are message calls (logging, or a call
+statement whose arguments are constants or f-strings: `_log(f"assembler failed ({e})")`). The
+function already goes that way when its new route cannot be used, for reasons it tests itself:
+flash-attention's system ptxas hook returns `_original_load(self)` when no PTX file is found and
+after a failed load, and again in the handler of a failed compile. The handler sends one more reason down
+that route; what the caller gets is what it gets in those other cases, the work done by the other
+route, not a substitute made for the failure. Gives nothing. Near misses: a fallback that stands
+only in handlers, a route with another argument, a handler that also binds or computes something
+else, and a bare `return` that the function also takes elsewhere (`_routed`: giving up is no route
+that does the work; a load failure reported as "nothing to load" is the swallow).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from reviewbot import pysource
+from reviewbot.rules.common import innermost_function, is_logging_call, statement_blocks
+
+
+def _message_call(stmt: ast.stmt) -> bool:
+    """A logging call, or a call statement whose arguments are constants or f-strings."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    if is_logging_call(stmt.value):
+        return True
+    values = [*stmt.value.args, *(keyword.value for keyword in stmt.value.keywords)]
+    return all(isinstance(value, (ast.Constant, ast.JoinedStr)) for value in values)
+
+
+def _routed(stmt: ast.stmt) -> bool:
+    """`return <call>`, or `<names> = <call>`: a route that does work. A bare `return` or `return
+    None` is not one: a function that gives up silently on conditions it tests (nothing found, not
+    available) and also on any failure hides the failure as "nothing" (megatron's ModelOpt state
+    load, bitsandbytes' CUDA specs)."""
+    if isinstance(stmt, ast.Return):
+        return isinstance(stmt.value, ast.Call)
+    return (
+        isinstance(stmt, ast.Assign)
+        and isinstance(stmt.value, ast.Call)
+        and all(isinstance(target, ast.Name) for target in stmt.targets)
+    )
+
+
+def _outside_handlers(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+    """The statements of `function`'s own code that stand in no `except` clause (nested defs and
+    classes are theirs)."""
+    found: list[ast.stmt] = []
+    pending: list[list[ast.stmt]] = [function.body]
+    while pending:
+        for stmt in pending.pop():
+            found.append(stmt)
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            handlers = [handler.body for handler in stmt.handlers] if isinstance(stmt, (ast.Try, ast.TryStar)) else []
+            pending.extend(block for block in statement_blocks(stmt) if not any(block is h for h in handlers))
+    return found
+
+
+def own_route(tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The handler reports and then takes a route its function takes outside every `except` clause
+    (see the module docstring)."""
+    if not handler.body:
+        return False
+    *reports, last = handler.body
+    if not (_routed(last) and all(_message_call(stmt) for stmt in reports)):
+        return False
+    function = innermost_function(tree, node)
+    if function is None:
+        return False
+    inside = {id(stmt) for stmt in pysource.statements(node)}
+    wanted = ast.dump(last)
+    return any(
+        ast.dump(stmt) == wanted
+        for stmt in _outside_handlers(function)
+        if type(stmt) is type(last) and id(stmt) not in inside
+    )

@@ -1,0 +1,208 @@
+"""A catch-all whose fallback is what the base revision did, read by `broad_except` before it reports
+a handler (round 16 of the precision benchmark): the change put new code in front of old code, and
+when the new code fails the program runs the old code, as before the change. The worst case of the
+swallow is the previous behaviour, not a substitute the caller takes for a result.
+
+Read from the handler's file at the base revision (`FileContext.changed_trees("base")`, the same
+path); a file the change adds has no base version, so nothing here applies to it. Code counts as the
+base's when it stands there as it is (`ast.dump`, positions aside), wherever it stood: moved code is
+old code. A bare `except:` or `except BaseException:` is never one of these (Ctrl+C went through
+before). In both shapes no statement of the try body that calls anything stands in the base version
+(`_new`: the try is the new code, not the old one wrapped):
+
+- *a flag whose off branch is the base's code* (`flag_selects_base`): the try ends by binding a name
+  to `True` or `False`; the handler binds the same name to the other one (logging allowed); every
+  read of the name in the try's scope (its function, or the module) is the whole test of an `if`
+  (`if flag:`, `if not flag:`), and the branch the handler's value selects is empty or calls only
+  what the base version calls (each call `ast.dump`-equal to one there:
+  `serialize_state_dict(state_dict)`). An import probe choosing a new format falls back to the old
+  one (xtuner's `FlattenedTensorBucket` probes). Near misses: the flag also passed to a call, an off
+  branch that calls something new.
+- *the base's code in the handler* (`base_code_in_handler`): each statement of the handler but log
+  calls and `pass` stands in the base version as it is, one at least with a call: the change put a
+  new way in front of the old one and kept the old one as the fallback (xformers' address exchange:
+  a private store API, then the `all_gather_object` the base used). Near miss: one handler statement
+  changed.
+
+Each gives nothing (the tests, with their near misses, are in
+`tests/reviewbot/engine/test_engine_exception_round16.py`). Left out, each on purpose:
+
+- a new step skipped (the try wholly new, the handler only logging and returning): "as before the
+  change" holds, but the step's work is lost (a compile or a save skipped with a warning), which the
+  rules report (`handler_reach.nothing_substituted`); by its shape xtuner's NUMA binding, a
+  performance hint, is such a step, and its finding stays (tried in round 16 with guards against a
+  try that raises on purpose or returns a result: it still took the test corpus's compile step and
+  quiet loop turn, which the project's rules call swallows);
+- a fallback that is the base's *error* path (the try wraps the base's statement and the handler
+  computes an alternative, ms-swift's raw `config.json` read): before the change that failure was
+  raised, so the handler is new behaviour;
+- a limit no diff shows: where the change exists to fix the base's behaviour, falling back to it
+  brings the bug back (trl's OpenReward tools, a tuning case whose problems stay missed).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from reviewbot import pysource
+from reviewbot.exception_index import caught_names
+from reviewbot.rules.common import FileContext, innermost_function, is_logging_call, same_node
+
+_BLOCKS = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    ast.TryStar,
+    ast.Match,
+)
+
+
+def _simple_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of `body` at any depth that hold no statement list (not a def, `if`, loop, ...)."""
+    for stmt in body:
+        if not isinstance(stmt, _BLOCKS):
+            yield stmt
+        for inner in pysource.statements(stmt):
+            if not isinstance(inner, _BLOCKS):
+                yield inner
+
+
+def _calls(node: ast.AST) -> bool:
+    return any(isinstance(sub, ast.Call) for sub in pysource.walk(node))
+
+
+@pysource.PerTree
+def _base_statements(tree: ast.AST) -> frozenset[str]:
+    """The dumps of a base tree's simple statements (those that hold no statement list), read once per
+    tree."""
+    return frozenset(ast.dump(stmt) for stmt in pysource.statements(tree) if not isinstance(stmt, _BLOCKS))
+
+
+@pysource.PerTree
+def _base_calls(tree: ast.AST) -> frozenset[str]:
+    """The dumps of a base tree's calls, read once per tree."""
+    return frozenset(ast.dump(node) for node in pysource.nodes(tree) if isinstance(node, ast.Call))
+
+
+@pysource.PerTree
+def _base_blocks(tree: ast.AST) -> dict[type, list[ast.stmt]]:
+    """A base tree's compound statements but defs and classes (a handler's fallback is no
+    definition), by class, read once per tree; compared with `same_node`, which gives up at the
+    first difference, not dumped (a compound statement's dump holds its whole body)."""
+    found: dict[type, list[ast.stmt]] = {}
+    for stmt in pysource.statements(tree):
+        if isinstance(stmt, _BLOCKS) and not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.setdefault(type(stmt), []).append(stmt)
+    return found
+
+
+def _base(ctx: FileContext) -> ast.Module | None:
+    """The file's base version; None for a base-revision context or a file the change adds."""
+    if ctx.revision != "head":
+        return None
+    return next((tree for path, tree in ctx.changed_trees("base") if path == ctx.path), None)
+
+
+def _new(body: list[ast.stmt], base_statements: frozenset[str]) -> bool:
+    """No statement of `body` that calls anything stands in the base version (`base_statements`:
+    `_base_statements` of it)."""
+    return not any(_calls(stmt) and ast.dump(stmt) in base_statements for stmt in _simple_statements(body))
+
+
+def _catches_exit(handler: ast.ExceptHandler) -> bool:
+    """A bare `except:` or one naming `BaseException`: it also takes Ctrl+C and `SystemExit`, which the
+    base revision let through."""
+    names = caught_names(handler)
+    return names is None or "BaseException" in names
+
+
+def _flag_binding(stmt: ast.stmt) -> tuple[str, bool] | None:
+    """(name, value) for `name = True` / `name = False`."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        return None
+    value = stmt.value
+    if not (isinstance(value, ast.Constant) and isinstance(value.value, bool)):
+        return None
+    return stmt.targets[0].id, value.value
+
+
+def _tested_flag(test: ast.expr, name: str) -> bool | None:
+    """True for `if name:`, False for `if not name:`, None for any other test."""
+    if isinstance(test, ast.Name) and test.id == name:
+        return True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = test.operand
+        if isinstance(inner, ast.Name) and inner.id == name:
+            return False
+    return None
+
+
+def flag_selects_base(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The try sets a flag that the handler sets the other way, and the branches that value selects run
+    only what the base version ran (see the module docstring)."""
+    base = _base(ctx)
+    if base is None or node.orelse or node.finalbody or not node.body or _catches_exit(handler):
+        return False
+    statements, calls = _base_statements(base), _base_calls(base)
+    tried = _flag_binding(node.body[-1])
+    bindings = [stmt for stmt in handler.body if not (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value))]
+    fallback = _flag_binding(bindings[0]) if len(bindings) == 1 else None
+    if tried is None or fallback is None or tried[0] != fallback[0] or tried[1] == fallback[1]:
+        return False
+    if not _new(node.body, statements):
+        return False
+    name, value = fallback
+    function = innermost_function(ctx.tree, node)
+    scope: ast.AST = ctx.tree if function is None else function
+    reads = 0
+    for stmt in pysource.statements(scope):
+        if not isinstance(stmt, ast.If):
+            continue
+        truthy = _tested_flag(stmt.test, name)
+        if truthy is None:
+            continue
+        reads += 1
+        chosen = stmt.body if truthy == value else stmt.orelse
+        if any(
+            ast.dump(sub) not in calls for each in chosen for sub in pysource.walk(each) if isinstance(sub, ast.Call)
+        ):
+            return False
+    loads = sum(
+        1
+        for sub in pysource.walk(scope)
+        if isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, ast.Load)
+    )
+    return reads > 0 and loads == reads
+
+
+def base_code_in_handler(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The try runs only code the change added, and the handler runs the base's code: each of its
+    statements but log calls and `pass` stands in the base version as it is, and one at least calls
+    something (see the module docstring)."""
+    base = _base(ctx)
+    if base is None or node.finalbody or _catches_exit(handler):
+        return False
+    if not _new([*node.body, *node.orelse], _base_statements(base)):
+        return False
+    kept = [
+        stmt
+        for stmt in handler.body
+        if not isinstance(stmt, ast.Pass) and not (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value))
+    ]
+    if not any(_calls(stmt) for stmt in kept):
+        return False
+    simple, blocks = _base_statements(base), _base_blocks(base)
+    return all(
+        any(same_node(stmt, other) for other in blocks.get(type(stmt), []))
+        if isinstance(stmt, _BLOCKS)
+        else ast.dump(stmt) in simple
+        for stmt in kept
+    )
