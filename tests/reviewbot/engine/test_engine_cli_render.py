@@ -193,3 +193,31 @@ def test_fingerprint_survives_line_moves_and_ignores_language() -> None:
     )
     assert a.text("zh").message != a.text("en").message
     assert a.to_json()["fingerprint"] == a.fingerprint
+
+
+GUARDS = """
+def deep(a, b):
+    if a:
+        if b:
+            return getattr(a, "x", None)
+
+
+def shallow(a):
+    return hasattr(a, "module") and hasattr(a.module, "training")
+"""
+
+
+def test_boilerplate_guard_locations_are_in_line_order_each_once(tmp_path: Path) -> None:
+    # found on chengzeyi/stable-fast: two hasattr calls on one line were listed as the same
+    # location twice, and locations followed the syntax tree's breadth-first order, not the lines
+    repo = Repo(tmp_path / "r")
+    repo.commit({"pkg/__init__.py": "", "pkg/mod.py": BASE}, "initial")
+    repo.branch("guards")
+    repo.commit({"pkg/mod.py": BASE + GUARDS}, "guards")
+    review = run_review(repo.path, "main", "guards", suites="none")
+    (signal,) = [s for s in review.signals if s.kind == "boilerplate-guards"]
+    lines = repo.git("show", "guards:pkg/mod.py").splitlines()
+    deep = next(i for i, line in enumerate(lines, 1) if "getattr(" in line)
+    shallow = next(i for i, line in enumerate(lines, 1) if "hasattr(" in line)
+    assert deep < shallow
+    assert signal.locations == (f"pkg/mod.py:{deep}", f"pkg/mod.py:{shallow}") and signal.count == 2, signal
