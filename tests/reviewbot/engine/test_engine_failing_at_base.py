@@ -180,6 +180,13 @@ def test_modules_the_environment_cannot_import_are_from_before_or_unconfirmed(tm
     )
     review = run_review(repo.path, "main", "change", suites="static", config=parse_config(ENV_CONFIG))
     assert review.failing_at_base == [FailingAtBase("unit", ("tests/test_old.py", "tests/test_older.py"))]
+    # found on xdit-project/xDiT (`diffusers` missing): the line called the modules "failing tests"
+    # and did not say that none of their tests ran
+    assert review.failing_at_base[0].text("en").endswith(
+        "`tests/test_older.py`; 2 of them are test modules that could not be collected (imported), here and "
+        "at the merge base: none of their tests ran"
+    ), review.failing_at_base[0].text("en")
+    assert "其中 2 个是无法收集（导入）的测试模块" in review.failing_at_base[0].text("zh")
     (new,) = [f for f in review.findings if f.rule == "suite-failure"]
     assert new.params["test"] == "tests/test_new.py" and new.severity is Severity.P2
     assert new.evidence.message_id == "evidence.environment-lacks-module" and not new.evidence.confirmed
