@@ -182,10 +182,11 @@ def test_modules_the_environment_cannot_import_are_from_before_or_unconfirmed(tm
     assert review.failing_at_base == [FailingAtBase("unit", ("tests/test_old.py", "tests/test_older.py"))]
     # found on xdit-project/xDiT (`diffusers` missing): the line called the modules "failing tests"
     # and did not say that none of their tests ran
-    assert review.failing_at_base[0].text("en").endswith(
+    line = review.failing_at_base[0].text("en")
+    assert line.endswith(
         "`tests/test_older.py`; 2 of them are test modules that could not be collected (imported), here and "
         "at the merge base: none of their tests ran"
-    ), review.failing_at_base[0].text("en")
+    ), line
     assert "其中 2 个是无法收集（导入）的测试模块" in review.failing_at_base[0].text("zh")
     (new,) = [f for f in review.findings if f.rule == "suite-failure"]
     assert new.params["test"] == "tests/test_new.py" and new.severity is Severity.P2
