@@ -185,18 +185,20 @@ def _kept(finding: Finding, change: FileChange, base_prints: Container[str]) -> 
 
 
 def _boilerplate_guards(tree: ast.Module, change: FileChange) -> list[int]:
-    lines: list[int] = []
+    """The added lines holding a `hasattr` or `getattr(..., None)` call, in line order, each once
+    (two guards on one line are one location)."""
+    lines: set[int] = set()
     for node in pysource.nodes(tree):
         if not isinstance(node, ast.Call) or node.lineno not in change.added_lines:
             continue
         func = node.func
         if isinstance(func, ast.Name) and func.id == "hasattr":
-            lines.append(node.lineno)
+            lines.add(node.lineno)
         elif isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) == 3:
             default = node.args[2]
             if isinstance(default, ast.Constant) and default.value is None:
-                lines.append(node.lineno)
-    return lines
+                lines.add(node.lineno)
+    return sorted(lines)
 
 
 def _signals(findings: list[Finding], guards: list[str]) -> list[Signal]:

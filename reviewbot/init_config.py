@@ -521,11 +521,15 @@ def _propose_suites(git: GitRepo, rev: str, files: list[str]) -> list[SuiteCandi
 
 def _probe_package(modules: list[ModuleInfo], roots: list[Candidate]) -> str:
     """Where the probe template proposes the probe module: the top-level package of the first
-    key root, else the first top-level package (a repository-root `__init__.py` names none)."""
+    key root, else the top-level package holding the most inspected modules, the first by name
+    on a tie (a repository-root `__init__.py` names none)."""
     if roots:
         return roots[0].value.split(".")[0]
-    packages = [m.name for m in modules if m.path.endswith("/__init__.py") and "." not in m.name]
-    return packages[0] if packages else "your_package"
+    packages = sorted(m.name for m in modules if m.path.endswith("/__init__.py") and "." not in m.name)
+    if not packages:
+        return "your_package"
+    sizes = Counter(m.name.split(".")[0] for m in modules)
+    return max(packages, key=sizes.__getitem__)  # max keeps the first of equals: name order
 
 
 def propose_config(repo: Path | str, revision: str = "HEAD") -> Proposal:

@@ -260,7 +260,10 @@ def parse_config(text: str) -> RepoConfig:
 
 
 def read_config_text(path: Path) -> str:
-    """The text of a configuration file on disk; ConfigError when it is missing or not UTF-8."""
+    """The text of a configuration file on disk; ConfigError when it is missing, a directory or
+    not UTF-8."""
+    if path.is_dir():
+        raise ConfigError("is a directory (name the .reviewbot.yml file)")
     if not path.is_file():
         raise ConfigError("no such file")
     try:

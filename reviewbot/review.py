@@ -74,7 +74,9 @@ class FailingAtBase:
     """The failing tests of one suite that fail at the merge base too (`reviewbot.base_failures`):
     failures the change did not cause. They are no findings of the change and do not block; the
     review lists them under its suite results (the first `SHOWN` ids, then how many more), and the
-    suite keeps its failed status. `tests`: node ids, in the suite's order, never empty."""
+    suite keeps its failed status. `tests`: node ids, in the suite's order, never empty; an id
+    without `::` is a test module that could not be collected (`reviewbot.results.junit.case_id`):
+    the text says how many of them ran no test."""
 
     SHOWN = 10
 
@@ -87,6 +89,7 @@ class FailingAtBase:
             "count": len(self.tests),
             "tests": self.tests[: self.SHOWN],
             "more": max(0, len(self.tests) - self.SHOWN),
+            "modules": sum("::" not in test for test in self.tests),
         }
         return messages.render("suite-summary.fails-at-base", params, language).message
 

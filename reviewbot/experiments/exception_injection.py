@@ -69,7 +69,7 @@ import re
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from reviewbot.exception_index import ExceptionClass, ExceptionIndex, index_revision
@@ -443,6 +443,22 @@ def noqa_verdict(finding: Finding, injection: Injection, seen: Evidence) -> Find
     return finding.with_evidence(seen, finding.severity)
 
 
+def _collected_nothing(results: Iterable[SuiteResult]) -> str | None:
+    """Why the injection would see no test, when every suite of `results` ran only test modules that
+    could not be collected (an import error: a dependency the runner lacks), one clause per suite
+    as `_judge` words it; None when a suite collected a test. Running the suites once per handler
+    would only show the same import errors again."""
+    clauses = []
+    for result in results:
+        texts = [t.message or "" for t in result.tests if t.status == "error" and t.summary == COLLECTION_FAILURE]
+        if not texts or len(texts) < len(result.tests):
+            return None
+        errors = _ERROR_LINE.findall(texts[0])
+        cause = errors[-1].strip() if errors else COLLECTION_FAILURE
+        clauses.append(f"suite {result.name}: {len(texts)} test module(s) could not be imported ({cause})")
+    return "; ".join(clauses) or None
+
+
 def not_run(reason: str) -> Evidence:
     return Evidence(
         EvidenceKind.PATTERN, "evidence.experiment-not-run", {"experiment": "exception injection", "reason": reason}
@@ -476,6 +492,7 @@ def run_injection(
         replaced[id(finding)] = finding.with_evidence(cap)
     if capped:
         progress(f"exception injection: {len(capped)} handler(s) left untried (cap {settings.max_handlers})")
+    blind: str | None = None
     if settings.command is not None:
         specs = [SuiteConfig("injection", settings.command, timeout_s=settings.timeout_s)]
         before: dict[str, dict[str, str]] | None = None
@@ -483,8 +500,11 @@ def run_injection(
         ran = {r.name: r for r in baseline if r.ran}
         specs = [s for s in suites if s.name in ran]
         before = {name: {t.id: t.status for t in r.tests} for name, r in ran.items()}
-    if not specs:
-        reason = "no suite without GPUs ran in this review and no `experiments.injection.command` is configured"
+        blind = _collected_nothing(ran.values()) if specs else None
+    if not specs or blind is not None:
+        reason = (
+            blind or "no suite without GPUs ran in this review and no `experiments.injection.command` is configured"
+        )
         for finding in tried:
             replaced[id(finding)] = finding.with_evidence(not_run(reason))
         progress(f"exception injection: not run ({reason})")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
@@ -123,8 +124,7 @@ def run_probe(
     if run.returncode is None:
         result.status, result.error = "timeout", f"probe killed after {probe.timeout_s:.0f}s"
     elif run.returncode != 0:
-        tail = "\n".join(run.stderr.splitlines()[-15:])
-        result.error = f"probe exited with code {run.returncode}:\n{tail}"
+        result.error = f"probe exited with code {run.returncode}: {_failure(run.stderr, result.worktree)}"
     else:
         try:
             result.cases = parse_probe_output(run.stdout)
@@ -134,6 +134,18 @@ def run_probe(
             return result
         result.status = "ok"
     return result
+
+
+_ERROR_LINE = re.compile(r"^\w+(\.\w+)*(Error|Exception|Exit|Interrupt)\b")
+
+
+def _failure(stderr: str, tree: str) -> str:
+    """Why a probe failed, for one line of the review: the last line of `stderr` that names an
+    exception (`ModuleNotFoundError: No module named 'diffusers'`), else its last 15 lines; the
+    temporary worktree's path `tree` removed (the review's text must not change with it)."""
+    lines = stderr.replace(f"{tree}/", "").splitlines()
+    errors = [line.strip() for line in lines if _ERROR_LINE.match(line.strip())]
+    return errors[-1] if errors else "\n".join(lines[-15:])
 
 
 def _run(runs: Box, argv: list[str], env: dict[str, str], probe: ProbeConfig, result: ProbeRun) -> Captured | None:

@@ -20,7 +20,7 @@ from reviewbot.gitrepo import GitRepo
 from reviewbot.release_notes import github_lookup
 from reviewbot.release_notes.categorize import group
 from reviewbot.release_notes.config import load_release_config, make_source_diff
-from reviewbot.release_notes.history import collect_changes, resolve
+from reviewbot.release_notes.history import check_order, collect_changes, resolve
 from reviewbot.release_notes.render import ReleaseNotes, to_json, to_markdown
 from reviewbot.release_notes.upgrade import upgrade_notes
 
@@ -60,6 +60,7 @@ def build_notes(args: argparse.Namespace) -> ReleaseNotes:
     if not repo.is_dir() or GitRepo(repo).git("rev-parse", "--git-dir", check=False).strip() == "":
         raise ValueError(f"--repo {args.repo} is not a git repository")
     from_sha, to_sha = resolve(repo, args.from_ref), resolve(repo, args.to_ref)
+    check_order(repo, args.from_ref, args.to_ref)
     config = load_release_config(repo, to_sha)
     _progress(f"collecting changes {args.from_ref}..{args.to_ref}")
     changes = collect_changes(repo, from_sha, to_sha)

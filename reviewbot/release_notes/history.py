@@ -61,6 +61,17 @@ def resolve(repo: Path, ref: str) -> str:
         raise ValueError(f"unknown git ref {ref!r} in {repo}") from err
 
 
+def _is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
+    """Whether commit `ancestor` is reachable from commit `descendant` (`git merge-base --is-ancestor`
+    exits 0 for yes, 1 for no)."""
+    result = subprocess.run(
+        ["git", "merge-base", "--is-ancestor", ancestor, descendant], cwd=repo, capture_output=True, check=False
+    )
+    if result.returncode not in (0, 1):
+        raise subprocess.CalledProcessError(result.returncode, result.args, result.stdout, result.stderr)
+    return result.returncode == 0
+
+
 def parse_commit(sha: str, parents: tuple[str, ...], author: str, subject: str, body: str) -> Change:
     merge = _MERGE_PR.match(subject)
     if merge:
@@ -71,6 +82,17 @@ def parse_commit(sha: str, parents: tuple[str, ...], author: str, subject: str, 
     if squash:
         return Change(sha, parents, int(squash["number"]), subject[: squash.start()].strip(), author)
     return Change(sha, parents, None, subject.strip(), author)
+
+
+def check_order(repo: Path, from_ref: str, to_ref: str) -> None:
+    """Raise ValueError when `to_ref` is a strict ancestor of `from_ref` (the refs swapped: the
+    notes of `from_ref..to_ref` would be empty though commits lie between them)."""
+    from_sha, to_sha = resolve(repo, from_ref), resolve(repo, to_ref)
+    if from_sha != to_sha and _is_ancestor(repo, to_sha, from_sha):
+        raise ValueError(
+            f"--to {to_ref!r} is older than --from {from_ref!r} (an ancestor of it): the notes list what "
+            f"--to adds to --from; swap them"
+        )
 
 
 def collect_changes(repo: Path, from_ref: str, to_ref: str) -> list[Change]:

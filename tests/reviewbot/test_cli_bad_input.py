@@ -67,6 +67,12 @@ def test_review_bad_input(git_repo: Path, tmp_path: Path, args: list[str], fragm
     _one_line(_run(["-m", "reviewbot", "review", "--repo", str(git_repo), *args], tmp_path), *fragments)
 
 
+def test_a_configuration_path_that_is_a_directory_says_so(git_repo: Path, tmp_path: Path) -> None:
+    # tried on xdit-project/xDiT: `--config DIR` said "no such file" of a directory that exists
+    proc = _run(["-m", "reviewbot", "review", "--repo", str(git_repo), "--config", str(tmp_path)], tmp_path)
+    _one_line(proc, f"--config {tmp_path}: is a directory (name the .reviewbot.yml file)")
+
+
 def test_review_outside_a_repository(tmp_path: Path) -> None:
     _one_line(_run(["-m", "reviewbot", "review", "--repo", str(tmp_path)], tmp_path), "is not a git repository")
 

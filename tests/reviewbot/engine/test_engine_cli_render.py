@@ -141,6 +141,9 @@ def test_no_findings_says_what_was_checked(repo: Repo) -> None:
     # no .reviewbot.yml: the review opens with what it does not check and why
     assert "cache-key checks off: the head has no .reviewbot.yml" in text and "`reviewbot init` proposes" in text
     assert text.index("cache-key checks off") < text.index("1. Summary of the change")
+    # tried on chengzeyi/stable-fast: the note pointed at docs/reviewbot.md, a path of this project,
+    # not of the reviewed repository; the command's help is there wherever the bot runs
+    assert "build the key (`reviewbot init --help`)" in text and "docs/reviewbot.md" not in text
 
 
 def test_config_validation_names_the_key() -> None:
@@ -193,3 +196,31 @@ def test_fingerprint_survives_line_moves_and_ignores_language() -> None:
     )
     assert a.text("zh").message != a.text("en").message
     assert a.to_json()["fingerprint"] == a.fingerprint
+
+
+GUARDS = """
+def deep(a, b):
+    if a:
+        if b:
+            return getattr(a, "x", None)
+
+
+def shallow(a):
+    return hasattr(a, "module") and hasattr(a.module, "training")
+"""
+
+
+def test_boilerplate_guard_locations_are_in_line_order_each_once(tmp_path: Path) -> None:
+    # found on chengzeyi/stable-fast: two hasattr calls on one line were listed as the same
+    # location twice, and locations followed the syntax tree's breadth-first order, not the lines
+    repo = Repo(tmp_path / "r")
+    repo.commit({"pkg/__init__.py": "", "pkg/mod.py": BASE}, "initial")
+    repo.branch("guards")
+    repo.commit({"pkg/mod.py": BASE + GUARDS}, "guards")
+    review = run_review(repo.path, "main", "guards", suites="none")
+    (signal,) = [s for s in review.signals if s.kind == "boilerplate-guards"]
+    lines = repo.git("show", "guards:pkg/mod.py").splitlines()
+    deep = next(i for i, line in enumerate(lines, 1) if "getattr(" in line)
+    shallow = next(i for i, line in enumerate(lines, 1) if "hasattr(" in line)
+    assert deep < shallow
+    assert signal.locations == (f"pkg/mod.py:{deep}", f"pkg/mod.py:{shallow}") and signal.count == 2, signal

@@ -178,8 +178,24 @@ def test_modules_the_environment_cannot_import_are_from_before_or_unconfirmed(tm
     repo.commit(
         {"pkg/__init__.py": WITH_HANDLER, "tests/test_new.py": OLD_TEST.replace("half(4)", "half(8) / 2")}, "add"
     )
-    review = run_review(repo.path, "main", "change", suites="static", config=parse_config(ENV_CONFIG))
+    said: list[str] = []
+    review = run_review(
+        repo.path, "main", "change", suites="static", config=parse_config(ENV_CONFIG), progress=said.append
+    )
     assert review.failing_at_base == [FailingAtBase("unit", ("tests/test_old.py", "tests/test_older.py"))]
+    # found on xdit-project/xDiT: the experiment ran the suite once per handler to see the same
+    # import errors; it now says why from the suite's own run
+    assert not [line for line in said if line.startswith("exception injection: AssertionError at")], said
+    # found on xdit-project/xDiT (`diffusers` missing): the line called the modules "failing tests"
+    # and did not say that none of their tests ran
+    line = review.failing_at_base[0].text("en")
+    assert line.endswith(
+        "`tests/test_older.py`; 2 of them are test modules that could not be collected (imported), here and "
+        "at the merge base: none of their tests ran"
+    ), line
+    assert "其中 2 个是无法收集（导入）的测试模块" in review.failing_at_base[0].text("zh")
+    # modules that ran no test have no time to show: no timing table (xDiT's listed them at 0.00 s)
+    assert "**Timing**" not in render_markdown(review), render_markdown(review)
     (new,) = [f for f in review.findings if f.rule == "suite-failure"]
     assert new.params["test"] == "tests/test_new.py" and new.severity is Severity.P2
     assert new.evidence.message_id == "evidence.environment-lacks-module" and not new.evidence.confirmed

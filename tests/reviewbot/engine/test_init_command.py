@@ -123,3 +123,23 @@ def test_suites_also_come_from_a_packages_own_test_directory(tmp_path: Path) -> 
     assert suites["mycc_unit"].command == "python -m pytest mycc/tests/unit -q"
     assert suites["mycc_tests_root"].command == "python -m pytest mycc/tests --ignore=mycc/tests/unit -q"
     assert suites["mycc_unit"].gpus == 0 and "test files under mycc/tests/unit/" in suites["mycc_unit"].reason
+
+
+def test_probe_template_without_roots_names_the_largest_package(tmp_path: Path) -> None:
+    # found on xdit-project/xDiT: no key roots, and a two-file `entrypoints` package sorting
+    # before the library `xfuser` made the template say `python -m entrypoints.reviewbot_probe`
+    repo = compiler_repo(
+        tmp_path / "xfuser",
+        replace={
+            "entrypoints/__init__.py": "",
+            "entrypoints/launch.py": "X = 1\n",
+            "zlib_pkg/__init__.py": "",
+            "zlib_pkg/core.py": "Y = 1\n",
+            "zlib_pkg/runner.py": "Z = 1\n",
+            "zlib_pkg/config.py": "W = 1\n",
+        },
+    )
+    repo.commit({"mycc/backend.py": None, "mycc/config.py": None, "mycc/utils.py": None}, "no key")
+    proposal = propose_config(repo.path)
+    assert not proposal.roots and proposal.probe_module == "zlib_pkg.reviewbot_probe"
+    assert "#   command: python -m zlib_pkg.reviewbot_probe" in proposal.to_yaml()

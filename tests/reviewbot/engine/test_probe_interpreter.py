@@ -231,3 +231,20 @@ def test_installation_paths_cover_a_venv_and_its_base_but_never_root(bare_venv: 
     assert installation_paths(str(bare_venv / "bin" / "python")) == tuple(sorted({str(bare_venv), str(base)}))
     with pytest.raises(ProbeSetupError, match=r"^cache_key.probe.python: /python is installed at /"):
         installation_paths("/python")
+
+
+def test_a_probe_that_cannot_import_a_dependency_says_so_in_one_line(tmp_path: Path) -> None:
+    # found on xdit-project/xDiT: a probe importing the package, whose `__init__` imports the absent
+    # `diffusers`, was reported with its whole traceback flattened into the review's line, naming
+    # the temporary worktree's path
+    repo = _repo(tmp_path, {"pkg/__init__.py": "from pkg import inner\n", "pkg/inner.py": "import no_such_dep_h17\n"})
+    with GitRepo(repo.path) as git:
+        run = run_probe(git, "main", ProbeConfig('python -c "import pkg"'))
+    assert run.status == "failed"
+    assert run.error == "probe exited with code 1: ModuleNotFoundError: No module named 'no_such_dep_h17'", run.error
+    # without an exception line, the last lines of its stderr, the worktree's path removed
+    with GitRepo(repo.path) as git:
+        plain = run_probe(
+            git, "main", ProbeConfig("python -c \"import os, sys; sys.exit('bad ' + os.getcwd() + '/x.py')\"")
+        )
+    assert plain.error == "probe exited with code 1: bad x.py", plain.error

@@ -78,3 +78,25 @@ def test_console_entry_point_in_a_fresh_interpreter(repo, tmp_path):
     features = result.stdout.split("## Features\n", 1)[1].split("\n## ", 1)[0]
     assert "**cache:** atomic index writes (#12" in features
     assert "## Fixes" not in result.stdout
+
+
+def test_swapped_refs_are_one_line_not_empty_notes(repo):
+    # found on xdit-project/xDiT: `--from HEAD --to HEAD~3` printed "No changes between `HEAD` and
+    # `HEAD~3`" and exited 0, though three commits lie between them
+    build_history(repo)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    argv = [sys.executable, "-m", "reviewbot", "release-notes", "--repo", str(repo.path)]
+    swapped = subprocess.run(
+        [*argv, "--from", "v0.2.0", "--to", "v0.1.0"], capture_output=True, text=True, env=env, check=False
+    )
+    assert swapped.returncode == 2 and swapped.stdout == "", swapped
+    (line,) = swapped.stderr.strip().splitlines()[-1:]
+    assert line == (
+        "reviewbot release-notes: --to 'v0.1.0' is older than --from 'v0.2.0' (an ancestor of it): "
+        "the notes list what --to adds to --from; swap them"
+    ), swapped.stderr
+    assert "Traceback" not in swapped.stderr
+    same = subprocess.run(
+        [*argv, "--from", "v0.2.0", "--to", "v0.2.0"], capture_output=True, text=True, env=env, check=False
+    )
+    assert same.returncode == 0 and "No changes between `v0.2.0` and `v0.2.0`" in same.stdout, same
