@@ -4,7 +4,9 @@ Within a function, a "flag check" is an `if` whose test reads a configuration at
 attribute chain with a segment named like `config`, `cfg`, `settings`... see
 `config_attribute_names`). A gate is a skipping exit (`continue`, `break`, a bare
 `return`, or a `return` of `None`, an empty literal, a constant or a parameter passed through
-unchanged) under an `if` whose body logs nothing and whose test adds a condition other than the flag,
+unchanged; a non-empty string names a choice, not a skip) under an `if` whose body logs nothing and
+whose test adds a condition other than the flag (a local computed from the configuration alone, see
+`configured_locals`, is the configuration too),
 placed where the flag asked for the work: after a flag check that exits early when the flag is off,
 inside the body of a flag check, or `or`-ed with the flag in the same test. Returning a computed
 value is the work itself, not a skip; raising is loud. A condition that calls a function of the same
@@ -49,16 +51,97 @@ def _reads_config(test: ast.AST, names: tuple[str, ...]) -> bool:
     return any(_is_config_chain(sub, names) for sub in pysource.walk(test))
 
 
-def _only_config(test: ast.AST, names: tuple[str, ...]) -> bool:
-    """The test is the flag alone (possibly negated or compared to a constant)."""
+def _only_config(test: ast.AST, names: tuple[str, ...], configured: frozenset[str] = frozenset()) -> bool:
+    """The test is the flag alone (possibly negated or compared to a constant), or locals
+    ``configured`` holds (values computed from the configuration alone)."""
     if isinstance(test, ast.UnaryOp):
-        return _only_config(test.operand, names)
+        return _only_config(test.operand, names, configured)
     if isinstance(test, ast.Compare):
         parts = [test.left, *test.comparators]
-        return all(_is_config_chain(p, names) or isinstance(p, ast.Constant) for p in parts)
+        return all(_only_config(p, names, configured) or isinstance(p, ast.Constant) for p in parts)
     if isinstance(test, ast.BoolOp):
-        return all(_only_config(v, names) for v in test.values)
+        return all(_only_config(v, names, configured) for v in test.values)
+    if isinstance(test, ast.Name):
+        return test.id in configured
     return _is_config_chain(test, names)
+
+
+# calls that compute from their arguments alone
+_PURE_BUILTINS = frozenset({"any", "all", "bool", "frozenset", "len", "list", "max", "min", "set", "sorted", "tuple"})
+_PURE_NODES = (
+    ast.BoolOp, ast.UnaryOp, ast.BinOp, ast.Compare, ast.IfExp, ast.JoinedStr, ast.FormattedValue,
+    ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.comprehension,
+    ast.boolop, ast.unaryop, ast.operator, ast.cmpop, ast.expr_context,
+)  # fmt: skip
+
+
+def configured_locals(function: ast.FunctionDef | ast.AsyncFunctionDef, names: tuple[str, ...]) -> frozenset[str]:
+    """The locals of ``function`` assigned (once, to a plain name) a value computed from the
+    configuration: it reads a configuration attribute or such a local, and otherwise only the
+    function's parameters, locals computed from those alone, constants, its own comprehension
+    variables and pure builtins (``_PURE_BUILTINS``). A gate on those is the configuration
+    choosing, not a new condition."""
+    args = function.args
+    params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    assigned = Counter(
+        target.id
+        for node in pysource.walk(function)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    )
+    configured: set[str] = set()
+    pure = set(params)  # names whose values come from the parameters, constants and the configuration
+    for node in sorted(
+        (n for n in pysource.walk(function) if isinstance(n, ast.Assign) and len(n.targets) == 1),
+        key=lambda n: n.lineno,
+    ):
+        target = node.targets[0]
+        if not isinstance(target, ast.Name) or assigned[target.id] != 1:
+            continue
+        reads = _reads_of_pure(node.value, names, configured, pure)
+        if reads is not None:
+            pure.add(target.id)
+            if reads:
+                configured.add(target.id)
+    return frozenset(configured)
+
+
+def _reads_of_pure(value: ast.expr, names: tuple[str, ...], configured: set[str], pure: set[str]) -> bool | None:
+    """Whether ``value`` reads the configuration (an attribute chain of it or a ``configured``
+    local), when it is computed from ``pure`` names, constants, its own comprehension variables and
+    pure builtins alone; None when it is not."""
+    bound = {
+        target.id
+        for node in pysource.walk(value)
+        if isinstance(node, ast.comprehension)
+        for target in pysource.walk(node.target)
+        if isinstance(target, ast.Name)
+    }
+    reads = False
+    todo: list[ast.AST] = [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Attribute):
+            if not _is_config_chain(node, names):
+                return None
+            reads = True
+        elif isinstance(node, ast.Name):
+            if node.id in configured:
+                reads = True
+            elif node.id not in pure and node.id not in bound and node.id not in _PURE_BUILTINS:
+                return None
+        elif isinstance(node, ast.Call):
+            if not (isinstance(node.func, ast.Name) and node.func.id in _PURE_BUILTINS) or node.keywords:
+                return None
+            todo.extend(node.args)
+        elif isinstance(node, ast.Constant):
+            continue
+        elif isinstance(node, _PURE_NODES):
+            todo.extend(ast.iter_child_nodes(node))
+        else:
+            return None
+    return reads
 
 
 def _is_skip(stmt: ast.stmt, params: set[str]) -> bool:
@@ -67,6 +150,8 @@ def _is_skip(stmt: ast.stmt, params: set[str]) -> bool:
     if not isinstance(stmt, ast.Return):
         return False
     value = stmt.value
+    if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value:
+        return False  # a non-empty string names a choice (a mode), not a skip
     if value is None or isinstance(value, ast.Constant):
         return True
     if isinstance(value, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
@@ -152,6 +237,11 @@ class _Scanner:
         self.ctx = ctx
         self.names = ctx.config.config_attribute_names
         self.findings: list[Finding] = []
+        self.function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+
+    def _configured(self) -> frozenset[str]:
+        """The configured locals of the function being scanned (read only for a gate in focus)."""
+        return frozenset() if self.function is None else configured_locals(self.function, self.names)
 
     @functools.cached_property
     def logging_helpers(self) -> set[str]:
@@ -173,7 +263,10 @@ class _Scanner:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 args = stmt.args
                 inner = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+                outer = self.function
+                self.function = stmt
                 self.scan(stmt.body, False, inner)
+                self.function = outer
             elif isinstance(stmt, ast.ClassDef):
                 self.scan(stmt.body, False, set())
             elif isinstance(stmt, ast.If):
@@ -196,6 +289,7 @@ class _Scanner:
             and not only
             and self.ctx.focus(stmt.lineno, stmt.end_lineno or stmt.lineno)
             and _exits_silently(stmt.body, params)
+            and not _only_config(stmt.test, self.names, self._configured())
             and not _calls_logging_helper(stmt.test, self.logging_helpers)
             and condition_key(stmt.test) not in self.moved
         ):

@@ -130,6 +130,45 @@ def computed_result(items, settings):
         },
         "near misses",
     )
+    repo.branch("configured-choice", "main")
+    repo.commit(
+        {
+            "pkg/passes.py": BASE
+            + """
+
+def compile_mode(config, platform):
+    # graphs do not mix with the step cache; the flag picks the mode
+    if config.use_step_cache or platform.on_rdna4():
+        return "default"
+    return "reduce-overhead"
+
+
+def quantize_plan(config, settings, component, attrs):
+    if not (config.use_fp4 or config.use_fp8):
+        return None
+    fp4_modules = set(settings.fp4_module_list or [])
+    paths = [f"{component}.{attr}" for attr in attrs]
+    use_fp4_here = config.use_fp4 and any(path in fp4_modules for path in paths)
+    if not use_fp4_here:
+        return None
+    return reorder(paths)
+
+
+def quantize_ready(config, device):
+    if not config.use_fp4:
+        return None
+    ready = config.use_fp4 and device_supports_fp4(device)
+    if not ready:
+        return None
+    return reorder(device)
+
+
+def device_supports_fp4(device):
+    return device.capability >= 100
+"""
+        },
+        "quantization plans and a compile mode",
+    )
     repo.branch("rename", "main")
     repo.mv("pkg/passes.py", "pkg/overlap.py")
     repo.commit({}, "rename only")
@@ -211,6 +250,15 @@ def test_new_silent_condition_after_flag_check_is_p2(repo: Repo) -> None:
 def test_condition_ored_with_the_flag_is_p2(repo: Repo) -> None:
     review = run_review(repo.path, "main", "or-gate", suites="none")
     assert [(f.rule, f.line_start) for f in review.findings] == [("silent-gate", 7)]
+
+
+def test_configured_choices_do_not_fire_and_a_device_check_does(repo: Repo) -> None:
+    """A mode chosen by the flag (a non-empty string returned) and a local computed from the
+    configuration alone (the configured module list) are the configuration choosing; a local that
+    also asks the device is a new condition."""
+    review = run_review(repo.path, "main", "configured-choice", suites="none")
+    assert [(f.rule, f.qualname) for f in review.findings] == [("silent-gate", "quantize_ready")]
+    assert "not ready" in review.findings[0].message
 
 
 def test_logged_skip_and_the_flag_itself_do_not_fire(repo: Repo) -> None:
