@@ -347,11 +347,7 @@ def _judge(
             last = (run.log.strip().splitlines() or ["no output"])[-1].strip()
             outcome.problems.append(f"suite {spec.name} exited with code {run.returncode} and ran no test ({last})")
         elif uncollected:
-            errors = _ERROR_LINE.findall(uncollected[0])
-            cause = errors[-1].strip().replace(f"{tree}/", "") if errors else COLLECTION_FAILURE
-            outcome.problems.append(
-                f"suite {spec.name}: {len(uncollected)} test module(s) could not be imported ({cause})"
-            )
+            outcome.problems.append(_uncollected_clause(spec.name, uncollected, tree))
         return
     unresolved = [h for h in hits if h.startswith(UNRESOLVED)]
     if unresolved:
@@ -453,10 +449,18 @@ def _collected_nothing(results: Iterable[SuiteResult]) -> str | None:
         texts = [t.message or "" for t in result.tests if t.status == "error" and t.summary == COLLECTION_FAILURE]
         if not texts or len(texts) < len(result.tests):
             return None
-        errors = _ERROR_LINE.findall(texts[0])
-        cause = errors[-1].strip() if errors else COLLECTION_FAILURE
-        clauses.append(f"suite {result.name}: {len(texts)} test module(s) could not be imported ({cause})")
+        clauses.append(_uncollected_clause(result.name, texts))
     return "; ".join(clauses) or None
+
+
+def _uncollected_clause(suite: str, texts: Sequence[str], tree: Path | None = None) -> str:
+    """One clause of why a suite's uncollected test modules (their error `texts`, never empty) ran
+    no test: the last `E` line of the first error, paths in the worktree `tree` made relative."""
+    errors = _ERROR_LINE.findall(texts[0])
+    cause = errors[-1].strip() if errors else COLLECTION_FAILURE
+    if tree is not None:
+        cause = cause.replace(f"{tree}/", "")
+    return f"suite {suite}: {len(texts)} test module(s) could not be imported ({cause})"
 
 
 def not_run(reason: str) -> Evidence:

@@ -60,7 +60,7 @@ def build_notes(args: argparse.Namespace) -> ReleaseNotes:
     if not repo.is_dir() or GitRepo(repo).git("rev-parse", "--git-dir", check=False).strip() == "":
         raise ValueError(f"--repo {args.repo} is not a git repository")
     from_sha, to_sha = resolve(repo, args.from_ref), resolve(repo, args.to_ref)
-    check_order(repo, args.from_ref, args.to_ref)
+    check_order(repo, from_sha, to_sha, args.from_ref, args.to_ref)
     config = load_release_config(repo, to_sha)
     _progress(f"collecting changes {args.from_ref}..{args.to_ref}")
     changes = collect_changes(repo, from_sha, to_sha)

@@ -84,10 +84,10 @@ def parse_commit(sha: str, parents: tuple[str, ...], author: str, subject: str, 
     return Change(sha, parents, None, subject.strip(), author)
 
 
-def check_order(repo: Path, from_ref: str, to_ref: str) -> None:
-    """Raise ValueError when `to_ref` is a strict ancestor of `from_ref` (the refs swapped: the
-    notes of `from_ref..to_ref` would be empty though commits lie between them)."""
-    from_sha, to_sha = resolve(repo, from_ref), resolve(repo, to_ref)
+def check_order(repo: Path, from_sha: str, to_sha: str, from_ref: str, to_ref: str) -> None:
+    """Raise ValueError when `to_sha` (resolved from `to_ref`) is a strict ancestor of `from_sha`
+    (from `from_ref`): the refs swapped, the notes of `from_ref..to_ref` would be empty though
+    commits lie between them."""
     if from_sha != to_sha and _is_ancestor(repo, to_sha, from_sha):
         raise ValueError(
             f"--to {to_ref!r} is older than --from {from_ref!r} (an ancestor of it): the notes list what "

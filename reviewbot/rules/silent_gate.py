@@ -83,19 +83,11 @@ def configured_locals(function: ast.FunctionDef | ast.AsyncFunctionDef, names: t
     choosing, not a new condition."""
     args = function.args
     params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-    assigned = Counter(
-        target.id
-        for node in pysource.walk(function)
-        if isinstance(node, ast.Assign)
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    )
+    assignments = [node for node in pysource.walk(function) if isinstance(node, ast.Assign)]
+    assigned = Counter(target.id for node in assignments for target in node.targets if isinstance(target, ast.Name))
     configured: set[str] = set()
     pure = set(params)  # names whose values come from the parameters, constants and the configuration
-    for node in sorted(
-        (n for n in pysource.walk(function) if isinstance(n, ast.Assign) and len(n.targets) == 1),
-        key=lambda n: n.lineno,
-    ):
+    for node in sorted((n for n in assignments if len(n.targets) == 1), key=lambda n: n.lineno):
         target = node.targets[0]
         if not isinstance(target, ast.Name) or assigned[target.id] != 1:
             continue
@@ -238,10 +230,17 @@ class _Scanner:
         self.names = ctx.config.config_attribute_names
         self.findings: list[Finding] = []
         self.function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+        self.configured_by_function: dict[int, frozenset[str]] = {}
 
     def _configured(self) -> frozenset[str]:
-        """The configured locals of the function being scanned (read only for a gate in focus)."""
-        return frozenset() if self.function is None else configured_locals(self.function, self.names)
+        """The configured locals of the function being scanned (read only for a gate in focus,
+        once per function)."""
+        if self.function is None:
+            return frozenset()
+        key = id(self.function)
+        if key not in self.configured_by_function:
+            self.configured_by_function[key] = configured_locals(self.function, self.names)
+        return self.configured_by_function[key]
 
     @functools.cached_property
     def logging_helpers(self) -> set[str]:
