@@ -25,7 +25,7 @@ from torch.distributed.tensor import DTensor
 from magi_bench.toy_model import TinyTransformer
 from magi_compiler import magi_compile
 from magi_compiler.distributed import data_parallel
-from magi_compiler.passes.fsdp_overlap import apply_fsdp_overlap
+from magi_compiler.passes.fsdp_overlap import apply_fsdp_overlap, is_redistribute
 
 STEPS = 3
 BATCH, SEQ, HIDDEN = 4, 4, 16
@@ -94,7 +94,7 @@ def _collective_sequence(gm, report) -> dict:
             seq.append(("issue", node.name))
         elif "wait_tensor" in name:
             seq.append(("wait", node.args[0].name))
-        elif node.op == "call_method" and node.target == "redistribute":
+        elif is_redistribute(node):
             seq.append(("redistribute", node.name))
     return {
         "sequence": seq,

@@ -1,6 +1,8 @@
 """The overlap pass's graph rewrite on one rank (gloo on CPU, NCCL on a GPU): bucketing, prefetch order, what it leaves alone.
 
 The 2-rank run (real all-gathers, gradients against eager) is in test_data_parallel.py.
+Parameter reads are counted with `is_redistribute`, which matches both spellings Dynamo uses:
+torch 2.13 records `redistribute` as a call_method node, torch 2.11 as a call_function `prim_redistribute`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from magi_bench.overlap_report import capture_graph
 from magi_bench.toy_model import TinyTransformer
 from magi_compiler.distributed import data_parallel
-from magi_compiler.passes.fsdp_overlap import _is_method, apply_fsdp_overlap, find_param_gathers, plan_buckets
+from magi_compiler.passes.fsdp_overlap import apply_fsdp_overlap, find_param_gathers, is_redistribute, plan_buckets
 
 WAIT = torch.ops._c10d_functional.wait_tensor.default
 N_PARAMS = 2 * 12 + 2
@@ -68,7 +70,7 @@ def test_each_bucket_is_issued_depth_buckets_ahead(mesh, depth):
         waits_before = sum(1 for kind, _ in seq[: pos[("issue", node)]] if kind == "wait")
         # issued after exactly max(0, i - depth) earlier waits
         assert waits_before == max(0, i - depth), (i, waits_before)
-    assert not any(n.op == "call_method" and n.target == "redistribute" for n in gm.graph.nodes)
+    assert not any(is_redistribute(n) for n in gm.graph.nodes)
 
 
 def test_coalesced_buckets_respect_the_size_limit(mesh):
@@ -116,8 +118,7 @@ def test_modes_without_a_shard0_all_gather_are_left_alone(mesh, mode):
     report = apply_fsdp_overlap(gm, bucket_mode="coalesced", bucket_size_mib=64, prefetch_depth=1)
     assert report.params_lowered == 0 and len(report.params_left) == N_PARAMS
     assert not any(_is_ag(n) for n in gm.graph.nodes)
-    # torch 2.13 records `redistribute` as call_method, torch 2.11 as call_function `prim_redistribute`.
-    assert sum(1 for n in gm.graph.nodes if _is_method(n, "redistribute")) == N_PARAMS
+    assert sum(1 for n in gm.graph.nodes if is_redistribute(n)) == N_PARAMS
 
 
 class _Tied(torch.nn.Module):
@@ -131,6 +132,14 @@ class _Tied(torch.nn.Module):
         return torch.relu(self.lin(x)) @ self.lin.weight
 
 
+def _gathered_param(wait: fx.Node) -> fx.Node:
+    """The parameter placeholder behind a bucket-of-one wait: wait <- all-gather <- grad_scale <- to_local <- param."""
+    all_gather = wait.args[0]
+    scaled = all_gather.args[0]
+    shard = scaled.args[0]
+    return shard.args[0]
+
+
 def test_a_parameter_read_twice_is_gathered_once(mesh):
     torch.manual_seed(0)
     reference = data_parallel(_Tied().to(DEVICE), mesh, "fully_shard")
@@ -138,8 +147,9 @@ def test_a_parameter_read_twice_is_gathered_once(mesh):
     graphs = []
 
     def backend(gm, example_inputs):
-        reads = sum(1 for n in gm.graph.nodes if n.op == "call_method" and n.target == "redistribute")
-        graphs.append((reads, apply_fsdp_overlap(gm, bucket_mode="none", bucket_size_mib=1, prefetch_depth=1)))
+        reads = sum(1 for n in gm.graph.nodes if is_redistribute(n))
+        report = apply_fsdp_overlap(gm, bucket_mode="none", bucket_size_mib=1, prefetch_depth=1)
+        graphs.append((reads, report, gm.graph))
         return gm.forward
 
     torch._dynamo.reset()
@@ -151,8 +161,17 @@ def test_a_parameter_read_twice_is_gathered_once(mesh):
     ref_out.sum().backward()
     for p, ref_p in zip(model.parameters(), reference.parameters(), strict=True):
         torch.testing.assert_close(p.grad.to_local(), ref_p.grad.to_local())
-    ((reads, report),) = graphs
+    ((reads, report, graph),) = graphs
     assert reads == 3 and report.params_lowered == 2 and report.all_gathers == 2
+    # the lowered graph itself: no redistribute left, one all-gather per parameter, and the
+    # weight's single wait feeds both of its reads (the linear and the matmul)
+    assert not any(is_redistribute(n) for n in graph.nodes)
+    assert sum(1 for n in graph.nodes if _is_ag(n)) == 2
+    readers = {_gathered_param(n).target: sorted(u.name for u in n.users) for n in graph.nodes if n.target is WAIT}
+    assert readers == {
+        "L_self_modules_lin_parameters_weight_": ["linear", "matmul"],
+        "L_self_modules_lin_parameters_bias_": ["linear"],
+    }
 
 
 def _kernel_sequence(code: str) -> list[str]:
