@@ -2,6 +2,8 @@
 
 It binds its socket itself, then says on stderr where it listens (the bound port, also for
 `--port 0`), which database it uses (password masked) and where its work directory and worker are.
+SIGTERM and Ctrl-C (SIGINT) stop it cleanly: its worker process finishes its job first (up to 20 s);
+after Ctrl-C it says so in one line and exits 130.
 """
 
 from __future__ import annotations
@@ -85,5 +87,9 @@ def run(args: argparse.Namespace) -> int:
     ):
         print(f"reviewbot serve: {line}", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="warning", access_log=False)
-    uvicorn.Server(config).run(sockets=[sock])
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:  # Ctrl-C: uvicorn has shut down (its worker stopped), then re-raised the SIGINT
+        print("reviewbot serve: stopped (SIGINT)", file=sys.stderr)
+        return 130
     return 0
