@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    problem = settings.github_auth_problem() if settings.embedded_worker else ""
+    problem = (settings.github_auth_problem() or settings.work_dir_problem()) if settings.embedded_worker else ""
     if problem:  # its worker process would fail every job
         print(f"reviewbot serve: {problem}", file=sys.stderr)
         return 2
@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"reviewbot serve: {exc}", file=sys.stderr)
         return 2
     except OperationalError as exc:
-        print(f"reviewbot serve: cannot open the database: {first_line(exc)}", file=sys.stderr)
+        shown = settings_mod.shown_database(settings.database_url)
+        print(f"reviewbot serve: cannot open the database {shown}: {first_line(exc)}", file=sys.stderr)
         return 2
     try:
         sock = socket.create_server(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import tempfile
 import typing
 from collections.abc import Mapping
 from pathlib import Path
@@ -118,7 +119,11 @@ class Settings(BaseModel):
             "postgresql+psycopg://USER@HOST/DB"
         ),
     )
-    work_dir: str = Field("reviewbot-work", description="directory for repository checkouts and suite logs")
+    work_dir: str = Field(
+        "reviewbot-work",
+        description="directory for repository checkouts and suite logs (made at start; a worker refuses "
+        "to start when it cannot write in it)",
+    )
     embedded_worker: Flag = Field(
         True,
         description=(
@@ -273,6 +278,19 @@ class Settings(BaseModel):
                 "no GitHub credentials: set REVIEWBOT_GITHUB_TOKEN or --github-token-file FILE, or app_id and "
                 "app_private_key_file (a worker cannot read PRs or post reviews without them)"
             )
+        return ""
+
+    def work_dir_problem(self) -> str:
+        """Why a worker could not keep its clones and logs in `work_dir` ('' when it can): the
+        directory is made (with its parents) and a file is written in it and removed. Every job
+        would fail on an unusable one, so a worker (and serve with its embedded one) checks at start."""
+        path = Path(self.work_dir)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=path):
+                pass
+        except OSError as exc:
+            return f"work_dir {path.absolute()}: cannot write in it: {exc.strerror or exc}"
         return ""
 
     def to_json(self) -> str:

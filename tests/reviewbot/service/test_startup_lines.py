@@ -146,3 +146,33 @@ def test_worker_says_its_database_and_work_directory(tmp_path: Path) -> None:
 )
 def test_database_urls_are_shown_without_passwords(url: str, shown: str) -> None:
     assert shown_database(url) == shown
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_an_unusable_work_directory_or_database_is_one_line_at_start(tmp_path: Path, command: str) -> None:
+    """A work directory that cannot be made (its parent is a file) would fail every job, and a
+    database file in a missing directory cannot be opened: each is one line naming the path and
+    exit code 2, before serve listens or the worker claims anything."""
+    (tmp_path / "a-file").write_text("")
+    cases = [
+        (
+            ["--work-dir", str(tmp_path / "a-file" / "work"), "--database-url", "sqlite:///s.sqlite3"],
+            f"reviewbot {command}: work_dir {tmp_path / 'a-file' / 'work'}: cannot write in it: Not a directory",
+        ),
+        (
+            ["--database-url", f"sqlite:///{tmp_path / 'missing' / 's.sqlite3'}"],
+            f"reviewbot {command}: cannot open the database sqlite:///{tmp_path / 'missing' / 's.sqlite3'}: "
+            "unable to open database file",
+        ),
+    ]
+    for args, line in cases:
+        proc = subprocess.run(
+            [sys.executable, "-m", "reviewbot", command, "--port", "0", *args],
+            cwd=tmp_path,
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert (proc.returncode, proc.stderr.strip()) == (2, line)
