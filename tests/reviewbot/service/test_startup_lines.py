@@ -162,7 +162,7 @@ def test_an_unusable_work_directory_or_database_is_one_line_at_start(tmp_path: P
         (
             ["--database-url", f"sqlite:///{tmp_path / 'missing' / 's.sqlite3'}"],
             f"reviewbot {command}: cannot open the database sqlite:///{tmp_path / 'missing' / 's.sqlite3'}: "
-            "unable to open database file",
+            + "unable to open database file",
         ),
     ]
     for args, line in cases:
