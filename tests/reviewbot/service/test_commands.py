@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reviewbot.fake_github.webhooks import load_payload
+from tests.reviewbot.fake_github.webhooks import issue_comment_event, load_payload
 from tests.reviewbot.service.harness import Service, wait_until
 from tests.reviewbot.service.scenario import SMOKE_SUITE_FILES, Project, good_core
 from tests.reviewbot.toy_pytest import NO_PLUGINS
@@ -56,6 +56,22 @@ def test_rerun_gpu_refused_without_write_permission(service, github, project):
     [refusal] = replies(github, project, 2)
     assert "@reader" in refusal["body"] and "**write** or **admin**" in refusal["body"] and "`read`" in refusal["body"]
     assert [j.kind for j in service.jobs(project.full_name, 2)] == ["command"]
+
+
+def test_a_command_whose_comment_was_deleted_before_it_was_handled_does_nothing(service, github, project):
+    """A maintainer comments `/rerun-gpu` and deletes the comment before the worker reads it (the
+    fake GitHub answers 404 for it): nothing runs, nothing is posted, the job is not a failure."""
+    project.open_pull(3, good_core())
+    github.state.set_permission(project.full_name, "maintainer", "admin")
+    pull = github.state.pulls[(project.full_name, 3)]
+    response = service.deliver(
+        "issue_comment", issue_comment_event(pull, "/rerun-gpu", "maintainer", github.origin, comment_id=987654)
+    )
+    assert response.status_code == 202 and service.outcome(response) == "queued"
+    jobs = service.wait_jobs_settled(project.full_name, 3)
+    assert [(j.kind, j.state) for j in jobs] == [("command", "done")]
+    assert replies(github, project, 3) == []
+    assert github.state.statuses_for(project.full_name, pull["head"]["sha"], "reviewbot/gpu-regression") == []
 
 
 @pytest.fixture(scope="module")
