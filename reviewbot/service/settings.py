@@ -349,6 +349,14 @@ def shown_database(url: str) -> str:
     return shown
 
 
+def _metavar(setting: Setting) -> str:
+    """BOOL, SECONDS for every duration (`github_seconds_between_writes` too), else the name's last word."""
+    if setting.is_bool:
+        return "BOOL"
+    words = setting.name.split("_")
+    return "SECONDS" if "seconds" in words else words[-1].upper()
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config",
@@ -363,7 +371,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             flag,
             dest=s.name,
             default=None,
-            metavar="BOOL" if s.is_bool else s.name.split("_")[-1].upper(),
+            metavar=_metavar(s),
             help=f"{s.help} [env {ENV_PREFIX}{s.name.upper()}; default: {shown!s}]",
         )
 

@@ -50,6 +50,8 @@ def test_serve_help_documents_every_setting(capsys):
     for setting in settings.SETTINGS:
         assert "--" + setting.name.replace("_", "-") in text
         assert f"REVIEWBOT_{setting.name.upper()}" in text
+    # a duration's placeholder says what it takes, whatever the name ends with
+    assert "--github-seconds-between-writes SECONDS" in text and "--job-lease-seconds SECONDS" in text
 
 
 def test_slash_commands_on_their_own_line_outside_code_and_quotes():
