@@ -61,9 +61,16 @@ class RerunTarget:
 
 
 def rerun_target(args: tuple[str, ...]) -> RerunTarget:
-    """An argument of 7 to 40 hex digits names the commit; the others are suites."""
+    """An argument of 7 to 40 hex digits names the commit; the others are suites. An argument that
+    starts with `-` or holds a `,` is not a suite name (the regression runner would take it for an
+    option or a list): it is refused, so the author learns it at once rather than from a failed run."""
     shas = [a.lower() for a in args if _SHA_PREFIX.match(a)]
     suites = tuple(a for a in args if not _SHA_PREFIX.match(a))
     if len(shas) > 1:
         return RerunTarget("", suites, f"`/rerun-gpu` names one commit, not {len(shas)}")
+    not_names = [a for a in suites if a.startswith("-") or "," in a]
+    if not_names:
+        return RerunTarget(
+            "", suites, f"`{not_names[0]}` is not a suite name (`/rerun-gpu [SHA] [suite ...]`, separated by spaces)"
+        )
     return RerunTarget(shas[0] if shas else "", suites)

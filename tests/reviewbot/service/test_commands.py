@@ -58,6 +58,18 @@ def test_rerun_gpu_refused_without_write_permission(service, github, project):
     assert [j.kind for j in service.jobs(project.full_name, 2)] == ["command"]
 
 
+def test_rerun_gpu_refuses_an_argument_that_is_not_a_suite_name(service, github, project):
+    """`/rerun-gpu --cpu` used to be queued and then fail in the runner's argument parser
+    ('argument --suites: expected one argument'); it is answered at once."""
+    project.open_pull(4, good_core())
+    github.state.set_permission(project.full_name, "maintainer", "admin")
+    service.comment_event(project.full_name, 4, "/rerun-gpu --cpu", "maintainer")
+    jobs = service.wait_jobs_settled(project.full_name, 4)
+    assert [(j.kind, j.state) for j in jobs] == [("command", "done")]
+    [reply] = replies(github, project, 4)
+    assert "the GPU suites did not run: `--cpu` is not a suite name" in reply["body"], reply["body"]
+
+
 def test_a_command_whose_comment_was_deleted_before_it_was_handled_does_nothing(service, github, project):
     """A maintainer comments `/rerun-gpu` and deletes the comment before the worker reads it (the
     fake GitHub answers 404 for it): nothing runs, nothing is posted, the job is not a failure."""
