@@ -25,6 +25,7 @@ from reviewbot import validation
 
 ENV_PREFIX = "REVIEWBOT_"
 GpuDispatchMode = Literal["local", "actions"]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 GPU_DISPATCH_MODES: tuple[str, ...] = typing.get_args(GpuDispatchMode)
 CONFIG_VARIABLE = f"{ENV_PREFIX}CONFIG"
 
@@ -134,24 +135,28 @@ class Settings(BaseModel):
     )
     worker_threads: int = Field(
         1,
+        ge=1,
         description=(
             "jobs one worker runs at once; 2 or more keep a long GPU run from holding up reviews (jobs that "
             "write one PR's summary still run one at a time; local GPU runs take turns on the machine)"
         ),
     )
-    worker_poll_interval: float = Field(0.5, description="seconds between queue polls when idle")
+    worker_poll_interval: float = Field(0.5, gt=0, description="seconds between queue polls when idle")
     job_lease_seconds: float = Field(
         60.0,
+        gt=0,
         description=(
             "a running job's lease; the worker renews it every third of it. A job whose lease expired "
             "(worker killed) is claimed again"
         ),
     )
     job_max_attempts: int = Field(
-        5, description="runs of one job (an error, or its worker killed) before it is marked failed and its PR told why"
+        5,
+        ge=1,
+        description="runs of one job (an error, or its worker killed) before it is marked failed and its PR told why",
     )
     job_retry_backoff_seconds: float = Field(
-        10.0, description="wait before a job that hit an unexpected error runs again (doubles per attempt)"
+        10.0, ge=0, description="wait before a job that hit an unexpected error runs again (doubles per attempt)"
     )
     review_timeout_seconds: float = Field(
         3600.0,
@@ -170,23 +175,27 @@ class Settings(BaseModel):
     )
     worker_heartbeat_seconds: float = Field(
         5.0,
+        gt=0,
         description=(
             "a worker records a heartbeat this often (table `workers`, shown by /healthz); serve's own "
             "worker is unhealthy after three missed beats"
         ),
     )
     delivery_retention_days: float = Field(
-        14.0, description="processed deliveries (their bodies) and finished jobs are deleted this long after they ended"
+        14.0,
+        gt=0,
+        description="processed deliveries (their bodies) and finished jobs are deleted this long after they ended",
     )
     database_max_mb: int = Field(
         0,
+        ge=0,
         description=(
             "SQLite only: cap on the database's size in MiB (0: none); writes past it fail and deliveries "
             "are answered 503 until pruning or the operator frees room"
         ),
     )
     max_body_bytes: int = Field(
-        25 * 1024 * 1024, description="largest accepted delivery body (413 above, refused while it streams in)"
+        25 * 1024 * 1024, gt=0, description="largest accepted delivery body (413 above, refused while it streams in)"
     )
     gpu_dispatch: GpuDispatchMode = Field(
         "local",
@@ -208,15 +217,19 @@ class Settings(BaseModel):
             "maintainer's /rerun-gpu for that exact head SHA)"
         ),
     )
-    gpu_timeout_seconds: float = Field(3600.0, description="time limit of one GPU suite run")
+    gpu_timeout_seconds: float = Field(3600.0, gt=0, description="time limit of one GPU suite run")
     gpus: Annotated[int, Field(ge=0)] | None = Field(
         None, description="GPUs the local GPU dispatch mode gives the suites (unset: as many as `nvidia-smi -L` lists)"
     )
-    max_inline_comments: int = Field(30, description="inline review comments per review at most")
-    retry_backoff_seconds: float = Field(2.0, description="first backoff after a GitHub 5xx (doubles per attempt)")
-    retry_max_attempts: int = Field(6, description="attempts of one GitHub API operation")
-    retry_max_wait_seconds: float = Field(900.0, description="longest wait for a rate-limit reset before retrying")
-    github_timeout_seconds: float = Field(30.0, description="timeout of one GitHub API request")
+    max_inline_comments: int = Field(30, ge=0, description="inline review comments per review at most")
+    retry_backoff_seconds: float = Field(
+        2.0, ge=0, description="first backoff after a GitHub 5xx (doubles per attempt)"
+    )
+    retry_max_attempts: int = Field(6, ge=1, description="attempts of one GitHub API operation")
+    retry_max_wait_seconds: float = Field(
+        900.0, ge=0, description="longest wait for a rate-limit reset before retrying"
+    )
+    github_timeout_seconds: float = Field(30.0, gt=0, description="timeout of one GitHub API request")
     github_seconds_between_requests: float = Field(
         0.25,
         ge=0,
@@ -232,7 +245,7 @@ class Settings(BaseModel):
             "least time between two writing GitHub API requests (POST, PATCH, PUT, DELETE) of one client; 0: no pacing"
         ),
     )
-    log_level: str = Field("INFO", description="level of the 'reviewbot' logger")
+    log_level: LogLevel = Field("INFO", description="level of the 'reviewbot' logger (DEBUG, INFO, WARNING, ERROR)")
     config_file: str = Field(
         "",
         description=(

@@ -41,6 +41,25 @@ def test_bad_settings_are_refused(tmp_path):
         settings.load(env={"REVIEWBOT_AUTO_GPU": "maybe"})
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        # each was accepted: a worker with 0 threads never ran a job, 'LOUD' was a traceback at start
+        ("worker_threads", "0", "worker_threads (env REVIEWBOT_WORKER_THREADS): must be >= 1"),
+        ("job_lease_seconds", "-1", "job_lease_seconds (env REVIEWBOT_JOB_LEASE_SECONDS): must be > 0"),
+        ("max_body_bytes", "0", "max_body_bytes (env REVIEWBOT_MAX_BODY_BYTES): must be > 0"),
+        ("worker_poll_interval", "0", "worker_poll_interval (env REVIEWBOT_WORKER_POLL_INTERVAL): must be > 0"),
+        ("job_max_attempts", "0", "job_max_attempts (env REVIEWBOT_JOB_MAX_ATTEMPTS): must be >= 1"),
+        ("retry_max_attempts", "0", "retry_max_attempts (env REVIEWBOT_RETRY_MAX_ATTEMPTS): must be >= 1"),
+        ("log_level", "LOUD", "log_level (env REVIEWBOT_LOG_LEVEL): expected one of 'DEBUG', 'INFO', 'WARNING'"),
+    ],
+)
+def test_settings_out_of_their_range_are_refused_naming_the_setting(name, value, message):
+    with pytest.raises(ValueError) as refused:
+        settings.load(env={f"REVIEWBOT_{name.upper()}": value})
+    assert str(refused.value).startswith(message), refused.value
+
+
 def test_serve_help_documents_every_setting(capsys):
     from reviewbot.cli import main
 
