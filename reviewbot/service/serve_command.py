@@ -2,8 +2,8 @@
 
 It binds its socket itself, then says on stderr where it listens (the bound port, also for
 `--port 0`), which database it uses (password masked) and where its work directory and worker are.
-SIGTERM and Ctrl-C (SIGINT) stop it cleanly: its worker process finishes its job first (up to 20 s);
-after Ctrl-C it says so in one line and exits 130.
+SIGTERM and Ctrl-C (SIGINT) stop it cleanly: deliveries still being received get up to 10 s, then
+its worker process finishes its job (up to 20 s); after Ctrl-C it says so in one line and exits 130.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import socket
 import sys
 
 from reviewbot.service import settings as settings_mod
+
+SHUTDOWN_GRACE_SECONDS = 10  # how long a stop waits for deliveries still being received
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -87,7 +89,12 @@ def run(args: argparse.Namespace) -> int:
         f"work directory {os.path.abspath(settings.work_dir)}; worker: {worker}",
     ):
         print(f"reviewbot serve: {line}", file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, log_level="warning", access_log=False)
+    # On SIGTERM/Ctrl-C uvicorn waits for open requests before the lifespan stops the worker; a
+    # sender stalled mid-body would hold serve (and its worker) forever. GitHub gives up on a
+    # delivery after 10 s, so one still open after that is cancelled.
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS
+    )
     try:
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:  # Ctrl-C: uvicorn has shut down (its worker stopped), then re-raised the SIGINT

@@ -27,7 +27,8 @@ def _wait_for(path: Path, pattern: str, timeout: float = 60) -> re.Match[str]:
     raise AssertionError(f"no {pattern!r} in {path} within {timeout}s:\n{path.read_text(errors='replace')}")
 
 
-def test_ctrl_c_on_the_process_group_stops_serve_and_its_worker_once(tmp_path: Path) -> None:
+def _start_serve(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """serve (embedded worker) on a free port, the leader of its own process group; its log file."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")}
     env.update(
         PYTHONPATH=str(REPO_ROOT),
@@ -50,6 +51,11 @@ def test_ctrl_c_on_the_process_group_stops_serve_and_its_worker_once(tmp_path: P
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, as a shell's foreground job
         )
+    return serve, log
+
+
+def test_ctrl_c_on_the_process_group_stops_serve_and_its_worker_once(tmp_path: Path) -> None:
+    serve, log = _start_serve(tmp_path)
     try:
         port = int(_wait_for(log, r"listening on http://127\.0\.0\.1:(\d+)").group(1))
         _wait_for(log, r"reviewbot worker: serve's worker")
@@ -75,3 +81,35 @@ def test_ctrl_c_on_the_process_group_stops_serve_and_its_worker_once(tmp_path: P
     assert "restarting" not in text, text
     assert len(re.findall(r"worker process \d+ started", text)) == 1, text
     assert "Traceback" not in text, text
+
+
+def _stall_a_delivery(port: int) -> socket.socket:
+    """A webhook POST whose body never ends (its headers sent, one byte of 1000)."""
+    stalled = socket.create_connection(("127.0.0.1", port), timeout=30)
+    stalled.sendall(
+        b"POST /webhook HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: ping\r\nX-GitHub-Delivery: stalled-1\r\n"
+        b"X-Hub-Signature-256: sha256=" + b"0" * 64 + b"\r\nContent-Length: 1000\r\n\r\n{"
+    )
+    return stalled
+
+
+def test_sigterm_stops_serve_even_while_a_sender_stalls_mid_body(tmp_path: Path) -> None:
+    """uvicorn waits for open requests before stopping; one sender that stops sending used to keep
+    serve and its worker running after SIGTERM for as long as it held the connection."""
+    serve, log = _start_serve(tmp_path)
+    try:
+        port = int(_wait_for(log, r"listening on http://127\.0\.0\.1:(\d+)").group(1))
+        _wait_for(log, r"reviewbot worker: serve's worker")
+        stalled = _stall_a_delivery(port)
+        time.sleep(0.5)
+        started = time.monotonic()
+        serve.terminate()
+        code = serve.wait(timeout=60)  # the grace (10 s) and the idle worker's stop
+        took = time.monotonic() - started
+        stalled.close()
+    finally:
+        if serve.poll() is None:
+            os.killpg(serve.pid, signal.SIGKILL)
+            serve.wait()
+    assert code == -signal.SIGTERM and took < 30, (code, took, log.read_text(errors="replace"))
+    assert "restarting" not in log.read_text(errors="replace")
