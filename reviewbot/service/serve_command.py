@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         secret = settings.secret("webhook_secret")
-    except ValueError as exc:  # the secret file is missing
+    except ValueError as exc:  # the secret file is missing or not UTF-8 text
         print(f"reviewbot serve: {exc}", file=sys.stderr)
         return 2
     if not secret:

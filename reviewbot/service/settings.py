@@ -50,8 +50,8 @@ def _names(value: Any) -> Any:
 
 
 def _database_url(value: Any) -> Any:
-    """A SQLAlchemy URL of SQLite or PostgreSQL, the databases the service runs on: checked here so
-    a typo is one line at start, not a traceback from the engine. The URL is never echoed (it may
+    """A SQLAlchemy URL of SQLite (a file) or PostgreSQL, the databases the service runs on: checked
+    here so a typo is one line at start, not a traceback from the engine. The URL is never echoed (it may
     hold a password)."""
     if not isinstance(value, str):
         return value
@@ -59,11 +59,18 @@ def _database_url(value: Any) -> Any:
     from sqlalchemy.exc import ArgumentError
 
     try:
-        backend = make_url(value).get_backend_name()
+        url = make_url(value)
     except ArgumentError:
         raise ValueError(f"not a database URL (expected {DATABASE_URL_FORMS})") from None
+    backend = url.get_backend_name()
     if backend not in ("sqlite", "postgresql"):
         raise ValueError(f"{backend!r} is not a supported database (expected {DATABASE_URL_FORMS})")
+    if backend == "sqlite" and url.database in (None, "", ":memory:"):
+        # serve and its worker are two processes: each would have a database of its own, and
+        # every acknowledged delivery would be lost at exit
+        raise ValueError(
+            f"an in-memory SQLite database is not shared by serve and its workers (expected {DATABASE_URL_FORMS})"
+        )
     return value
 
 
@@ -266,7 +273,10 @@ class Settings(BaseModel):
         if not value and path:
             if not Path(path).is_file():
                 raise ValueError(f"{name}_file {path}: no such file")
-            return Path(path).read_text().strip()
+            try:
+                return Path(path).read_text(encoding="utf-8").strip()
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{name}_file {path}: not UTF-8 text (byte {exc.start})") from None
         return value
 
     @property

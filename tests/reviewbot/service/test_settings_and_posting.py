@@ -60,6 +60,23 @@ def test_settings_out_of_their_range_are_refused_naming_the_setting(name, value,
     assert str(refused.value).startswith(message), refused.value
 
 
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:"])
+def test_an_in_memory_sqlite_database_is_refused(url):
+    """serve and its worker process would each have one: every acknowledged delivery lost (it was
+    accepted, stored in serve's memory, and never reviewed)."""
+    with pytest.raises(ValueError, match="an in-memory SQLite database is not shared by serve and its workers"):
+        settings.load(env={"REVIEWBOT_DATABASE_URL": url})
+
+
+def test_a_secret_file_that_is_not_utf8_is_named(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"\xff\xfe\x00")
+    loaded = settings.load(env={"REVIEWBOT_WEBHOOK_SECRET_FILE": str(secret)})
+    with pytest.raises(ValueError) as refused:
+        loaded.secret("webhook_secret")
+    assert str(refused.value) == f"webhook_secret_file {secret}: not UTF-8 text (byte 0)"
+
+
 def test_serve_help_documents_every_setting(capsys):
     from reviewbot.cli import main
 
