@@ -49,6 +49,18 @@ def _names(value: Any) -> Any:
     return tuple(part for part in value.replace(",", " ").split() if part)
 
 
+def _private_key_problem(path: Path) -> str:
+    """Why the file is not a usable GitHub App key ('' when it is): a PEM private key without a
+    passphrase, as GitHub hands it out. Checked at start: every job would fail on a bad one."""
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key  # PyGithub's own dependency
+
+    try:
+        load_pem_private_key(path.read_bytes(), password=None)
+    except (ValueError, TypeError) as exc:  # not PEM / not a key; TypeError: it needs a passphrase
+        return f"app_private_key_file {path}: not a PEM private key without a passphrase ({exc})"
+    return ""
+
+
 def _database_url(value: Any) -> Any:
     """A SQLAlchemy URL of SQLite (a file) or PostgreSQL, the databases the service runs on: checked
     here so a typo is one line at start, not a traceback from the engine. The URL is never echoed (it may
@@ -291,7 +303,7 @@ class Settings(BaseModel):
                 return "a GitHub App needs both app_id and app_private_key_file"
             if not Path(self.app_private_key_file).is_file():
                 return f"app_private_key_file {self.app_private_key_file}: no such file"
-            return ""
+            return _private_key_problem(Path(self.app_private_key_file))
         try:
             token = self.secret("github_token")
         except ValueError as exc:  # the token file is missing

@@ -176,3 +176,24 @@ def test_an_unusable_work_directory_or_database_is_one_line_at_start(tmp_path: P
             check=False,
         )
         assert (proc.returncode, proc.stderr.strip()) == (2, line)
+
+
+def test_an_app_private_key_that_is_not_a_pem_key_is_one_line_at_start(tmp_path: Path) -> None:
+    """It was accepted at start (only its existence was checked), though every job needs a JWT signed with it."""
+    (tmp_path / "app.pem").write_text("not a key\n")
+    env = {k: v for k, v in _env(tmp_path).items() if k != "REVIEWBOT_GITHUB_TOKEN"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "reviewbot", "serve", "--port", "0", "--app-id", "42"]
+        + ["--app-private-key-file", str(tmp_path / "app.pem"), "--database-url", "sqlite:///s.sqlite3"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().startswith(
+        f"reviewbot serve: app_private_key_file {tmp_path / 'app.pem'}: not a PEM private key without a passphrase ("
+    ), proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
