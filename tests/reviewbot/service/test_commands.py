@@ -48,6 +48,20 @@ def test_help_unknown_edited_own_and_plain_issue_comments(service, github, proje
     assert set(human[:2]) <= acknowledged
 
 
+def test_one_comment_gets_each_command_answered_once_and_at_most_five(service, github, project):
+    """Anyone may comment: forty `/help` lines made forty identical replies (and as many refusals of
+    a repeated `/rerun-gpu`). Repeats count once; past five commands the rest are ignored."""
+    project.open_pull(5, good_core())
+    body = "\n".join(["/help"] * 40 + ["/rerun-gpu"] * 5 + [f"/frob{n}" for n in range(1, 8)])
+    service.comment_event(project.full_name, 5, body, "passer-by")
+    service.wait_jobs_settled(project.full_name, 5)
+    texts = [c["body"] for c in replies(github, project, 5)]
+    assert len(texts) == 5, texts
+    assert sum(t.startswith("**reviewbot commands**") for t in texts) == 1  # /help
+    assert sum("`/rerun-gpu` runs the GPU suites" in t for t in texts) == 1  # refused once
+    assert [n for n in range(1, 8) if f"Unknown command `/frob{n}`" in "".join(texts)] == [1, 2, 3]
+
+
 def test_rerun_gpu_refused_without_write_permission(service, github, project):
     project.open_pull(2, good_core())
     github.state.set_permission(project.full_name, "reader", "read")
