@@ -4,8 +4,9 @@ Order of checks, the first ones before any of the body is read: declared size (4
 `X-Hub-Signature-256` header's presence and form (401), the `X-GitHub-Event` and
 `X-GitHub-Delivery` headers (400). The body then streams through the HMAC into a spool (memory up
 to 1 MiB, a temporary file beyond) and is refused as soon as it passes `max_body_bytes` (413);
-a wrong signature is 401 with nothing stored. Then UTF-8 JSON of an object (400), the fields and
-types the event's handler needs (400 with the reason), the INSERT (a redelivery: 200, not
+a wrong signature is 401 with nothing stored; a sender that disconnects before the body ends is
+logged in one line and counted (`disconnected`), nothing stored. Then UTF-8 JSON of an object
+(400), the fields and types the event's handler needs (400 with the reason), the INSERT (a redelivery: 200, not
 processed again; a database that cannot take the write: 503 with the reason). The 202 comes
 only after the row is committed (durably: SQLite `synchronous=FULL`) into the database file that
 is still at its path. A body over 256 KiB is parsed in the thread pool, so it never stalls the
@@ -21,6 +22,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import logging
 import re
 import tempfile
 import time
@@ -32,12 +34,15 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
+from starlette.requests import ClientDisconnect
 
 from reviewbot.service import events, health, metrics, plugins
 from reviewbot.service.db import WorkerBeat, make_engine, pack_body
 from reviewbot.service.delivery_writer import DeliveryWriter, StoreFailed
 from reviewbot.service.settings import Settings
 from reviewbot.service.supervisor import WorkerProcess
+
+logger = logging.getLogger(__name__)
 
 SPOOL_IN_MEMORY = 1024 * 1024
 INLINE_CHECK_BYTES = 256 * 1024  # larger bodies are parsed in the thread pool, off the event loop
@@ -132,6 +137,9 @@ def create_app(settings: Settings) -> FastAPI:
             body = await _receive(request, secret.encode(), settings.max_body_bytes)
         except _TooLarge:
             return _answer(event, "too-large", 413, reason=f"body over {settings.max_body_bytes} bytes")
+        except ClientDisconnect:  # the sender gave up mid-body (GitHub's 10 s limit): nothing was stored
+            logger.warning("delivery %s (%s): the sender disconnected before the body ended", delivery_id, event)
+            return _answer(event, "disconnected", 400, reason="the sender disconnected before the body ended")
         if body is None:
             return _answer(event, "bad-signature", 401, reason="missing or wrong X-Hub-Signature-256")
         kept = {name: headers[name] for name in KEPT_HEADERS if name in headers}

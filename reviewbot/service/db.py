@@ -31,9 +31,9 @@ from sqlalchemy import (
     event,
     inspect,
     select,
+    text,
 )
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 SCHEMA_VERSION = "2"
@@ -178,28 +178,46 @@ class ServiceMeta(Base):
     value: Mapped[str] = mapped_column(Text, default="")
 
 
+# Key of the PostgreSQL advisory lock under which a process creates the schema of a new database.
+_SCHEMA_LOCK_KEY = 0x7265766965770001
+
+
+def _schema_ready(conn: Connection) -> bool:
+    """True when the database has every table at this schema version; False when tables are
+    missing (a new database); `SchemaMismatch` for a database made by another version."""
+    tables = set(inspect(conn).get_table_names())
+    if "deliveries" not in tables:
+        return False
+    version = None
+    if "service_meta" in tables:
+        version = conn.scalar(select(ServiceMeta.value).where(ServiceMeta.key == "schema_version"))
+    if version != SCHEMA_VERSION:
+        raise SchemaMismatch(
+            f"database {conn.engine.url.render_as_string(hide_password=True)} has service schema "
+            f"{version or '1'}, this reviewbot needs {SCHEMA_VERSION}: move it aside or point "
+            "database_url at a new one (deliveries are only kept for the retention period anyway)"
+        )
+    return set(Base.metadata.tables) <= tables
+
+
 def _check_schema(engine: Engine) -> None:
-    """Create the tables of a new database; refuse one made by another schema version."""
-    tables = set(inspect(engine).get_table_names())
-    if "deliveries" in tables:
-        version = None
-        if "service_meta" in tables:
-            with engine.connect() as conn:
-                version = conn.scalar(select(ServiceMeta.value).where(ServiceMeta.key == "schema_version"))
-        if version != SCHEMA_VERSION:
-            raise SchemaMismatch(
-                f"database {engine.url.render_as_string(hide_password=True)} has service schema "
-                f"{version or '1'}, this reviewbot needs {SCHEMA_VERSION}: move it aside or point "
-                "database_url at a new one (deliveries are only kept for the retention period anyway)"
-            )
-        if set(Base.metadata.tables) <= tables:
+    """Create the tables of a new database; refuse one made by another schema version.
+
+    Processes started together on a new database (serve and its workers) create it one at a time:
+    the tables and the version row are written in one transaction under the database's write lock
+    (SQLite's `BEGIN IMMEDIATE`, a PostgreSQL advisory lock), and the check is made again under
+    it. A database already at this version is only read (a read-only file still opens)."""
+    with engine.connect() as conn:
+        if _schema_ready(conn):
             return
-    Base.metadata.create_all(engine)
-    try:
-        with engine.begin() as conn:
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK_KEY})
+        if _schema_ready(conn):
+            return
+        Base.metadata.create_all(conn)
+        if conn.scalar(select(ServiceMeta.value).where(ServiceMeta.key == "schema_version")) is None:
             conn.execute(ServiceMeta.__table__.insert(), {"key": "schema_version", "value": SCHEMA_VERSION})
-    except IntegrityError:
-        pass  # another process created the database at the same moment and wrote the version
 
 
 def sqlite_path(engine: Engine) -> str | None:

@@ -320,7 +320,14 @@ def run_command_job(ctx: JobContext) -> str:
     repo = gh.call("get_repo", lambda: gh.client.get_repo(job.repo))
     pull = gh.call("get_pull", lambda: repo.get_pull(job.pr))
     issue = gh.call("get_issue", lambda: repo.get_issue(job.pr))
-    comment = gh.call("get_comment", lambda: issue.get_comment(args["comment_id"]))
+    try:
+        comment = gh.call("get_comment", lambda: issue.get_comment(args["comment_id"]))
+    except GitHubFailed as exc:
+        if exc.status != 404:
+            raise
+        # deleted before the bot read it: its author took the commands back, so none of them runs
+        logger.info("job %d: comment %s was deleted before it was handled: ignored", job.id, args["comment_id"])
+        return "done"
     gh.upsert(
         "reaction",
         lambda: next((r for r in comment.get_reactions() if r.content == "eyes" and r.user.login == gh.login), None),

@@ -2,6 +2,8 @@
 
 It binds its socket itself, then says on stderr where it listens (the bound port, also for
 `--port 0`), which database it uses (password masked) and where its work directory and worker are.
+SIGTERM and Ctrl-C (SIGINT) stop it cleanly: deliveries still being received get up to 10 s, then
+its worker process finishes its job (up to 20 s); after Ctrl-C it says so in one line and exits 130.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import socket
 import sys
 
 from reviewbot.service import settings as settings_mod
+
+SHUTDOWN_GRACE_SECONDS = 10  # how long a stop waits for deliveries still being received
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -41,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         secret = settings.secret("webhook_secret")
-    except ValueError as exc:  # the secret file is missing
+    except ValueError as exc:  # the secret file is missing or not UTF-8 text
         print(f"reviewbot serve: {exc}", file=sys.stderr)
         return 2
     if not secret:
@@ -51,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    problem = settings.github_auth_problem() if settings.embedded_worker else ""
+    problem = (settings.github_auth_problem() or settings.work_dir_problem()) if settings.embedded_worker else ""
     if problem:  # its worker process would fail every job
         print(f"reviewbot serve: {problem}", file=sys.stderr)
         return 2
@@ -63,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"reviewbot serve: {exc}", file=sys.stderr)
         return 2
     except OperationalError as exc:
-        print(f"reviewbot serve: cannot open the database: {first_line(exc)}", file=sys.stderr)
+        shown = settings_mod.shown_database(settings.database_url)
+        print(f"reviewbot serve: cannot open the database {shown}: {first_line(exc)}", file=sys.stderr)
         return 2
     try:
         sock = socket.create_server(
@@ -84,6 +89,15 @@ def run(args: argparse.Namespace) -> int:
         f"work directory {os.path.abspath(settings.work_dir)}; worker: {worker}",
     ):
         print(f"reviewbot serve: {line}", file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, log_level="warning", access_log=False)
-    uvicorn.Server(config).run(sockets=[sock])
+    # On SIGTERM/Ctrl-C uvicorn waits for open requests before the lifespan stops the worker; a
+    # sender stalled mid-body would hold serve (and its worker) forever. GitHub gives up on a
+    # delivery after 10 s, so one still open after that is cancelled.
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS
+    )
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:  # Ctrl-C: uvicorn has shut down (its worker stopped), then re-raised the SIGINT
+        print("reviewbot serve: stopped (SIGINT)", file=sys.stderr)
+        return 130
     return 0

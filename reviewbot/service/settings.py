@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import tempfile
 import typing
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,6 +25,7 @@ from reviewbot import validation
 
 ENV_PREFIX = "REVIEWBOT_"
 GpuDispatchMode = Literal["local", "actions"]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 GPU_DISPATCH_MODES: tuple[str, ...] = typing.get_args(GpuDispatchMode)
 CONFIG_VARIABLE = f"{ENV_PREFIX}CONFIG"
 
@@ -47,9 +49,21 @@ def _names(value: Any) -> Any:
     return tuple(part for part in value.replace(",", " ").split() if part)
 
 
+def _private_key_problem(path: Path) -> str:
+    """Why the file is not a usable GitHub App key ('' when it is): a PEM private key without a
+    passphrase, as GitHub hands it out. Checked at start: every job would fail on a bad one."""
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key  # PyGithub's own dependency
+
+    try:
+        load_pem_private_key(path.read_bytes(), password=None)
+    except (ValueError, TypeError) as exc:  # not PEM / not a key; TypeError: it needs a passphrase
+        return f"app_private_key_file {path}: not a PEM private key without a passphrase ({exc})"
+    return ""
+
+
 def _database_url(value: Any) -> Any:
-    """A SQLAlchemy URL of SQLite or PostgreSQL, the databases the service runs on: checked here so
-    a typo is one line at start, not a traceback from the engine. The URL is never echoed (it may
+    """A SQLAlchemy URL of SQLite (a file) or PostgreSQL, the databases the service runs on: checked
+    here so a typo is one line at start, not a traceback from the engine. The URL is never echoed (it may
     hold a password)."""
     if not isinstance(value, str):
         return value
@@ -57,11 +71,18 @@ def _database_url(value: Any) -> Any:
     from sqlalchemy.exc import ArgumentError
 
     try:
-        backend = make_url(value).get_backend_name()
+        url = make_url(value)
     except ArgumentError:
         raise ValueError(f"not a database URL (expected {DATABASE_URL_FORMS})") from None
+    backend = url.get_backend_name()
     if backend not in ("sqlite", "postgresql"):
         raise ValueError(f"{backend!r} is not a supported database (expected {DATABASE_URL_FORMS})")
+    if backend == "sqlite" and url.database in (None, "", ":memory:"):
+        # serve and its worker are two processes: each would have a database of its own, and
+        # every acknowledged delivery would be lost at exit
+        raise ValueError(
+            f"an in-memory SQLite database is not shared by serve and its workers (expected {DATABASE_URL_FORMS})"
+        )
     return value
 
 
@@ -118,7 +139,11 @@ class Settings(BaseModel):
             "postgresql+psycopg://USER@HOST/DB"
         ),
     )
-    work_dir: str = Field("reviewbot-work", description="directory for repository checkouts and suite logs")
+    work_dir: str = Field(
+        "reviewbot-work",
+        description="directory for repository checkouts and suite logs (made at start; a worker refuses "
+        "to start when it cannot write in it)",
+    )
     embedded_worker: Flag = Field(
         True,
         description=(
@@ -129,24 +154,28 @@ class Settings(BaseModel):
     )
     worker_threads: int = Field(
         1,
+        ge=1,
         description=(
             "jobs one worker runs at once; 2 or more keep a long GPU run from holding up reviews (jobs that "
             "write one PR's summary still run one at a time; local GPU runs take turns on the machine)"
         ),
     )
-    worker_poll_interval: float = Field(0.5, description="seconds between queue polls when idle")
+    worker_poll_interval: float = Field(0.5, gt=0, description="seconds between queue polls when idle")
     job_lease_seconds: float = Field(
         60.0,
+        gt=0,
         description=(
             "a running job's lease; the worker renews it every third of it. A job whose lease expired "
             "(worker killed) is claimed again"
         ),
     )
     job_max_attempts: int = Field(
-        5, description="runs of one job (an error, or its worker killed) before it is marked failed and its PR told why"
+        5,
+        ge=1,
+        description="runs of one job (an error, or its worker killed) before it is marked failed and its PR told why",
     )
     job_retry_backoff_seconds: float = Field(
-        10.0, description="wait before a job that hit an unexpected error runs again (doubles per attempt)"
+        10.0, ge=0, description="wait before a job that hit an unexpected error runs again (doubles per attempt)"
     )
     review_timeout_seconds: float = Field(
         3600.0,
@@ -165,23 +194,27 @@ class Settings(BaseModel):
     )
     worker_heartbeat_seconds: float = Field(
         5.0,
+        gt=0,
         description=(
             "a worker records a heartbeat this often (table `workers`, shown by /healthz); serve's own "
             "worker is unhealthy after three missed beats"
         ),
     )
     delivery_retention_days: float = Field(
-        14.0, description="processed deliveries (their bodies) and finished jobs are deleted this long after they ended"
+        14.0,
+        gt=0,
+        description="processed deliveries (their bodies) and finished jobs are deleted this long after they ended",
     )
     database_max_mb: int = Field(
         0,
+        ge=0,
         description=(
             "SQLite only: cap on the database's size in MiB (0: none); writes past it fail and deliveries "
             "are answered 503 until pruning or the operator frees room"
         ),
     )
     max_body_bytes: int = Field(
-        25 * 1024 * 1024, description="largest accepted delivery body (413 above, refused while it streams in)"
+        25 * 1024 * 1024, gt=0, description="largest accepted delivery body (413 above, refused while it streams in)"
     )
     gpu_dispatch: GpuDispatchMode = Field(
         "local",
@@ -203,15 +236,19 @@ class Settings(BaseModel):
             "maintainer's /rerun-gpu for that exact head SHA)"
         ),
     )
-    gpu_timeout_seconds: float = Field(3600.0, description="time limit of one GPU suite run")
+    gpu_timeout_seconds: float = Field(3600.0, gt=0, description="time limit of one GPU suite run")
     gpus: Annotated[int, Field(ge=0)] | None = Field(
         None, description="GPUs the local GPU dispatch mode gives the suites (unset: as many as `nvidia-smi -L` lists)"
     )
-    max_inline_comments: int = Field(30, description="inline review comments per review at most")
-    retry_backoff_seconds: float = Field(2.0, description="first backoff after a GitHub 5xx (doubles per attempt)")
-    retry_max_attempts: int = Field(6, description="attempts of one GitHub API operation")
-    retry_max_wait_seconds: float = Field(900.0, description="longest wait for a rate-limit reset before retrying")
-    github_timeout_seconds: float = Field(30.0, description="timeout of one GitHub API request")
+    max_inline_comments: int = Field(30, ge=0, description="inline review comments per review at most")
+    retry_backoff_seconds: float = Field(
+        2.0, ge=0, description="first backoff after a GitHub 5xx (doubles per attempt)"
+    )
+    retry_max_attempts: int = Field(6, ge=1, description="attempts of one GitHub API operation")
+    retry_max_wait_seconds: float = Field(
+        900.0, ge=0, description="longest wait for a rate-limit reset before retrying"
+    )
+    github_timeout_seconds: float = Field(30.0, gt=0, description="timeout of one GitHub API request")
     github_seconds_between_requests: float = Field(
         0.25,
         ge=0,
@@ -227,7 +264,7 @@ class Settings(BaseModel):
             "least time between two writing GitHub API requests (POST, PATCH, PUT, DELETE) of one client; 0: no pacing"
         ),
     )
-    log_level: str = Field("INFO", description="level of the 'reviewbot' logger")
+    log_level: LogLevel = Field("INFO", description="level of the 'reviewbot' logger (DEBUG, INFO, WARNING, ERROR)")
     config_file: str = Field(
         "",
         description=(
@@ -248,7 +285,10 @@ class Settings(BaseModel):
         if not value and path:
             if not Path(path).is_file():
                 raise ValueError(f"{name}_file {path}: no such file")
-            return Path(path).read_text().strip()
+            try:
+                return Path(path).read_text(encoding="utf-8").strip()
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{name}_file {path}: not UTF-8 text (byte {exc.start})") from None
         return value
 
     @property
@@ -263,7 +303,7 @@ class Settings(BaseModel):
                 return "a GitHub App needs both app_id and app_private_key_file"
             if not Path(self.app_private_key_file).is_file():
                 return f"app_private_key_file {self.app_private_key_file}: no such file"
-            return ""
+            return _private_key_problem(Path(self.app_private_key_file))
         try:
             token = self.secret("github_token")
         except ValueError as exc:  # the token file is missing
@@ -273,6 +313,19 @@ class Settings(BaseModel):
                 "no GitHub credentials: set REVIEWBOT_GITHUB_TOKEN or --github-token-file FILE, or app_id and "
                 "app_private_key_file (a worker cannot read PRs or post reviews without them)"
             )
+        return ""
+
+    def work_dir_problem(self) -> str:
+        """Why a worker could not keep its clones and logs in `work_dir` ('' when it can): the
+        directory is made (with its parents) and a file is written in it and removed. Every job
+        would fail on an unusable one, so a worker (and serve with its embedded one) checks at start."""
+        path = Path(self.work_dir)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=path):
+                pass
+        except OSError as exc:
+            return f"work_dir {path.absolute()}: cannot write in it: {exc.strerror or exc}"
         return ""
 
     def to_json(self) -> str:
@@ -331,6 +384,14 @@ def shown_database(url: str) -> str:
     return shown
 
 
+def _metavar(setting: Setting) -> str:
+    """BOOL, SECONDS for every duration (`github_seconds_between_writes` too), else the name's last word."""
+    if setting.is_bool:
+        return "BOOL"
+    words = setting.name.split("_")
+    return "SECONDS" if "seconds" in words else words[-1].upper()
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config",
@@ -345,7 +406,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             flag,
             dest=s.name,
             default=None,
-            metavar="BOOL" if s.is_bool else s.name.split("_")[-1].upper(),
+            metavar=_metavar(s),
             help=f"{s.help} [env {ENV_PREFIX}{s.name.upper()}; default: {shown!s}]",
         )
 

@@ -3,7 +3,8 @@
 The worker runs as `reviewbot worker --supervised-by <serve pid>` in its own process, so reviews
 (CPU, the GIL, git and suites) never delay a webhook answer. It receives the resolved settings as
 JSON on its standard input (no secret travels in its environment; `REVIEWBOT_*` variables are
-removed from it) and stops by itself when `serve` is gone. An exit is logged and followed by a
+removed from it) and stops by itself when `serve` is gone. It runs in a process group of its own,
+so a signal to serve's group (Ctrl-C in a terminal) reaches serve alone, which stops it. An exit is logged and followed by a
 restart after a backoff (1 s, doubling up to 60 s; back to 1 s after a minute of uptime).
 """
 
@@ -52,6 +53,10 @@ class WorkerProcess:
             [sys.executable, "-m", "reviewbot", "worker", "--supervised-by", str(os.getpid())],
             stdin=subprocess.PIPE,
             env=env,
+            # Its own process group: Ctrl-C in serve's terminal (SIGINT to the foreground group)
+            # reaches serve alone, which then stops the worker itself; otherwise the worker would
+            # exit first and be taken for a crash and started again while serve shuts down.
+            start_new_session=True,
         )
         assert proc.stdin is not None
         proc.stdin.write(self.settings.to_json().encode())

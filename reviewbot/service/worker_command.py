@@ -53,9 +53,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"reviewbot worker: {exc}", file=sys.stderr)
         return 2
     except OperationalError as exc:
-        print(f"reviewbot worker: cannot open the database: {first_line(exc)}", file=sys.stderr)
+        shown = settings_mod.shown_database(settings.database_url)
+        print(f"reviewbot worker: cannot open the database {shown}: {first_line(exc)}", file=sys.stderr)
         return 2
-    problem = settings.github_auth_problem()
+    problem = settings.github_auth_problem() or settings.work_dir_problem()
     if problem:
         print(f"reviewbot worker: {problem}", file=sys.stderr)
         return 2

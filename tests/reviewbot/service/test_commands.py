@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reviewbot.fake_github.webhooks import load_payload
+from tests.reviewbot.fake_github.webhooks import issue_comment_event, load_payload
 from tests.reviewbot.service.harness import Service, wait_until
 from tests.reviewbot.service.scenario import SMOKE_SUITE_FILES, Project, good_core
 from tests.reviewbot.toy_pytest import NO_PLUGINS
@@ -48,6 +48,20 @@ def test_help_unknown_edited_own_and_plain_issue_comments(service, github, proje
     assert set(human[:2]) <= acknowledged
 
 
+def test_one_comment_gets_each_command_answered_once_and_at_most_five(service, github, project):
+    """Anyone may comment: forty `/help` lines made forty identical replies (and as many refusals of
+    a repeated `/rerun-gpu`). Repeats count once; past five commands the rest are ignored."""
+    project.open_pull(5, good_core())
+    body = "\n".join(["/help"] * 40 + ["/rerun-gpu"] * 5 + [f"/frob{n}" for n in range(1, 8)])
+    service.comment_event(project.full_name, 5, body, "passer-by")
+    service.wait_jobs_settled(project.full_name, 5)
+    texts = [c["body"] for c in replies(github, project, 5)]
+    assert len(texts) == 5, texts
+    assert sum(t.startswith("**reviewbot commands**") for t in texts) == 1  # /help
+    assert sum("`/rerun-gpu` runs the GPU suites" in t for t in texts) == 1  # refused once
+    assert [n for n in range(1, 8) if f"Unknown command `/frob{n}`" in "".join(texts)] == [1, 2, 3]
+
+
 def test_rerun_gpu_refused_without_write_permission(service, github, project):
     project.open_pull(2, good_core())
     github.state.set_permission(project.full_name, "reader", "read")
@@ -56,6 +70,34 @@ def test_rerun_gpu_refused_without_write_permission(service, github, project):
     [refusal] = replies(github, project, 2)
     assert "@reader" in refusal["body"] and "**write** or **admin**" in refusal["body"] and "`read`" in refusal["body"]
     assert [j.kind for j in service.jobs(project.full_name, 2)] == ["command"]
+
+
+def test_rerun_gpu_refuses_an_argument_that_is_not_a_suite_name(service, github, project):
+    """`/rerun-gpu --cpu` used to be queued and then fail in the runner's argument parser
+    ('argument --suites: expected one argument'); it is answered at once."""
+    project.open_pull(4, good_core())
+    github.state.set_permission(project.full_name, "maintainer", "admin")
+    service.comment_event(project.full_name, 4, "/rerun-gpu --cpu", "maintainer")
+    jobs = service.wait_jobs_settled(project.full_name, 4)
+    assert [(j.kind, j.state) for j in jobs] == [("command", "done")]
+    [reply] = replies(github, project, 4)
+    assert "the GPU suites did not run: `--cpu` is not a suite name" in reply["body"], reply["body"]
+
+
+def test_a_command_whose_comment_was_deleted_before_it_was_handled_does_nothing(service, github, project):
+    """A maintainer comments `/rerun-gpu` and deletes the comment before the worker reads it (the
+    fake GitHub answers 404 for it): nothing runs, nothing is posted, the job is not a failure."""
+    project.open_pull(3, good_core())
+    github.state.set_permission(project.full_name, "maintainer", "admin")
+    pull = github.state.pulls[(project.full_name, 3)]
+    response = service.deliver(
+        "issue_comment", issue_comment_event(pull, "/rerun-gpu", "maintainer", github.origin, comment_id=987654)
+    )
+    assert response.status_code == 202 and service.outcome(response) == "queued"
+    jobs = service.wait_jobs_settled(project.full_name, 3)
+    assert [(j.kind, j.state) for j in jobs] == [("command", "done")]
+    assert replies(github, project, 3) == []
+    assert github.state.statuses_for(project.full_name, pull["head"]["sha"], "reviewbot/gpu-regression") == []
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,42 @@ def test_bad_settings_are_refused(tmp_path):
         settings.load(env={"REVIEWBOT_AUTO_GPU": "maybe"})
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        # each was accepted: a worker with 0 threads never ran a job, 'LOUD' was a traceback at start
+        ("worker_threads", "0", "worker_threads (env REVIEWBOT_WORKER_THREADS): must be >= 1"),
+        ("job_lease_seconds", "-1", "job_lease_seconds (env REVIEWBOT_JOB_LEASE_SECONDS): must be > 0"),
+        ("max_body_bytes", "0", "max_body_bytes (env REVIEWBOT_MAX_BODY_BYTES): must be > 0"),
+        ("worker_poll_interval", "0", "worker_poll_interval (env REVIEWBOT_WORKER_POLL_INTERVAL): must be > 0"),
+        ("job_max_attempts", "0", "job_max_attempts (env REVIEWBOT_JOB_MAX_ATTEMPTS): must be >= 1"),
+        ("retry_max_attempts", "0", "retry_max_attempts (env REVIEWBOT_RETRY_MAX_ATTEMPTS): must be >= 1"),
+        ("log_level", "LOUD", "log_level (env REVIEWBOT_LOG_LEVEL): expected one of 'DEBUG', 'INFO', 'WARNING'"),
+    ],
+)
+def test_settings_out_of_their_range_are_refused_naming_the_setting(name, value, message):
+    with pytest.raises(ValueError) as refused:
+        settings.load(env={f"REVIEWBOT_{name.upper()}": value})
+    assert str(refused.value).startswith(message), refused.value
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:"])
+def test_an_in_memory_sqlite_database_is_refused(url):
+    """serve and its worker process would each have one: every acknowledged delivery lost (it was
+    accepted, stored in serve's memory, and never reviewed)."""
+    with pytest.raises(ValueError, match="an in-memory SQLite database is not shared by serve and its workers"):
+        settings.load(env={"REVIEWBOT_DATABASE_URL": url})
+
+
+def test_a_secret_file_that_is_not_utf8_is_named(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"\xff\xfe\x00")
+    loaded = settings.load(env={"REVIEWBOT_WEBHOOK_SECRET_FILE": str(secret)})
+    with pytest.raises(ValueError) as refused:
+        loaded.secret("webhook_secret")
+    assert str(refused.value) == f"webhook_secret_file {secret}: not UTF-8 text (byte 0)"
+
+
 def test_serve_help_documents_every_setting(capsys):
     from reviewbot.cli import main
 
@@ -50,6 +86,8 @@ def test_serve_help_documents_every_setting(capsys):
     for setting in settings.SETTINGS:
         assert "--" + setting.name.replace("_", "-") in text
         assert f"REVIEWBOT_{setting.name.upper()}" in text
+    # a duration's placeholder says what it takes, whatever the name ends with
+    assert "--github-seconds-between-writes SECONDS" in text and "--job-lease-seconds SECONDS" in text
 
 
 def test_slash_commands_on_their_own_line_outside_code_and_quotes():

@@ -146,3 +146,54 @@ def test_worker_says_its_database_and_work_directory(tmp_path: Path) -> None:
 )
 def test_database_urls_are_shown_without_passwords(url: str, shown: str) -> None:
     assert shown_database(url) == shown
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_an_unusable_work_directory_or_database_is_one_line_at_start(tmp_path: Path, command: str) -> None:
+    """A work directory that cannot be made (its parent is a file) would fail every job, and a
+    database file in a missing directory cannot be opened: each is one line naming the path and
+    exit code 2, before serve listens or the worker claims anything."""
+    (tmp_path / "a-file").write_text("")
+    cases = [
+        (
+            ["--work-dir", str(tmp_path / "a-file" / "work"), "--database-url", "sqlite:///s.sqlite3"],
+            f"reviewbot {command}: work_dir {tmp_path / 'a-file' / 'work'}: cannot write in it: Not a directory",
+        ),
+        (
+            ["--database-url", f"sqlite:///{tmp_path / 'missing' / 's.sqlite3'}"],
+            f"reviewbot {command}: cannot open the database sqlite:///{tmp_path / 'missing' / 's.sqlite3'}: "
+            + "unable to open database file",
+        ),
+    ]
+    for args, line in cases:
+        proc = subprocess.run(
+            [sys.executable, "-m", "reviewbot", command, "--port", "0", *args],
+            cwd=tmp_path,
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert (proc.returncode, proc.stderr.strip()) == (2, line)
+
+
+def test_an_app_private_key_that_is_not_a_pem_key_is_one_line_at_start(tmp_path: Path) -> None:
+    """It was accepted at start (only its existence was checked), though every job needs a JWT signed with it."""
+    (tmp_path / "app.pem").write_text("not a key\n")
+    env = {k: v for k, v in _env(tmp_path).items() if k != "REVIEWBOT_GITHUB_TOKEN"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "reviewbot", "serve", "--port", "0", "--app-id", "42"]
+        + ["--app-private-key-file", str(tmp_path / "app.pem"), "--database-url", "sqlite:///s.sqlite3"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().startswith(
+        f"reviewbot serve: app_private_key_file {tmp_path / 'app.pem'}: not a PEM private key without a passphrase ("
+    ), proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

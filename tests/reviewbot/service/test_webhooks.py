@@ -7,12 +7,14 @@ Payloads come from the shared GitHub webhook examples (shared/fixtures/github-we
 from __future__ import annotations
 
 import json
+import socket
+import time
 import uuid
 
 import pytest
 
 from tests.reviewbot.fake_github.webhooks import load_payload, pull_request_event, sign
-from tests.reviewbot.service.harness import SECRET
+from tests.reviewbot.service.harness import SECRET, wait_until
 from tests.reviewbot.service.postgres import BACKENDS
 from tests.reviewbot.service.scenario import good_core
 
@@ -57,6 +59,26 @@ def test_ping_200_unknown_event_202_bad_json_400_too_large_413(service, github):
     huge = b'{"zen": "' + b"x" * (25 * 1024 * 1024) + b'"}'
     too_large = service.deliver("ping", huge)
     assert too_large.status_code == 413
+
+
+def test_a_sender_disconnecting_mid_body_is_one_log_line_and_nothing_stored(service):
+    """A sender that gives up before the body ends (GitHub after its 10 s limit, a dropped link):
+    one warning line and a counted outcome, no traceback, nothing stored, serve keeps answering."""
+    delivery = f"gone-{uuid.uuid4()}"
+    with socket.create_connection(("127.0.0.1", service.port), timeout=30) as sender:
+        sender.sendall(
+            f"POST /webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nX-GitHub-Event: ping\r\nX-GitHub-Delivery: {delivery}\r\n"
+            f"X-Hub-Signature-256: sha256={'0' * 64}\r\nContent-Length: 1000\r\n\r\n{{".encode()
+        )
+        time.sleep(0.5)  # serve is reading the body
+    line = f"delivery {delivery} (ping): the sender disconnected before the body ended"
+    wait_until(lambda: line in service.log(), timeout=30, what="the disconnect's log line")
+    assert "Exception in ASGI application" not in service.log()
+    assert stored(service, delivery) == 0
+    assert (
+        'reviewbot_webhook_deliveries_total{event="ping",outcome="disconnected"}' in service.client.get("/metrics").text
+    )
+    assert service.client.get("/healthz").status_code == 200
 
 
 def test_redelivery_is_acknowledged_and_not_processed_twice(service, github, project):

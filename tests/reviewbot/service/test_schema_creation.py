@@ -1,0 +1,41 @@
+"""Several service processes starting at once on a new database: each finds or creates the
+schema, none fails (`serve` and its `reviewbot worker` processes are started together by one
+deployment). Eight starters meet at a barrier and open a fresh database at the same moment."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from reviewbot.service.db import make_engine
+from tests.reviewbot.service import postgres
+
+STARTERS = 8
+
+
+@pytest.fixture(params=postgres.BACKENDS)
+def new_database_urls(request, tmp_path) -> list[str]:
+    """Three fresh databases of the backend (each round of the test takes one)."""
+    if request.param == "sqlite":
+        return [f"sqlite:///{tmp_path / f'new-{n}.sqlite3'}" for n in range(3)]
+    server = request.getfixturevalue("postgres_server")
+    return [server.create_database("schema") for _ in range(3)]
+
+
+def _open_at_a_barrier(barrier: threading.Barrier, url: str) -> Engine:
+    barrier.wait()
+    return make_engine(url)
+
+
+def test_processes_starting_together_on_a_new_database_all_open_it(new_database_urls):
+    for url in new_database_urls:
+        barrier = threading.Barrier(STARTERS)
+        with ThreadPoolExecutor(STARTERS) as pool:
+            futures = [pool.submit(_open_at_a_barrier, barrier, url) for _ in range(STARTERS)]
+            errors = [f.exception(timeout=120) for f in futures if f.exception(timeout=120) is not None]
+            assert not errors, f"{len(errors)} of {STARTERS} starters failed on {url}: {errors[0]!r}"
+            for future in futures:
+                future.result().dispose()
