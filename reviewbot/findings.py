@@ -111,15 +111,17 @@ UNCONFIRMED_CAP = Severity.P2
 
 
 def apply_evidence_policy(finding: Finding) -> Finding:
-    """The one place severity meets evidence: a finding more severe than `UNCONFIRMED_CAP` whose
-    evidence is not `confirmed` (a pattern alone, or a test/probe/experiment that did not show the
-    harm) becomes `UNCONFIRMED_CAP`, and its evidence records the label it asked for (`claimed`) so
-    the text says it is unconfirmed, what it would be and why. Applied once, by the engine, after
-    the configured severity overrides; findings at or below the cap pass unchanged."""
-    if finding.evidence.confirmed or finding.severity.rank >= UNCONFIRMED_CAP.rank:
+    """The one place severity meets evidence: a finding more severe than its cap
+    (`finding.unconfirmed_cap`, `UNCONFIRMED_CAP` unless the rule set a lower one) whose evidence is
+    not `confirmed` (a pattern alone, or a test/probe/experiment that did not show the harm) becomes
+    the cap, and its evidence records the label it asked for (`claimed`) so the text says it is
+    unconfirmed, what it would be and why. Applied once, by the engine, after the configured
+    severity overrides; findings at or below the cap pass unchanged."""
+    cap = finding.unconfirmed_cap
+    if finding.evidence.confirmed or finding.severity.rank >= cap.rank:
         return finding
     evidence = dataclasses.replace(finding.evidence, claimed=finding.severity)
-    return dataclasses.replace(finding, severity=UNCONFIRMED_CAP, evidence=evidence)
+    return dataclasses.replace(finding, severity=cap, evidence=evidence)
 
 
 def _canonical(params: Mapping[str, Any]) -> str:
@@ -131,7 +133,11 @@ class Finding:
     """One problem at `path:line_start-line_end` (head revision, 1-based, inclusive).
 
     `in_diff` is False for findings not anchored to a changed line (suite failures, the cache-key
-    notice): the service posts those in the summary comment instead of inline.
+    notice): the service posts those in the summary comment instead of inline. `unconfirmed_cap`:
+    the severity the finding keeps while nothing confirms it (`apply_evidence_policy`); a rule sets
+    a lower one than `UNCONFIRMED_CAP` where what the pattern shows is less than its claim (round 19:
+    a reported fallback to another path claims `P0` for the injection experiment to confirm, and is
+    a `P3` unconfirmed).
     """
 
     rule: str
@@ -146,6 +152,7 @@ class Finding:
     in_diff: bool = True
     details: str = ""
     evidence: Evidence = PATTERN_ONLY
+    unconfirmed_cap: Severity = UNCONFIRMED_CAP
 
     @property
     def fingerprint(self) -> str:

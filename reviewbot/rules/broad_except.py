@@ -241,6 +241,22 @@ may confirm or refute them.
     (`reviewbot.rules.own_route`): nothing. The worst case is behaviour the
     code had anyway. Checked after the P3 classes above and before the comment's P2, so a P3 there
     stands;
+  - round 19, what a fallback value does downstream (`reviewbot.rules.data_fallback`), read before
+    the exemptions above but the filters, probes, conversions and errors passed on, and before the
+    confined try: a catch-all that repeats the fallback of a narrower handler of the same try
+    (`except TimeoutError: return False`, then `except Exception as e: print(e); return False`): P2
+    `broad-except.widens-fallback`; a handler that binds or returns a container of constants (`tmp =
+    [""]`, `[0.0 for _ in batch]`) and is no failure record: P2 `broad-except.constant-data`. A log
+    line does not help: the value flows on as data;
+  - round 19, severity follows what the handler shows (`reviewbot.rules.other_path`): after the
+    existing route, a handler that reports the failure where it happens (`print`, a warning, a log
+    call at info level or above, a printed traceback) and on every way through it hands back or
+    binds a call computed there (not the try's own call again, nothing of the caught exception) or
+    the input at hand (`return model`): P3 `broad-except.reported-other-path` (the second path's
+    failure propagates with this one chained; left is the width, and a report that may drop the
+    exception). Silent, debug-only, constant or skipped fallbacks stay below;
+  - a comment in the handler calling the operation best-effort, the handler substituting nothing
+    but a value at hand (`pass`, logging): nothing (round 19; the docstring class's best-effort);
   - swallows with a comment in the handler saying why that is fine (safe, fallback, best effort,
     expected, optional, "we never want to break user code", ...; "# flag the error" is not a reason): P2 `broad-except.documented`;
   - swallows otherwise: P0 `broad-except.swallows`.
@@ -287,6 +303,7 @@ from __future__ import annotations
 import ast
 import bisect
 import builtins
+import dataclasses
 import functools
 import re
 import sys
@@ -313,6 +330,7 @@ from reviewbot.rules.common import (
     top_level_function,
     warns,
 )
+from reviewbot.rules.data_fallback import constant_data, widened_handler
 from reviewbot.rules.error_reach import (
     deferred_reraise,
     retry_fails_when_exhausted,
@@ -332,6 +350,7 @@ from reviewbot.rules.handler_reach import (
     runs_no_repository_code,
     substitutes_constant,
 )
+from reviewbot.rules.other_path import report_names_caught, reported_other_path
 from reviewbot.rules.own_route import own_route
 from reviewbot.rules.previous_behaviour import base_code_in_handler, flag_selects_base
 
@@ -479,6 +498,8 @@ _DOC_FALLBACK = re.compile(
     r"|(errors?|exceptions?|failures?) (are|is) ignored|回退|吞掉",
     re.IGNORECASE,
 )
+# a handler comment calling the operation best-effort (round 19; `_DOC_FALLBACK` reads the docstring)
+_BEST_EFFORT = re.compile(r"\bbest[ -]effort\b", re.IGNORECASE)
 # importlib.metadata lookups of an installed distribution: "not installed" is their expected failure
 _PACKAGE_LOOKUPS = frozenset(
     f"importlib.metadata.{name}"
@@ -2578,7 +2599,24 @@ def _broad(
     if existing_route():
         # the worst case is what the code did before the change, or does anyway (round 16)
         return None
+    if reported_other_path(handler, try_body):
+        # the failure is shown and the result computed another way, or the input handed back (round
+        # 19): the claim stays the swallow's P0 for the injection experiment; unconfirmed it is a P3
+        finding = _handler_finding(
+            ctx,
+            handler,
+            "broad-except",
+            Severity.P0,
+            "broad-except.reported-other-path",
+            params,
+            ruff_note,
+            {"drops_exception": not report_names_caught(handler)},
+        )
+        return dataclasses.replace(finding, unconfirmed_cap=Severity.P3)
     comment = _handler_comment(ctx, handler)
+    if _BEST_EFFORT.search(comment) and all(_value_at_hand(stmt) for stmt in handler.body):
+        # a best-effort side channel, said in the handler as the docstring class says it (round 19)
+        return None
     if comment:
         return _handler_finding(
             ctx,
@@ -2832,12 +2870,36 @@ def check(ctx: FileContext) -> list[Finding]:
                         )
                     )
                     continue
+                narrow = widened_handler(node, handler)
+                if narrow is not None and not reraises_same(handler):
+                    # the fallback was written for the narrow failure; every other error now reads as it
+                    params = {"label": label, "narrow": narrow}
+                    findings.append(
+                        _handler_finding(
+                            ctx, handler, "broad-except", Severity.P0, "broad-except.widens-fallback", params, ruff_note
+                        )
+                    )
+                    continue
                 if (
                     _is_filter(handler, node, in_loop, facts)
                     or _is_probe(ctx, node, handler, imports, facts)
                     or _converts(ctx, handler)
                     or _passes_error_on(ctx, node, handler)
                 ):
+                    continue
+                if constant_data(handler) and _error_record(handler) is None and not reraises_same(handler):
+                    # an empty or constant batch flows on as the result, reported or not (round 19)
+                    findings.append(
+                        _handler_finding(
+                            ctx,
+                            handler,
+                            "broad-except",
+                            Severity.P0,
+                            "broad-except.constant-data",
+                            {"label": label},
+                            ruff_note,
+                        )
+                    )
                     continue
                 if confined and not reraises_same(handler) and not _noqa_reason(ctx, handler):
                     if names is None or "BaseException" in names:

@@ -451,7 +451,9 @@ def test_without_running_code_nothing_is_injected(repo: Repo) -> None:
     review = run_review(repo.path, "main", "mixed", suites="none")
     assert "exception_injection" not in review.timings
     finding, _ = _at(review, repo, "mixed", "def double")
-    assert finding.severity is Severity.P2 and finding.evidence.message_id == "evidence.pattern"
+    # round 19: a warned fallback to another path claims P0 and, unconfirmed, is a P3
+    assert finding.severity is Severity.P3 and finding.evidence.message_id == "evidence.pattern"
+    assert finding.evidence.claimed is Severity.P0
     assert not review.blocking
 
 
@@ -472,7 +474,8 @@ def test_a_command_that_runs_no_test_leaves_the_finding_unconfirmed_with_the_rea
     broken = InjectionConfig(command=f"{PYTEST} --no-such-option", max_handlers=1)
     review = run_review(repo.path, "main", "mixed", config=dataclasses.replace(config, suites={}, injection=broken))
     finding, _ = _at(review, repo, "mixed", "def double")
-    assert finding.severity is Severity.P2 and finding.evidence.message_id == "evidence.experiment-not-run"
+    # round 19: a warned fallback to another path, unconfirmed, is a P3 (it claims P0)
+    assert finding.severity is Severity.P3 and finding.evidence.message_id == "evidence.experiment-not-run"
     text = finding.evidence.text("en")
     assert text.startswith(
         "unconfirmed (would be P0-BLOCKER with proof): the exception injection experiment could not run"

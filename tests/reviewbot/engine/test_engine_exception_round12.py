@@ -479,5 +479,7 @@ class BuildingWrapper:
 def test_a_reported_fallback_to_a_value_at_hand_gives_nothing(tmp_path) -> None:
     findings = review_shapes(tmp_path / "r", {"pkg/__init__.py": ""}, {"pkg/wrapper.py": WRAPPER})
     assert findings_by_rule(findings, "pkg/wrapper.py", "CompilationWrapper.__call__") == {}
-    # near miss: the fallback is computed in the handler (another compilation), not at hand
-    _swallow(findings, "pkg/wrapper.py", "BuildingWrapper.__call__")
+    # near miss: the fallback is computed in the handler (another compilation), not at hand; since
+    # round 19 a warned fallback to another path, P3 unconfirmed
+    other = findings_by_rule(findings, "pkg/wrapper.py", "BuildingWrapper.__call__")["broad-except"]
+    assert (other.message_id, other.severity) == ("broad-except.reported-other-path", Severity.P3)
