@@ -431,6 +431,18 @@ def _file_values(config_path: str) -> dict[str, Any]:
     return data
 
 
+# settings given either as a value or as `<name>_file`; one setting for precedence
+SECRET_SETTINGS = ("webhook_secret", "github_token")
+
+
+def _precedence(source: str) -> int:
+    """The rank of a value's source as `load` records it: a flag, then the environment, then the
+    YAML file."""
+    if source.startswith("--"):
+        return 3
+    return 2 if source.startswith("env ") else 1
+
+
 def load(args: argparse.Namespace | None = None, env: Mapping[str, str] | None = None) -> Settings:
     """The loader: settings from flags, environment (default `os.environ`) and ``--config`` file
     (or ``REVIEWBOT_CONFIG``); ``ValueError`` names a bad one and where its value came from."""
@@ -449,6 +461,10 @@ def load(args: argparse.Namespace | None = None, env: Mapping[str, str] | None =
         flag = getattr(args, name, None) if args is not None else None
         if flag is not None:
             values[name], sources[name] = flag, "--" + name.replace("_", "-")
+    for name in SECRET_SETTINGS:
+        file_name = f"{name}_file"
+        if name in sources and file_name in sources and _precedence(sources[file_name]) > _precedence(sources[name]):
+            del values[name]  # the file, given where it outranks the value, replaces it
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:

@@ -68,6 +68,25 @@ def test_an_in_memory_sqlite_database_is_refused(url):
         settings.load(env={"REVIEWBOT_DATABASE_URL": url})
 
 
+@pytest.mark.parametrize("name", ["webhook_secret", "github_token"])
+def test_a_secret_and_its_file_follow_the_precedence_of_their_sources(tmp_path, name):
+    """A secret given as a value and as a file is one setting: the source of higher precedence
+    wins (a flag over the environment over the YAML file); from sources of equal precedence the
+    value wins."""
+    secret = tmp_path / "secret"
+    secret.write_text("from-file\n")
+    variable, flag = f"REVIEWBOT_{name.upper()}", "--" + name.replace("_", "-")
+    file_flag = flag + "-file"
+    assert settings.load(_args(file_flag, str(secret)), env={variable: "from-env"}).secret(name) == "from-file"
+    assert settings.load(_args(flag, "from-flag"), env={variable + "_FILE": str(secret)}).secret(name) == "from-flag"
+    config = tmp_path / "bot.yml"
+    config.write_text(f"{name}: from-yaml\n")
+    from_env = settings.load(_args("--config", str(config)), env={variable + "_FILE": str(secret)})
+    assert from_env.secret(name) == "from-file"
+    both = {variable: "from-env", variable + "_FILE": str(secret)}
+    assert settings.load(env=both).secret(name) == "from-env"
+
+
 def test_a_secret_file_that_is_not_utf8_is_named(tmp_path):
     secret = tmp_path / "secret"
     secret.write_bytes(b"\xff\xfe\x00")
