@@ -59,7 +59,7 @@ from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 from magi_compiler import dynamic_dims
 from magi_compiler.aot.mode import AOTEntryInfo, AOTFallback, AOTStrategy
 from magi_compiler.backend import CacheMissError, MagiBackend, model_name
-from magi_compiler.config import CompileConfig, CompileMode
+from magi_compiler.config import CompileConfig, CompileMode, op_name_parts
 from magi_compiler.counters import compilation_counter
 from magi_compiler.log import EntryLevelLogger, entry_log_level, parse_level
 from magi_compiler.swapped_code import call_without_dynamo, relink
@@ -128,6 +128,16 @@ def _ambient_modes() -> tuple:
 
 def _is_dim(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_registered_op(name: str) -> bool:
+    """Whether the splitting op ``name`` resolves to an op (and overload) registered with torch now."""
+    namespace, op, overload = op_name_parts(name)
+    try:
+        packet = getattr(getattr(torch.ops, namespace), op)
+    except AttributeError:
+        return False
+    return overload is None or overload in packet.overloads()
 
 
 class EntryState:
@@ -354,7 +364,21 @@ class EntryState:
             self.model_index = next(_model_indices)
             _states_per_code[self.code] += 1
             compilation_counter.num_models_seen += 1
+            self._log_unregistered_splitting_ops()
         return self.model_index
+
+    def _log_unregistered_splitting_ops(self) -> None:
+        """Warn (once, at the entry's first compile) of split points that resolve to no registered op."""
+        if self.config.disable_graph_split:
+            return
+        unknown = [name for name in self.config.splitting_ops if not _is_registered_op(name)]
+        if unknown:
+            logger.warning(
+                "%s: splitting_ops %s name no registered op; the graph is not split at them (register the "
+                "op before the entry's first call, or correct the name)",
+                self.model_name,
+                unknown,
+            )
 
     def _recompile_limit(self) -> contextlib.AbstractContextManager[None]:
         """Dynamo's recompile limit, raised by the other states compiling the same code."""
