@@ -24,6 +24,40 @@ from magi_compiler.log import EntryLevelLogger
 logger = EntryLevelLogger(logging.getLogger(__name__))
 
 
+# torch's AOT pickler refuses every torch.nn.Module it meets and lists their reprs after this
+_UNSAVED_MODULES_PREFIX = "Failed to serialize the following objects: ["
+
+
+def _module_type_names(listing: str) -> list[str]:
+    """The class names of the top-level ``Name(...)`` reprs of a listing such as ``A(...), B(...)]``."""
+    names, depth, start = [], 0, 0
+    for position, char in enumerate(listing):
+        if char == "(":
+            if depth == 0:
+                names.append(listing[start:position].strip(" ,"))
+            depth += 1
+        elif char == ")" and depth > 0:
+            depth -= 1
+            start = position + 1
+    return [name for name in names if name.isidentifier()]
+
+
+def _save_failure_reason(error: Exception) -> str:
+    """The part of the save warning that says why: for torch's refusal of a module the compiled
+    code reaches outside the entry's arguments, which modules and what to do (torch's own advice,
+    ``external_data``, is not an option of ``magi_compile``), else the error itself."""
+    message = str(error)
+    if not message.startswith(_UNSAVED_MODULES_PREFIX):
+        return f" ({type(error).__name__}: {message})"
+    names = _module_type_names(message[len(_UNSAVED_MODULES_PREFIX) :])
+    modules = f"torch.nn.Module {names[0]}" if len(names) == 1 else f"torch.nn.Modules {', '.join(names)}"
+    return (
+        f": torch cannot save the {modules}, which the compiled code reaches other than through the entry's "
+        "arguments (a global or closure variable); pass the module as an argument, or compile its method "
+        "(magi_compile(model.forward))"
+    )
+
+
 class AOTEntry:
     """Runs one decorated entry from AOT-compiled functions.
 
@@ -87,11 +121,10 @@ class AOTEntry:
             if isinstance(error, torch.OutOfMemoryError):
                 raise
             logger.warning(
-                "AOT artifact of %s could not be saved (%s: %s); it runs compiled in this process, "
+                "AOT artifact of %s could not be saved%s; it runs compiled in this process, "
                 "the next process compiles it again",
                 self.name,
-                type(error).__name__,
-                error,
+                _save_failure_reason(error),
             )
         return fn
 
