@@ -17,7 +17,7 @@ import torch
 
 from magi_compiler.aot.artifact import load_artifact, save_artifact
 from magi_compiler.aot.compile import aot_compile_once
-from magi_compiler.aot.fallback import ASSERT_CACHE_HIT_PREFIX
+from magi_compiler.aot.fallback import ASSERT_CACHE_HIT_PREFIX, is_serialization_failure
 from magi_compiler.backend import CacheMissError
 from magi_compiler.log import EntryLevelLogger
 
@@ -117,8 +117,11 @@ class AOTEntry:
             return fn
         try:
             save_artifact(self.artifact_path, self.name, functions)
-        except (RuntimeError, pickle.PicklingError) as error:
-            if isinstance(error, torch.OutOfMemoryError):
+        except (RuntimeError, pickle.PicklingError, AttributeError, TypeError) as error:
+            # CPython reports some unpicklable objects as AttributeError or TypeError: only those are a save failure
+            if isinstance(error, torch.OutOfMemoryError) or (
+                isinstance(error, (AttributeError, TypeError)) and not is_serialization_failure(error)
+            ):
                 raise
             logger.warning(
                 "AOT artifact of %s could not be saved%s; it runs compiled in this process, "
