@@ -93,7 +93,9 @@ class CompileConfig:
     """The configuration of one decorated entry.
 
     ``splitting_ops`` names custom ops (``"ns::op"`` or ``"ns.op"``, optionally with an
-    overload) at which the graph is split into separately compiled pieces.
+    overload) at which the graph is split into separately compiled pieces; a name of another
+    shape is a ``ValueError`` (it could match no op), and an entry logs at its first compile the
+    names that no registered op has.
     ``bytecode_swap`` lets later calls run Dynamo's captured bytecode directly, skipping
     guard evaluation (see ``entry_state.EntryState`` for the contract).
     ``log_level`` (a level name such as ``"DEBUG"``, or empty) is the entry's own level: the
@@ -135,6 +137,8 @@ class CompileConfig:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
         if not isinstance(self.splitting_ops, list) or not all(isinstance(op, str) for op in self.splitting_ops):
             raise TypeError(f"splitting_ops must be a list of op names, got {self.splitting_ops!r}")
+        for op in self.splitting_ops:
+            op_name_parts(op)
         if not isinstance(self.fsdp, FSDPConfig):
             raise TypeError(f"fsdp must be an FSDPConfig, got {type(self.fsdp).__name__}")
         if not isinstance(self.cudagraph_mode, CudaGraphMode):
@@ -179,6 +183,19 @@ class CompileConfig:
                 FSDP_ENV_PREFIX + k.upper() for k in fsdp_values
             )
             raise ValueError(f"{err} (set through the environment variables {', '.join(names)})") from None
+
+
+def op_name_parts(name: str) -> tuple[str, str, str | None]:
+    """``(namespace, op, overload or None)`` of a splitting op's name (``"ns::op"``, ``"ns.op"``,
+    either with ``".overload"``); a name of another shape can match no op: ``ValueError``."""
+    namespace, _, rest = name.partition("::") if "::" in name else name.partition(".")
+    parts = rest.split(".")
+    if not namespace or not rest or len(parts) > 2 or not all(parts):
+        raise ValueError(
+            f"splitting_ops: {name!r} is not an op name (use 'namespace::op' or 'namespace.op', "
+            "optionally followed by '.overload')"
+        )
+    return namespace, parts[0], parts[1] if len(parts) == 2 else None
 
 
 ConfigPatch = Callable[[CompileConfig], "CompileConfig | None"] | Mapping[str, Any] | None

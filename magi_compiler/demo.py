@@ -3,7 +3,8 @@
 Runs a small compiled model (``reference_model.ReferenceMLP``) in a fresh Python process
 twice against one cache directory (a temp dir unless ``--cache-dir`` is given) and prints,
 per process, how many pieces Inductor compiled and how many came from the cache. The second
-process should compile nothing. Exits non-zero if it did. Progress goes to stderr.
+process should compile nothing. Exits non-zero if it did. Progress goes to stderr. A malformed
+``MAGI_COMPILE_*`` value is one line on stderr and exit status 2, before any process starts.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 
+from magi_compiler.config import CompileConfig
 from magi_compiler.log import configure_cli
 
 CHILD_FLAG = "--child"
@@ -65,6 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.child:
         _child()
         return 0
+    try:
+        CompileConfig.from_env()  # the processes below would fail on the same value, with a traceback
+    except ValueError as exc:  # a malformed MAGI_COMPILE_* value, named in the message
+        print(f"{parser.prog}: {exc}", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="magi_demo_") as scratch:
         cache_dir = os.path.abspath(args.cache_dir or scratch)
         print(f"cache directory: {cache_dir}", file=sys.stderr)

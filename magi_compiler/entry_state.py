@@ -23,7 +23,10 @@ and ``model.eval()``; a submodule's own flag is a module attribute), grad mode, 
 and whether autocast is on (not its dtype). A call whose signature was not seen goes through
 the guarded ``torch.compile`` wrapper (Dynamo checks guards and recompiles if needed; the new
 code is captured for that signature), so a new size on a dynamic dim reuses the captured code
-while anything else takes the safe path.
+while anything else takes the safe path. A dynamic size the traced code's checks bound
+(``assert t <= block_size`` narrows that size's range in Dynamo's ShapeEnv) is checked against
+that range, and a size outside it takes the guarded path too (:mod:`magi_compiler.size_bounds`;
+guards relating several sizes are not checked on the swapped path).
 Set ``bytecode_swap=False`` to keep Dynamo's guards on every call.
 
 The swapped call is cheap by construction: the signature's dims per argument position and rank
@@ -56,10 +59,10 @@ import torch
 from torch._dynamo.exc import BackendCompilerFailed
 from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 
-from magi_compiler import dynamic_dims
+from magi_compiler import dynamic_dims, size_bounds
 from magi_compiler.aot.mode import AOTEntryInfo, AOTFallback, AOTStrategy
 from magi_compiler.backend import CacheMissError, MagiBackend, model_name
-from magi_compiler.config import CompileConfig, CompileMode
+from magi_compiler.config import CompileConfig, CompileMode, op_name_parts
 from magi_compiler.counters import compilation_counter
 from magi_compiler.log import EntryLevelLogger, entry_log_level, parse_level
 from magi_compiler.swapped_code import call_without_dynamo, relink
@@ -130,6 +133,16 @@ def _is_dim(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _is_registered_op(name: str) -> bool:
+    """Whether the splitting op ``name`` resolves to an op (and overload) registered with torch now."""
+    namespace, op, overload = op_name_parts(name)
+    try:
+        packet = getattr(getattr(torch.ops, namespace), op)
+    except AttributeError:
+        return False
+    return overload is None or overload in packet.overloads()
+
+
 class EntryState:
     """The compile state of one entry: ``fn`` called with ``bound_self`` first when given. With
     ``config.log_level`` set, each call runs under that level (:func:`magi_compiler.log.entry_log_level`)."""
@@ -155,6 +168,9 @@ class EntryState:
         self.compiled_callable: Callable[..., Any] | None = None
         self.captured_code: types.CodeType | None = None
         self._swapped: dict[tuple, Callable[..., Any]] = {}
+        # the size ranges each swapped code's graph allows, where narrower than the default (size_bounds)
+        self._swapped_bounds: dict[tuple, tuple[size_bounds.SizeBound, ...]] = {}
+        self._traced_bounds: tuple[size_bounds.SizeBound, ...] = ()
         params = list(inspect.signature(fn).parameters.values())
         self._positional_names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self._varargs_name = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
@@ -279,8 +295,11 @@ class EntryState:
     def _call(self, *args: Any, **kwargs: Any) -> Any:
         if self._swapped and not torch.compiler.is_compiling():
             # only a JIT Magi entry with the swap on fills _swapped (an AOT entry after its fallback)
-            swapped = self._swapped.get(self._dispatch_signature(args, kwargs))
-            if swapped is not None:
+            signature = self._dispatch_signature(args, kwargs)
+            swapped = self._swapped.get(signature)
+            if swapped is not None and (
+                not self._swapped_bounds or size_bounds.within(self._swapped_bounds.get(signature, ()), args, kwargs)
+            ):
                 compilation_counter.num_swapped_calls += 1
                 if self.bound_self is not None:
                     args = (self.bound_self, *args)
@@ -354,7 +373,21 @@ class EntryState:
             self.model_index = next(_model_indices)
             _states_per_code[self.code] += 1
             compilation_counter.num_models_seen += 1
+            self._log_unregistered_splitting_ops()
         return self.model_index
+
+    def _log_unregistered_splitting_ops(self) -> None:
+        """Warn (once, at the entry's first compile) of split points that resolve to no registered op."""
+        if self.config.disable_graph_split:
+            return
+        unknown = [name for name in self.config.splitting_ops if not _is_registered_op(name)]
+        if unknown:
+            logger.warning(
+                "%s: splitting_ops %s name no registered op; the graph is not split at them (register the "
+                "op before the entry's first call, or correct the name)",
+                self.model_name,
+                unknown,
+            )
 
     def _recompile_limit(self) -> contextlib.AbstractContextManager[None]:
         """Dynamo's recompile limit, raised by the other states compiling the same code."""
@@ -371,13 +404,25 @@ class EntryState:
         attempt once the caller removed the code from Dynamo's cache."""
         self.ensure_model_index()
         self.backend = MagiBackend(self.config, self.model_index, self.model_tag)
-        self.compiled_callable = torch.compile(self.fn, fullgraph=True, backend=self.backend)
+        self.compiled_callable = torch.compile(self.fn, fullgraph=True, backend=self._recording_bounds(self.backend))
         return self._call_capturing(full_args, kwargs)
+
+    def _recording_bounds(self, backend: MagiBackend) -> Callable[..., Any]:
+        """``backend`` as Dynamo calls it, keeping the traced graph's size ranges for the swap."""
+        positional_names = self._positional_names[self._self_offset :]
+
+        def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+            compiled = backend(gm, example_inputs)
+            self._traced_bounds = size_bounds.traced_size_bounds(positional_names)
+            return compiled
+
+        return compile_graph
 
     def _call_capturing(self, full_args: tuple, kwargs: Mapping[str, Any]) -> Any:
         assert self.compiled_callable is not None
         _ensure_bytecode_hook()
         self.captured_code = None
+        self._traced_bounds = ()
         _capturing.append(self)
         try:
             with self._recompile_limit():
@@ -395,7 +440,12 @@ class EntryState:
             compilation_counter.num_bytecode_captures += 1
             if self.config.bytecode_swap:
                 args = full_args[self._self_offset :]
-                self._swapped[self._dispatch_signature(args, kwargs)] = self._function_for(self.captured_code)
+                signature = self._dispatch_signature(args, kwargs)
+                self._swapped[signature] = self._function_for(self.captured_code)
+                if self._traced_bounds:
+                    self._swapped_bounds[signature] = self._traced_bounds
+                else:
+                    self._swapped_bounds.pop(signature, None)
             else:
                 logger.debug("%s: bytecode_swap is off; later calls keep Dynamo's guards", self.model_name)
         return output

@@ -17,11 +17,45 @@ import torch
 
 from magi_compiler.aot.artifact import load_artifact, save_artifact
 from magi_compiler.aot.compile import aot_compile_once
-from magi_compiler.aot.fallback import ASSERT_CACHE_HIT_PREFIX
+from magi_compiler.aot.fallback import ASSERT_CACHE_HIT_PREFIX, is_serialization_failure
 from magi_compiler.backend import CacheMissError
 from magi_compiler.log import EntryLevelLogger
 
 logger = EntryLevelLogger(logging.getLogger(__name__))
+
+
+# torch's AOT pickler refuses every torch.nn.Module it meets and lists their reprs after this
+_UNSAVED_MODULES_PREFIX = "Failed to serialize the following objects: ["
+
+
+def _module_type_names(listing: str) -> list[str]:
+    """The class names of the top-level ``Name(...)`` reprs of a listing such as ``A(...), B(...)]``."""
+    names, depth, start = [], 0, 0
+    for position, char in enumerate(listing):
+        if char == "(":
+            if depth == 0:
+                names.append(listing[start:position].strip(" ,"))
+            depth += 1
+        elif char == ")" and depth > 0:
+            depth -= 1
+            start = position + 1
+    return [name for name in names if name.isidentifier()]
+
+
+def _save_failure_reason(error: Exception) -> str:
+    """The part of the save warning that says why: for torch's refusal of a module the compiled
+    code reaches outside the entry's arguments, which modules and what to do (torch's own advice,
+    ``external_data``, is not an option of ``magi_compile``), else the error itself."""
+    message = str(error)
+    if not message.startswith(_UNSAVED_MODULES_PREFIX):
+        return f" ({type(error).__name__}: {message})"
+    names = _module_type_names(message[len(_UNSAVED_MODULES_PREFIX) :])
+    modules = f"torch.nn.Module {names[0]}" if len(names) == 1 else f"torch.nn.Modules {', '.join(names)}"
+    return (
+        f": torch cannot save the {modules}, which the compiled code reaches other than through the entry's "
+        "arguments (a global or closure variable); pass the module as an argument, or compile its method "
+        "(magi_compile(model.forward))"
+    )
 
 
 class AOTEntry:
@@ -83,15 +117,17 @@ class AOTEntry:
             return fn
         try:
             save_artifact(self.artifact_path, self.name, functions)
-        except (RuntimeError, pickle.PicklingError) as error:
-            if isinstance(error, torch.OutOfMemoryError):
+        except (RuntimeError, pickle.PicklingError, AttributeError, TypeError) as error:
+            # CPython reports some unpicklable objects as AttributeError or TypeError: only those are a save failure
+            if isinstance(error, torch.OutOfMemoryError) or (
+                isinstance(error, (AttributeError, TypeError)) and not is_serialization_failure(error)
+            ):
                 raise
             logger.warning(
-                "AOT artifact of %s could not be saved (%s: %s); it runs compiled in this process, "
+                "AOT artifact of %s could not be saved%s; it runs compiled in this process, "
                 "the next process compiles it again",
                 self.name,
-                type(error).__name__,
-                error,
+                _save_failure_reason(error),
             )
         return fn
 

@@ -31,7 +31,8 @@ from magi_compiler.aot.serializable import SerializingBackend
 from magi_compiler.backend import MagiBackend
 from magi_compiler.cache import model_cache_dir
 from magi_compiler.cache_key import compiler_source_hash, compiler_version_hash, inductor_config_hash
-from magi_compiler.config import CompileConfig
+from magi_compiler.config import CompileConfig, CudaGraphMode
+from magi_compiler.cudagraph import cudagraph_skip_reason
 from magi_compiler.log import EntryLevelLogger
 
 logger = EntryLevelLogger(logging.getLogger(__name__))
@@ -95,11 +96,23 @@ def _dynamo_cache_entries(code: types.CodeType) -> int:
 
 class AOTStrategy:
     """One entry's AOT dispatch (built on its first call); ``backend`` is the ``MagiBackend`` of
-    its latest compile."""
+    its latest compile.
+
+    A ``cudagraph_mode`` other than ``NONE`` is logged here, once per entry, since a loaded
+    artifact runs without any backend call; the backends it makes do not log it again.
+    """
 
     def __init__(self, info: AOTEntryInfo) -> None:
         self.info = info
         self.backend: MagiBackend | None = None
+        mode = info.config.cudagraph_mode
+        if mode is not CudaGraphMode.NONE:
+            logger.warning(
+                "%s: cudagraph_mode=%s does not apply (%s); running as NONE",
+                info.model_name,
+                mode.name,
+                cudagraph_skip_reason((), aot=True),
+            )
         if info.config.disable_cache:
             logger.info("%s: disable_cache is set; AOT artifacts are neither loaded nor saved", info.name)
         self.entry = AOTEntry(
@@ -118,6 +131,7 @@ class AOTStrategy:
 
     def _make_compile_wrapper(self) -> Any:
         self.backend = MagiBackend(self.info.config, self.info.model_index, self.info.model_tag)
+        self.backend.cudagraph_skip_logged = True  # logged once per entry by __init__
         # torch 2.11 attaches `aot_compile` to the wrapper only while this flag is set (2.13 sets it by default).
         with torch._dynamo.config.patch(enable_aot_compile=True):
             return torch.compile(self.info.fn, fullgraph=True, backend=SerializingBackend(self.backend))

@@ -43,15 +43,9 @@ def _compiled_piece_names(graph_module: torch.fx.GraphModule) -> list[str]:
     return sorted(t for t in targets if t in installed and not isinstance(installed[t], torch.nn.Module))
 
 
-def _graph_shell(graph_module: torch.fx.GraphModule, pieces: list[str]) -> torch.fx.GraphModule:
-    """A copy of ``graph_module`` whose compiled pieces are empty placeholder modules."""
-    root: dict[str, Any] = {}
-    for node in graph_module.graph.nodes:
-        target = str(node.target)
-        if node.op == "call_module":
-            root[target] = torch.nn.Module() if target in pieces else graph_module.get_submodule(target)
-        elif node.op == "get_attr":
-            root[target] = functools.reduce(getattr, target.split("."), graph_module)
+def _picklable_graph(graph_module: torch.fx.GraphModule) -> torch.fx.Graph:
+    """A copy of ``graph_module``'s graph without the node metadata in ``_UNPICKLABLE_NODE_META``
+    (the copy's nodes have metadata dicts of their own)."""
     output = next(n for n in graph_module.graph.nodes if n.op == "output")
     value_remap: dict[torch.fx.Node, torch.fx.Node] = {}
     graph = torch.fx.Graph()
@@ -60,7 +54,25 @@ def _graph_shell(graph_module: torch.fx.GraphModule, pieces: list[str]) -> torch
     for node in graph.nodes:
         for key in _UNPICKLABLE_NODE_META:
             node.meta.pop(key, None)
-    return torch.fx.GraphModule(root, graph)
+    return graph
+
+
+def _graph_shell(graph_module: torch.fx.GraphModule, pieces: list[str]) -> torch.fx.GraphModule:
+    """A copy of ``graph_module`` whose compiled pieces are empty placeholder modules; the
+    eager pieces (splitting ops) are copies without the tracing metadata, like the outer graph
+    (their fake values can have symbolic shapes, which GraphPickler cannot carry)."""
+    root: dict[str, Any] = {}
+    for node in graph_module.graph.nodes:
+        target = str(node.target)
+        if node.op == "call_module" and target in pieces:
+            root[target] = torch.nn.Module()
+        elif node.op == "call_module":
+            submodule = graph_module.get_submodule(target)
+            is_graph = isinstance(submodule, torch.fx.GraphModule)
+            root[target] = torch.fx.GraphModule(submodule, _picklable_graph(submodule)) if is_graph else submodule
+        elif node.op == "get_attr":
+            root[target] = functools.reduce(getattr, target.split("."), graph_module)
+    return torch.fx.GraphModule(root, _picklable_graph(graph_module))
 
 
 def _dump_piece(piece: Callable[..., Any], returns_tuple: bool) -> tuple[str, Any]:

@@ -27,6 +27,8 @@ from magi_compiler.cudagraph import (
 )
 from magi_compiler.splitting import split_graph
 
+from .conftest import last_json_line, run_script, script_env
+
 
 def test_cudagraph_config_from_env_patch_and_defaults():
     default = CompileConfig()
@@ -285,3 +287,18 @@ def test_a_graph_that_cannot_be_padded_runs_without_graphs_and_says_why(magi_log
     assert [r.getMessage() for r in magi_log.records] == [
         f"model_7 graph 0: cudagraph_mode=PIECEWISE does not apply to this graph: {reason}"
     ]
+
+
+@pytest.mark.parametrize("mode", ["PIECEWISE", "FULL"])
+def test_cudagraph_mode_on_an_aot_entry_logs_once_in_the_cold_and_in_the_warm_process(tmp_path, mode):
+    """A warm AOT process runs the loaded function without a backend call, and still says once
+    that the mode does not apply (found trying nanoGPT: the warm process said nothing)."""
+    env = script_env(tmp_path / "cache", MAGI_COMPILE_CUDAGRAPH_MODE=mode)
+    reason = "AOT entries are saved whole and do not carry CUDA graphs"
+    expected = [f"model_0_aot_log: cudagraph_mode={mode} does not apply ({reason}); running as NONE"]
+    cold = last_json_line(run_script("aot_entry_log.py", env=env).stdout)
+    assert cold["counters"]["num_graphs_seen"] == 1
+    assert [m for m in cold["warnings"] if "does not apply" in m] == expected
+    warm = last_json_line(run_script("aot_entry_log.py", env=env).stdout)
+    assert warm["counters"]["num_graphs_seen"] == 0, "the warm process loads the AOT artifact"
+    assert [m for m in warm["warnings"] if "does not apply" in m] == expected

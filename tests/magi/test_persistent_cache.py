@@ -120,3 +120,25 @@ def test_tuple_returning_splitting_op_round_trips_through_the_cache(tmp_path, ao
     assert aot_file.exists(), "the loaded pieces are saved into a new AOT file"
     again = _tuple_split_run(tmp_path, "again.pt", aot, MAGI_COMPILE_ASSERT_CACHE_HIT="1")
     assert (again["num_graphs_seen"], again["num_inductor_compiles"]) == (0, 0)
+
+
+def _attention_split_run(tmp_path, name: str, **extra: str) -> dict:
+    """One AOT process of ``attention_split_roundtrip.py`` on the cache in ``tmp_path``: its
+    counters; its outputs must equal eager's."""
+    env = script_env(tmp_path / "cache", MAGI_COMPILE_AOT="1", **extra)
+    counters = last_json_line(run_script("attention_split_roundtrip.py", str(tmp_path / name), env=env).stdout)
+    run = torch.load(tmp_path / name)
+    torch.testing.assert_close(run["outputs"], run["eager"])
+    return counters
+
+
+def test_attention_split_with_dynamic_batch_and_sequence_round_trips_through_aot(tmp_path):
+    """nanoGPT's attention split at a custom op, batch and sequence dynamic: the eager piece of
+    the splitting op kept its nodes' fake values, whose symbolic shapes GraphPickler cannot
+    carry, so saving the AOT artifact crashed the cold process (AttributeError: Can't pickle
+    local object 'WeakValueDictionary.__init__.<locals>.remove')."""
+    cold = _attention_split_run(tmp_path, "cold.pt")
+    assert (cold["num_graphs_seen"], cold["num_splitting_ops_seen"]) == (1, 1)
+    assert len(list((tmp_path / "cache").glob("*/aot/*.magi-aot"))) == 1, "the cold process saved the artifact"
+    warm = _attention_split_run(tmp_path, "warm.pt", MAGI_COMPILE_ASSERT_CACHE_HIT="1")
+    assert (warm["num_graphs_seen"], warm["num_inductor_compiles"]) == (0, 0), "the AOT artifact runs untraced"

@@ -1,13 +1,15 @@
 """Splitting at a registered custom op: number of pieces, outputs, flat piece inputs, and
 disable_graph_split."""
 
+import logging
 import operator
 
 import pytest
 import torch
 from torch import fx
 
-from magi_compiler import compilation_counter, magi_compile
+from magi_compiler import compilation_counter, get_entry_state, magi_compile
+from magi_compiler.config import CompileConfig, apply_config_patch
 from magi_compiler.cudagraph import unstable_piece_args
 from magi_compiler.splitting import split_graph
 from tests.magi.scripts.tuple_op import PAIR_OP
@@ -110,3 +112,32 @@ def test_disable_graph_split_compiles_one_piece(module_cache_env):
     x = torch.randn(4, 8)
     with torch.no_grad(), compilation_counter.expect(num_piecewise_graphs_seen=1, num_splitting_ops_seen=0):
         torch.testing.assert_close(model(x), TwoBlocks.forward(model, x))
+
+
+@pytest.mark.parametrize("op_name", ["attn", "::attn", "magi_split_test::"])
+def test_a_splitting_op_name_without_namespace_and_op_is_a_config_error(op_name):
+    """Such a name can never match an op, so the graph would silently stay whole."""
+    with pytest.raises(ValueError, match=f"splitting_ops: {op_name!r} is not an op name"):
+        apply_config_patch(CompileConfig(), {"splitting_ops": [op_name]})
+    env = {"MAGI_COMPILE_SPLITTING_OPS": op_name}
+    with pytest.raises(ValueError, match="MAGI_COMPILE_SPLITTING_OPS"):
+        CompileConfig.from_env(env)
+
+
+def test_a_splitting_op_that_names_no_registered_op_is_logged_once(module_cache_env, caplog):
+    """A typo in an op's name (found trying nanoGPT with MAGI_COMPILE_SPLITTING_OPS=nosuch::op) left the graph whole
+    without a word; the entry now says which names resolve to no registered op."""
+    patch = {"splitting_ops": ["magi_split_test::atn", "magi_split_test::attn.nosuch", "magi_split_test::attn"]}
+    model = magi_compile(TwoBlocks(), method_name="forward", config_patch=patch)
+    logged = caplog.at_level(logging.WARNING, logger="magi_compiler")
+    with torch.no_grad(), logged, compilation_counter.expect(num_splitting_ops_seen=2):
+        for batch in (4, 6):
+            x = torch.randn(batch, 8)
+            torch.testing.assert_close(model(x), TwoBlocks.forward(model, x))
+    lines = [r.getMessage() for r in caplog.records if "registered op" in r.getMessage()]
+    unknown = "['magi_split_test::atn', 'magi_split_test::attn.nosuch']"
+    advice = "register the op before the entry's first call, or correct the name"
+    name = get_entry_state(model).model_name
+    assert lines == [
+        f"{name}: splitting_ops {unknown} name no registered op; the graph is not split at them ({advice})"
+    ]
