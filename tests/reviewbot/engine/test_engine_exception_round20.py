@@ -21,6 +21,8 @@ statically (`--suites none`).
 - A try that raises on purpose into its own catch-all (`own_raise`): `P3`
   `broad-except.raises-into-handler`, claiming `P0`. Near misses: no raise of its own, a substitute
   computed in the handler, a raise only in a nested function.
+- A name a later try binds in its own loop before reading it is not left unbound by the earlier
+  try (`fallthrough`, slime's address strategies). Near miss: the later loop reads it first.
 """
 
 from __future__ import annotations
@@ -330,6 +332,49 @@ def load_or_skip(load, path):
 """
 
 
+ADDRESS = """
+import socket
+
+
+def resolve(family, target, host):
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect((target, 80))
+            ip = s.getsockname()[0]
+            if not ip.startswith("127."):
+                return ip
+    except Exception:
+        pass
+    try:
+        for info in socket.getaddrinfo(host, None, family=family):
+            ip = info[4][0]
+            if not ip.startswith("127."):
+                return ip
+    except OSError:
+        pass
+    return None
+
+
+def resolve_stale(family, target, host):
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect((target, 80))
+            ip = s.getsockname()[0]
+            if not ip.startswith("127."):
+                return ip
+    except Exception:
+        pass
+    try:
+        for info in socket.getaddrinfo(host, None, family=family):
+            if ip and info[4][0] != ip:
+                ip = info[4][0]
+                return ip
+    except OSError:
+        pass
+    return None
+"""
+
+
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     path: Path = tmp_path_factory.mktemp("round20")
@@ -341,6 +386,7 @@ def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
         "pkg/flags.py": "",
         "pkg/tags.py": TAGS_BASE,
         "pkg/scoring.py": SCORING_BASE,
+        "pkg/address.py": "",
     }
     shapes = {
         "pkg/cluster.py": CLUSTER,
@@ -349,6 +395,7 @@ def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
         "pkg/flags.py": FLAGS,
         "pkg/tags.py": TAGS,
         "pkg/scoring.py": SCORING,
+        "pkg/address.py": ADDRESS,
     }
     return review_shapes(path, base, shapes)
 
@@ -414,3 +461,11 @@ def test_an_unchanged_data_fallback_over_new_code_is_reported_again(review: list
 def test_near_misses_only_the_report_changed_or_a_plain_swallow_over_a_changed_try(review: list[Finding]) -> None:
     assert _broad(review, "pkg/scoring.py", "score_batch_printed") is None
     assert _broad(review, "pkg/scoring.py", "load_or_skip") is None
+
+
+def test_a_name_a_later_try_binds_before_reading_it_is_not_left_unbound(review: list[Finding]) -> None:
+    finding = _broad(review, "pkg/address.py", "resolve")
+    assert finding is None or finding.message_id != "broad-except.unbound"
+    stale = _broad(review, "pkg/address.py", "resolve_stale")
+    assert stale is not None and stale.message_id == "broad-except.unbound"
+    assert stale.params["name"] == "ip"
