@@ -10,10 +10,11 @@ verl's PRIME scoring, whose all-zero batch fallback now covers new code; depyf's
 `get_jump_target`, whose answer now also decides the dead-code range).
 
 `guards_new_code` answers, for a head finding on a handler and the base finding of the same
-fingerprint: the head handler's try body holds a simple statement (one that holds no statement
-list) with a call that no simple statement of the base handler's try body is (`ast.dump`,
-positions aside). A try whose body only lost statements, or whose calling statements only moved
-within it, guards no new code. Only the findings of `DATA_FALLBACKS` are asked (the engine's
+fingerprint: the head handler's try body calls something (a callee as written, `run_scoring`,
+`self.verify`, `asyncio.wait_for`) that the base handler's try body did not call. Calls rearranged
+or given other arguments (`asyncio.gather(wait_for(...))` become `wait_for(future)`: verl's per-row
+scoring, whose notes call it nothing at `P2`) are the same code guarded; a try whose body only lost
+calls guards no new code. Only the findings of `DATA_FALLBACKS` are asked (the engine's
 `_kept`): those whose harm is the fallback value flowing on as data (`reviewbot.rules.data_fallback`),
 which a change to the try feeds with new failures. Other classes stay compared by fingerprint alone:
 on the tuning corpus their unchanged handlers over changed tries (a per-session boundary, a cache
@@ -23,27 +24,11 @@ miss, a per-row score) are judged the same as before the change by the notes.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 
 from reviewbot import pysource
 
 # the message ids whose fallback value flows on as data (`reviewbot.rules.data_fallback`)
 DATA_FALLBACKS = frozenset(["broad-except.widens-fallback", "broad-except.constant-data"])
-
-_BLOCKS = (
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.ClassDef,
-    ast.If,
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-    ast.With,
-    ast.AsyncWith,
-    ast.Try,
-    ast.TryStar,
-    ast.Match,
-)
 
 
 def _try_of_handler(tree: ast.AST, line: int) -> ast.Try | ast.TryStar | None:
@@ -54,20 +39,16 @@ def _try_of_handler(tree: ast.AST, line: int) -> ast.Try | ast.TryStar | None:
     return None
 
 
-def _calling_statements(body: list[ast.stmt]) -> Iterator[str]:
-    """The dumps of the simple statements in `body`, at any depth, that call something."""
-    for stmt in body:
-        for inner in (stmt, *pysource.statements(stmt)):
-            if not isinstance(inner, _BLOCKS) and any(isinstance(sub, ast.Call) for sub in pysource.walk(inner)):
-                yield ast.dump(inner)
+def _callees(body: list[ast.stmt]) -> set[str]:
+    """The callees of the calls in `body`, as written (`ast.unparse` of the called expression)."""
+    return {ast.unparse(sub.func) for stmt in body for sub in pysource.walk(stmt) if isinstance(sub, ast.Call)}
 
 
 def guards_new_code(head_tree: ast.AST, head_line: int, base_tree: ast.AST, base_line: int) -> bool:
-    """The try of the head handler at `head_line` holds a calling statement that the try of the base
-    handler at `base_line` does not (see the module docstring); False when either is not found."""
+    """The try of the head handler at `head_line` calls something the try of the base handler at
+    `base_line` did not (see the module docstring); False when either is not found."""
     head_try = _try_of_handler(head_tree, head_line)
     base_try = _try_of_handler(base_tree, base_line)
     if head_try is None or base_try is None:
         return False
-    before = set(_calling_statements(base_try.body))
-    return any(stmt not in before for stmt in _calling_statements(head_try.body))
+    return bool(_callees(head_try.body) - _callees(base_try.body))
