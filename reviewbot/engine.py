@@ -43,7 +43,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from reviewbot import pysource
@@ -63,7 +63,7 @@ from reviewbot.results.schema import SuiteResult
 from reviewbot.review import ChangeSummary, FileStat, Note, Review, Signal
 from reviewbot.ruff import SELECT as RUFF_CODES
 from reviewbot.ruff import ruff_started
-from reviewbot.rules import FILE_RULES, FileContext, encoding, key_docs, silent_gate, suite_results
+from reviewbot.rules import FILE_RULES, FileContext, encoding, guarded_code, key_docs, silent_gate, suite_results
 from reviewbot.rules import cache_key as cache_key_rule
 from reviewbot.rules.common import QualnameIndex
 from reviewbot.severity import Severity
@@ -141,15 +141,28 @@ class BasePrints:
     ) -> None:
         self._context = context
         self._qualnames = qualnames
-        self._prints: set[str] | None = None
+        self._prints: dict[str, Finding] | None = None
+        self._tree: ast.Module | None = None
 
-    def __contains__(self, fingerprint: object) -> bool:
+    def _found(self) -> dict[str, Finding]:
         if self._prints is None:
             ctx = self._context() if self._context is not None else None
             if ctx is not None:
                 ctx = dataclasses.replace(ctx, focus=_within(ctx.qualnames, self._qualnames))
-            self._prints = set() if ctx is None else {f.fingerprint for rule in FILE_RULES for f in rule(ctx)}
-        return fingerprint in self._prints
+                self._tree = ctx.tree
+            self._prints = {} if ctx is None else {f.fingerprint: f for rule in FILE_RULES for f in rule(ctx)}
+        return self._prints
+
+    def __contains__(self, fingerprint: object) -> bool:
+        return fingerprint in self._found()
+
+    def guards_new_code(self, finding: Finding, head_tree: ast.Module) -> bool:
+        """The base has `finding`'s fingerprint on a handler whose try guarded less: the head's try
+        holds a calling statement the base's did not (`guarded_code.guards_new_code`)."""
+        before = self._found().get(finding.fingerprint)
+        if before is None or self._tree is None:
+            return False
+        return guarded_code.guards_new_code(head_tree, finding.line_start, self._tree, before.line_start)
 
 
 def _within(qualnames: QualnameIndex, names: frozenset[str]) -> Callable[[int, int], bool]:
@@ -173,10 +186,16 @@ def _compared(finding: Finding, change: FileChange) -> bool:
     return change.touches(finding.line_start, finding.line_end) and finding.line_start not in change.added_lines
 
 
-def _kept(finding: Finding, change: FileChange, base_prints: Container[str]) -> Finding | None:
+def _kept(finding: Finding, change: FileChange, base_prints: BasePrints, head_tree: ast.Module) -> Finding | None:
     """The head finding as reported, or None: it touches a changed line (a whole-file doc finding
-    anywhere, marked whether it does) and starts on one or is new compared with the base."""
-    if _compared(finding, change) and finding.fingerprint in base_prints:
+    anywhere, marked whether it does) and starts on one or is new compared with the base; a finding
+    whose fallback value flows on as data is new when its handler's try now guards code it did not
+    guard at the base (round 20, `guarded_code`)."""
+    if (
+        _compared(finding, change)
+        and finding.fingerprint in base_prints
+        and not (finding.message_id in guarded_code.DATA_FALLBACKS and base_prints.guards_new_code(finding, head_tree))
+    ):
         return None
     in_diff = change.touches(finding.line_start, finding.line_end)
     if _whole_file_doc(finding, change):
@@ -545,7 +564,7 @@ def _file_findings(
             ),
             frozenset(f.qualname for f in head_findings if _compared(f, change)),
         )
-        findings += [kept for f in head_findings if (kept := _kept(f, change, base_prints)) is not None]
+        findings += [kept for f in head_findings if (kept := _kept(f, change, base_prints, head_tree)) is not None]
         guards += [f"{path}:{line}" for line in _boilerplate_guards(head_tree, change)]
     return findings, guards
 

@@ -53,7 +53,8 @@ may confirm or refute them.
     or, for a turn of a loop, keeps the caught exception in the loop's results (a value built
     from it added to a collection: `out.append({"case": case, "error": repr(exc)})`);
     its other statements only `pass`, `continue`, `break`, `return`/`return None` or record a
-    failure state (an assignment or return of a name or attribute called error, failed, failure,
+    failure state or end the object it runs in (since round 20 `self.close()`, `self.shutdown()`:
+    a server's connection closed on a bad message; an assignment or return of a name or attribute called error, failed, failure,
     aborted, ...; a call named for a failure, alone, assigned or returned,
     `metrics.increase_failed_requests(...)`, `outcome = failure(exc)`; a returned
     or yielded response carrying a failure marker as a keyword, `finish_reason="error"`, or since round
@@ -184,9 +185,10 @@ may confirm or refute them.
     methods the builtins run on their values (`__str__`, `__hash__`) and properties read in the body
     are not counted as the repository's code;
   - cleanup on the way out: a handler that only passes, returns or logs, in a try standing in a
-    `finally:` clause, in `__del__`/`__exit__`/`__aexit__`, or in a function the file hands to
-    `atexit.register`, `signal.signal` or `weakref.finalize` (`_teardown_tries`): nothing; raising
-    there would mask the error being handled or stop the rest of the teardown;
+    `finally:` clause, in `__del__`/`__exit__`/`__aexit__`, in a function the file hands to
+    `atexit.register`, `signal.signal` or `weakref.finalize`, or (round 20) before the `raise` that
+    ends an `except` handler, an error path's clean-up (`_teardown_tries`): nothing; raising there
+    would mask the error being handled or stop the rest of the teardown;
   - a *reported fallback*: the handler prints, warns or logs at warning level or above a message
     naming the caught exception (not only its class: `type(e)` drops the cause), and otherwise only falls back to a constant or falls through to
     the code after the try (not an implicit `None` replacing the try's returned result): nothing;
@@ -237,7 +239,8 @@ may confirm or refute them.
     `broad-except.diagnostics`;
   - an *existing route* (round 16, `_existing_route`): the fallback is what the base revision did
     (`reviewbot.rules.previous_behaviour`: a flag whose fallback value selects the base's code, the
-    base's code run in the handler) or, a call, what the function does outside every handler
+    base's code run in the handler, since round 20 a new gate in front of the base's code that a
+    failure falls through) or, a call, what the function does outside every handler
     (`reviewbot.rules.own_route`): nothing. The worst case is behaviour the
     code had anyway. Checked after the P3 classes above and before the comment's P2, so a P3 there
     stands;
@@ -255,6 +258,10 @@ may confirm or refute them.
     the input at hand (`return model`): P3 `broad-except.reported-other-path` (the second path's
     failure propagates with this one chained; left is the width, and a report that may drop the
     exception). Silent, debug-only, constant or skipped fallbacks stay below;
+  - round 20, the try's own `raise` (or `assert False`) lands in the handler on purpose, which
+    binds only stand-ins (`reviewbot.rules.own_raise`): P3 `broad-except.raises-into-handler`,
+    claiming P0 for the injection experiment (exceptions as control flow; the catch-all also takes
+    the try's other failures into that branch);
   - a comment in the handler calling the operation best-effort, the handler substituting nothing
     but a value at hand (`pass`, logging): nothing (round 19; the docstring class's best-effort);
   - swallows with a comment in the handler saying why that is fine (safe, fallback, best effort,
@@ -351,8 +358,9 @@ from reviewbot.rules.handler_reach import (
     substitutes_constant,
 )
 from reviewbot.rules.other_path import report_names_caught, reported_other_path
+from reviewbot.rules.own_raise import raises_into_handler
 from reviewbot.rules.own_route import own_route
-from reviewbot.rules.previous_behaviour import base_code_in_handler, flag_selects_base
+from reviewbot.rules.previous_behaviour import base_code_in_handler, flag_selects_base, gate_before_base
 
 BROAD = {"Exception", "BaseException"}
 OOM_NAMES = ("OutOfMemoryError",)
@@ -897,7 +905,7 @@ def _unit_boundary(handler: ast.ExceptHandler, in_loop: bool, teardown: bool) ->
     for stmt in _branches_flattened(handler.body):
         if _logs_or_leaves(stmt) or id(stmt) in kept:
             continue
-        if _records_failure(stmt):
+        if _records_failure(stmt) or _closes_own_unit(stmt):
             records_failure = True
             continue
         return False
@@ -905,6 +913,29 @@ def _unit_boundary(handler: ast.ExceptHandler, in_loop: bool, teardown: bool) ->
     if not logged:  # the error is kept in the results: only a loop's results hold one per turn
         return ends_turn
     return ends_turn or teardown or records_failure
+
+
+# what an object's own method calls to end it (round 20: a server's connection closed on a bad message)
+_ENDS_OBJECT = frozenset(["close", "shutdown", "stop", "terminate", "abort", "disconnect"])
+
+
+def _closes_own_unit(stmt: ast.stmt) -> bool:
+    """`self.close()` (or another method of `_ENDS_OBJECT`, without arguments): the handler ends the
+    object its method runs in, a connection or a session, so the failed unit of work is that object
+    and it is over (TVM's tracker closes the peer's connection on a bad message and serves the
+    others). Near miss: a handler that closes something else and goes on."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    call = stmt.value
+    func = call.func
+    return (
+        not call.args
+        and not call.keywords
+        and isinstance(func, ast.Attribute)
+        and func.attr in _ENDS_OBJECT
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    )
 
 
 def _branches_flattened(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -1466,11 +1497,12 @@ def _passes_error_on(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast
 def _existing_route(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
     """The handler falls back to a route the code already had (round 16): what the base revision did
     (`reviewbot.rules.previous_behaviour`: a flag whose fallback value selects the base's code, the
-    base's code run in the handler), or what its function does outside every handler
+    base's code run in the handler, a new gate in front of the base's code), or what its function does outside every handler
     (`reviewbot.rules.own_route`)."""
     return (
         flag_selects_base(ctx, node, handler)
         or base_code_in_handler(ctx, node, handler)
+        or gate_before_base(ctx, node, handler)
         or own_route(ctx.tree, node, handler)
     )
 
@@ -2468,14 +2500,16 @@ def _registered_callbacks(tree: ast.AST) -> set[str]:
 
 def _teardown_tries(tree: ast.AST, callbacks: set[str] | None = None) -> frozenset[int]:
     """ids of the try statements that run on the way out: inside a `finally:` clause, in a
-    `__del__`/`__exit__`/`__aexit__` method, or in a function `_registered_callbacks` names
-    (`callbacks`: those of the file when `tree` is a part of it; by default `tree`'s own)."""
+    `__del__`/`__exit__`/`__aexit__` method, in a function `_registered_callbacks` names
+    (`callbacks`: those of the file when `tree` is a part of it; by default `tree`'s own), or (round
+    20) before the unconditional `raise` that ends an `except` handler: clean-up on an error path
+    that raises right after (`_raising_handler_cleanup`)."""
     found: set[int] = set()
     callbacks = _registered_callbacks(tree) if callbacks is None else callbacks
     for node in pysource.statements(tree):
         scopes: list[ast.stmt] = []
         if isinstance(node, (ast.Try, ast.TryStar)):
-            scopes = list(node.finalbody)
+            scopes = list(node.finalbody) + _raising_handler_cleanup(node)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
             node.name in _EXIT_METHODS or node.name in callbacks
         ):
@@ -2485,6 +2519,23 @@ def _teardown_tries(tree: ast.AST, callbacks: set[str] | None = None) -> frozens
                 id(sub) for sub in (scope, *pysource.statements(scope)) if isinstance(sub, (ast.Try, ast.TryStar))
             )
     return frozenset(found)
+
+
+def _raising_handler_cleanup(node: ast.Try | ast.TryStar) -> list[ast.stmt]:
+    """The statements of `node`'s handlers that run before a `raise` standing last in the handler's
+    own body (`except TimeoutError: <remove what was created>; raise TimeoutError(...)`): the error
+    path raises right after them, so a failure of that clean-up must not replace the error being
+    raised, as in a `finally:` clause. A handler that may leave otherwise (its last statement is no
+    `raise`), or that returns before it, gives none: its clean-up's failure could be the only trace
+    of a problem."""
+    found: list[ast.stmt] = []
+    for handler in node.handlers:
+        if not handler.body or not isinstance(handler.body[-1], ast.Raise):
+            continue
+        cleanup = handler.body[:-1]
+        if not any(isinstance(sub, ast.Return) for stmt in cleanup for sub in pysource.walk(stmt)):
+            found.extend(cleanup)
+    return found
 
 
 def _broad(
@@ -2599,6 +2650,15 @@ def _broad(
     if existing_route():
         # the worst case is what the code did before the change, or does anyway (round 16)
         return None
+    jump = raises_into_handler(try_body, handler)
+    if jump is not None:
+        # the try's own raise lands here on purpose: a branch stated in code (round 20); the claim
+        # stays the swallow's P0 for the injection experiment, unconfirmed it is a P3
+        extra = {"by_assert": jump == "assert", "bare": handler.type is None}
+        finding = _handler_finding(
+            ctx, handler, "broad-except", Severity.P0, "broad-except.raises-into-handler", params, ruff_note, extra
+        )
+        return dataclasses.replace(finding, unconfirmed_cap=Severity.P3)
     if reported_other_path(handler, try_body):
         # the failure is shown and the result computed another way, or the input handed back (round
         # 19): the claim stays the swallow's P0 for the injection experiment; unconfirmed it is a P3
@@ -2887,7 +2947,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     or _passes_error_on(ctx, node, handler)
                 ):
                     continue
-                if constant_data(handler) and _error_record(handler) is None and not reraises_same(handler):
+                if constant_data(node, handler) and _error_record(handler) is None and not reraises_same(handler):
                     # an empty or constant batch flows on as the result, reported or not (round 19)
                     findings.append(
                         _handler_finding(

@@ -8,7 +8,12 @@ fallbacks and confined tries (both P2):
   [""]`, `scores = [0.0 for _ in batch]`, `return []`): an empty or constant batch in place of the
   computed one, which the code after it handles as a real result (lm-evaluation-harness's
   `parse_generations`: any parse failure becomes an empty answer, scored as wrong, and cached). A
-  failure record (a container that also says the unit failed, `_error_record`) is not this class;
+  failure record (a container that also says the unit failed, `_error_record`) is not this class.
+  Since round 20 also a handler that adds a constant to the collection its try fills
+  (`results.append(float(score))` in the try, `results.append(0.0)` in the handler: NeMo-RL's math
+  verifier scores every failure 0): the constant takes the computed element's place. Near misses: a
+  constant added to another collection (a list of failed indices), a value built from the caught
+  exception (a failure kept in the results, `_keeps_error`);
 - `broad-except.widens-fallback`, below.
 
 A catch-all that repeats a narrower handler's fallback (`broad-except.widens-fallback`):
@@ -70,7 +75,46 @@ def _constant_container(value: ast.expr | None) -> bool:
     return isinstance(value, ast.ListComp) and isinstance(value.elt, ast.Constant)
 
 
-def constant_data(handler: ast.ExceptHandler) -> bool:
-    """A statement directly in the handler binds or returns a container of constants (see the module
-    docstring)."""
-    return any(isinstance(stmt, (ast.Assign, ast.Return)) and _constant_container(stmt.value) for stmt in handler.body)
+_ADDS = frozenset(["append", "add", "extend", "insert", "appendleft"])
+
+
+def _added(stmt: ast.AST) -> tuple[str, list[ast.expr]] | None:
+    """(the collection's dump, the values) for a call `<collection>.append(...)` (or another adding
+    method of `_ADDS`) standing as a statement."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return None
+    func = stmt.value.func
+    if not (isinstance(func, ast.Attribute) and func.attr in _ADDS):
+        return None
+    return ast.dump(func.value), list(stmt.value.args)
+
+
+def _adds_constant_in_place(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """A statement directly in the handler adds only constants (or constant containers) to a
+    collection that a statement of the try body adds a computed value to."""
+    computed = set()
+    for stmt in node.body:
+        for sub in pysource.walk(stmt):
+            added = _added(sub)
+            if added is not None and not all(
+                isinstance(value, ast.Constant) or _constant_container(value) for value in added[1]
+            ):
+                computed.add(added[0])
+    for stmt in handler.body:
+        added = _added(stmt)
+        if (
+            added is not None
+            and added[0] in computed
+            and added[1]
+            and all(isinstance(value, ast.Constant) or _constant_container(value) for value in added[1])
+        ):
+            return True
+    return False
+
+
+def constant_data(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """A statement directly in the handler binds or returns a container of constants, or adds a
+    constant to the collection the try fills (see the module docstring)."""
+    return any(
+        isinstance(stmt, (ast.Assign, ast.Return)) and _constant_container(stmt.value) for stmt in handler.body
+    ) or _adds_constant_in_place(node, handler)

@@ -19,6 +19,10 @@ the try (its block and the blocks around it, up to the function, whose parameter
 target counts for its body), so `dev = None` before the try makes it a stated default. Only the
 statements after the try in its own block are read, in order, up to one that binds the name again;
 of a `def` or `class` after it only what runs at once (decorators, defaults, bases), not its body.
+Inside a compound statement after the try the reads are followed block by block in the order they
+run (a loop's body, a later try's body, handlers and `else:`), so a name that statement binds
+before reading it is not the try's (round 20: slime's second address strategy binds `ip` in its
+own loop before testing it).
 
 The same names read in a handler's own body (`except BaseException as e: log(f"{e} {outputs}")`)
 raise there when the body failed before binding them, and that error replaces the caught one; a
@@ -249,10 +253,11 @@ def _reads_after(
     for stmt in after:
         if not remaining:
             break
-        loads = _first_loads(stmt)
-        for name in remaining & loads.keys():
-            reads.append(UnboundRead(name, loads[name]))
-        remaining -= loads.keys()
+        found = _unbound_read([stmt], remaining, bound_by)
+        while found is not None:
+            reads.append(found)
+            remaining.discard(found.name)
+            found = _unbound_read([stmt], remaining, bound_by) if remaining else None
         remaining -= bound_by(stmt)
     return sorted(reads, key=lambda read: read.name)
 
@@ -291,7 +296,9 @@ def _unbound_read(
     stmts: list[ast.stmt], maybe: set[str], bound_by: Callable[[ast.stmt], set[str]]
 ) -> UnboundRead | None:
     """The first read, in the order `stmts` run, of a name of `maybe` before a statement binds it;
-    a loop's or `with`'s target is bound for its body (`for child in ...: child.cleanup()`)."""
+    a loop's or `with`'s target is bound for its body (`for child in ...: child.cleanup()`), and a
+    nested try is read block by block (`ip = info[4][0]` then `if not loopback(ip)` in a later
+    try's loop reads a name bound there, not the earlier try's)."""
     maybe = set(maybe)
     for stmt in stmts:
         if not maybe:
@@ -313,6 +320,24 @@ def _unbound_read(
                 or _unbound_read(stmt.body, maybe, bound_by)
                 or _unbound_read(stmt.orelse, maybe, bound_by)
             )
+        elif isinstance(stmt, (ast.Try, ast.TryStar)):
+            # a handler may run after any statement of the body, so it gets `maybe` as it was; the
+            # `else:` runs after the whole body (round 20: a name a later try binds before reading it)
+            found = (
+                _unbound_read(stmt.body, maybe, bound_by)
+                or next(
+                    filter(
+                        None,
+                        (
+                            _unbound_read(h.body, maybe - ({h.name} if h.name else set()), bound_by)
+                            for h in stmt.handlers
+                        ),
+                    ),
+                    None,
+                )
+                or _unbound_read(stmt.orelse, maybe - _bound_in(stmt.body, bound_by), bound_by)
+                or _unbound_read(stmt.finalbody, maybe, bound_by)
+            )
         else:
             found = next(filter(None, (_expression_read(part, maybe) for part in _run_now(stmt))), None)
         if found is not None:
@@ -329,15 +354,6 @@ def _expression_read(node: ast.AST, maybe: set[str]) -> UnboundRead | None:
     reads = [name for name in _names(node, ast.Load) if name.id in maybe and name.id not in own]
     first = min(reads, key=lambda name: (name.lineno, name.col_offset), default=None)
     return UnboundRead(first.id, first.lineno) if first is not None else None
-
-
-def _first_loads(stmt: ast.stmt) -> dict[str, int]:
-    """name -> line of the first read of it in the parts of `stmt` that run when it runs."""
-    loads: dict[str, int] = {}
-    for part in _run_now(stmt):
-        for name in _names(part, ast.Load):
-            loads.setdefault(name.id, name.lineno)
-    return loads
 
 
 def left_unbound(handler: ast.ExceptHandler, reads: Callable[[], list[UnboundRead]]) -> UnboundRead | None:

@@ -24,8 +24,18 @@ before). In both shapes no statement of the try body that calls anything stands 
   a private store API, then the `all_gather_object` the base used). Near miss: one handler statement
   changed.
 
+- *a new gate in front of the base's code* (`gate_before_base`, round 20): the try stands directly
+  in a function's body and only decides whether to leave it early (imports, assignments to plain
+  names, `if <test>: return` with no value), the handler only logs or passes and falls through, and
+  every statement after the try in that body stands in the base version as it is (at least one;
+  a module constant read by name counts as the constant it names, `_module_constants`): a
+  failing gate runs the function as the base revision ran it (TVM's Metal tag registration, which a
+  new LLVM probe may skip). Near misses: a statement after the try changed, a handler that returns,
+  a try that also does work (a call standing alone), a name the try binds read after it.
+
 Each gives nothing (the tests, with their near misses, are in
-`tests/reviewbot/engine/test_engine_exception_round16.py`). Left out, each on purpose:
+`tests/reviewbot/engine/test_engine_exception_round16.py`, the gate's in
+`test_engine_exception_round20.py`). Left out, each on purpose:
 
 - a new step skipped (the try wholly new, the handler only logging and returning): "as before the
   change" holds, but the step's work is lost (a compile or a save skipped with a warning), which the
@@ -43,6 +53,7 @@ Each gives nothing (the tests, with their near misses, are in
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Iterator
 
 from reviewbot import pysource
@@ -206,3 +217,105 @@ def base_code_in_handler(ctx: FileContext, node: ast.Try | ast.TryStar, handler:
         else ast.dump(stmt) in simple
         for stmt in kept
     )
+
+
+def _leaves_early(stmt: ast.stmt) -> bool:
+    """`if <test>: return` (no value, no `else`): the statement can only end the function early."""
+    return (
+        isinstance(stmt, ast.If)
+        and not stmt.orelse
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], ast.Return)
+        and (
+            stmt.body[0].value is None
+            or (isinstance(stmt.body[0].value, ast.Constant) and stmt.body[0].value.value is None)
+        )
+    )
+
+
+def _binds_names(stmt: ast.stmt) -> bool:
+    """An assignment to plain names only."""
+    return isinstance(stmt, ast.Assign) and all(isinstance(target, ast.Name) for target in stmt.targets)
+
+
+def gate_before_base(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The try is a new gate that can only end its function early, the handler falls through, and the
+    rest of the function is the base's code (see the module docstring)."""
+    base = _base(ctx)
+    if base is None or node.orelse or node.finalbody or _catches_exit(handler):
+        return False
+    function = innermost_function(ctx.tree, node)
+    if function is None:
+        return False
+    index = next((i for i, stmt in enumerate(function.body) if stmt is node), None)
+    rest = function.body[index + 1 :] if index is not None else []
+    if not rest:
+        return False
+    if not all(
+        isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value))
+        for stmt in handler.body
+    ):
+        return False
+    body = node.body
+    if not any(_leaves_early(stmt) for stmt in body) or not all(
+        isinstance(stmt, (ast.Import, ast.ImportFrom)) or _binds_names(stmt) or _leaves_early(stmt) for stmt in body
+    ):
+        return False
+    simple = _base_statements(base)
+    if not _new(body, simple):
+        return False
+    bound = {
+        sub.id
+        for stmt in body
+        for sub in pysource.walk(stmt)
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store)
+    } | {
+        (alias.asname or alias.name).split(".")[0]
+        for stmt in body
+        if isinstance(stmt, (ast.Import, ast.ImportFrom))
+        for alias in stmt.names
+    }
+    if any(isinstance(sub, ast.Name) and sub.id in bound for stmt in rest for sub in pysource.walk(stmt)):
+        return False
+    blocks = _base_blocks(base)
+    constants = _module_constants(ctx.tree)
+
+    def in_base(stmt: ast.stmt) -> bool:
+        if isinstance(stmt, _BLOCKS):
+            return any(same_node(stmt, other) for other in blocks.get(type(stmt), []))
+        return ast.dump(stmt) in simple
+
+    return all(in_base(stmt) or in_base(_ConstantsInlined(constants).visit(copy.deepcopy(stmt))) for stmt in rest)
+
+
+def _module_constants(tree: ast.Module) -> dict[str, ast.Constant]:
+    """Names the module binds once, at its top level, to a constant (`_HOST = "arm64-apple-macos"`)
+    and nowhere else: a read of one is that constant, so code that names it reads as code that wrote
+    it out."""
+    bindings: dict[str, int] = {}
+    for sub in pysource.walk(tree):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            bindings[sub.id] = bindings.get(sub.id, 0) + 1
+    found: dict[str, ast.Constant] = {}
+    for stmt in tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Constant)
+            and bindings.get(stmt.targets[0].id) == 1
+        ):
+            found[stmt.targets[0].id] = stmt.value
+    return found
+
+
+class _ConstantsInlined(ast.NodeTransformer):
+    """Replaces each read of a name of `constants` (`_module_constants`) with its constant."""
+
+    def __init__(self, constants: dict[str, ast.Constant]) -> None:
+        self._constants = constants
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self._constants:
+            return ast.Constant(value=self._constants[node.id].value)
+        return node

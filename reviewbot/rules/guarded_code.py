@@ -1,0 +1,54 @@
+"""New code put under an existing catch-all (round 20 of the precision benchmark).
+
+The engine reports a finding on a line the change did not add only when the base has no finding of
+the same fingerprint: an unchanged handler keeps its finding's fingerprint, so a swallow that stood
+at the base is not reported again. That is right when the handler guards the same code as before,
+and wrong when the change puts new code under it: the catch-all now swallows failures of code it
+did not guard before, and what the handler's fallback means downstream is new (NeMo-RL's verifier,
+whose outer catch-all now also guards a block that mutes its output, scoring every failure 0;
+verl's PRIME scoring, whose all-zero batch fallback now covers new code; depyf's catch-all around
+`get_jump_target`, whose answer now also decides the dead-code range).
+
+`guards_new_code` answers, for a head finding on a handler and the base finding of the same
+fingerprint: the head handler's try body calls something (a callee as written, `run_scoring`,
+`self.verify`, `asyncio.wait_for`) that the base handler's try body did not call. Calls rearranged
+or given other arguments (`asyncio.gather(wait_for(...))` become `wait_for(future)`: verl's per-row
+scoring, whose notes call it nothing at `P2`) are the same code guarded; a try whose body only lost
+calls guards no new code. Only the findings of `DATA_FALLBACKS` are asked (the engine's
+`_kept`): those whose harm is the fallback value flowing on as data (`reviewbot.rules.data_fallback`),
+which a change to the try feeds with new failures. Other classes stay compared by fingerprint alone:
+on the tuning corpus their unchanged handlers over changed tries (a per-session boundary, a cache
+miss, a per-row score) are judged the same as before the change by the notes.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from reviewbot import pysource
+
+# the message ids whose fallback value flows on as data (`reviewbot.rules.data_fallback`)
+DATA_FALLBACKS = frozenset(["broad-except.widens-fallback", "broad-except.constant-data"])
+
+
+def _try_of_handler(tree: ast.AST, line: int) -> ast.Try | ast.TryStar | None:
+    """The try statement one of whose handlers starts at `line`."""
+    for node in pysource.statements(tree):
+        if isinstance(node, (ast.Try, ast.TryStar)) and any(handler.lineno == line for handler in node.handlers):
+            return node
+    return None
+
+
+def _callees(body: list[ast.stmt]) -> set[str]:
+    """The callees of the calls in `body`, as written (`ast.unparse` of the called expression)."""
+    return {ast.unparse(sub.func) for stmt in body for sub in pysource.walk(stmt) if isinstance(sub, ast.Call)}
+
+
+def guards_new_code(head_tree: ast.AST, head_line: int, base_tree: ast.AST, base_line: int) -> bool:
+    """The try of the head handler at `head_line` calls something the try of the base handler at
+    `base_line` did not (see the module docstring); False when either is not found."""
+    head_try = _try_of_handler(head_tree, head_line)
+    base_try = _try_of_handler(base_tree, base_line)
+    if head_try is None or base_try is None:
+        return False
+    return bool(_callees(head_try.body) - _callees(base_try.body))
