@@ -114,11 +114,13 @@ def child_env(worktree: Path, scratch: Path, extra: Mapping[str, str] | None = N
 def hide_service_state(paths: Iterable[Path | str]) -> None:
     """Register the service's state (database file, secret files, work directory) so every
     sandbox of this process sees it empty, and make it private to the service's user (umask 077
-    from now on, group and other bits removed from what exists): two walls, either one enough."""
+    from now on, group and other bits removed from what exists): two walls, either one enough.
+    A path that is private already is not touched, so a database file that refuses changes for a
+    moment (immutable, read-only mount) does not stop a worker from starting."""
     os.umask(0o077)
     for raw in paths:
         path = Path(raw).resolve()
-        if path.exists():
+        if path.exists() and path.stat().st_mode & 0o077:
             path.chmod(path.stat().st_mode & 0o700)
         _hidden.add(str(path))
 

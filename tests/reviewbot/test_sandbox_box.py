@@ -4,6 +4,7 @@ following links, and a time limit that ends every process of the run (real proce
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 import uuid
@@ -144,3 +145,21 @@ def test_a_run_cannot_start_more_processes_than_its_limit(tmp_path: Path, monkey
     assert run.returncode == 0, run.stderr
     started = int(run.stdout.split()[-1])
     assert 0 < started < 24, run.stdout
+
+
+def test_service_state_is_made_private_and_private_state_is_left_untouched(tmp_path: Path) -> None:
+    """Found by a failing CI run: the worker restarted while the database file was immutable for a
+    moment and died on a chmod it did not need (the file was private already)."""
+    shared, private = tmp_path / "shared.txt", tmp_path / "service.sqlite3"
+    shared.write_text("a secret")
+    shared.chmod(0o644)
+    private.write_text("the database")
+    private.chmod(0o600)
+    subprocess.run(["chattr", "+i", str(private)], check=True)
+    try:
+        code = f"from reviewbot import sandbox; sandbox.hide_service_state([{str(shared)!r}, {str(private)!r}])"
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    finally:
+        subprocess.run(["chattr", "-i", str(private)], check=True)
+    assert done.returncode == 0, done.stderr
+    assert (shared.stat().st_mode & 0o777, private.stat().st_mode & 0o777) == (0o600, 0o600)
