@@ -20,7 +20,8 @@ all graphs of one entry (all pieces, all sizes) share one memory pool, which the
 captured first, sizes; graphs are replayed one at a time, never concurrently. Each graph is
 recorded on a side stream that waits for the current one (:func:`record_graph`), without the
 device synchronization and allocator cache emptying that ``torch.cuda.graph`` does on entry, once
-per graph: ``PIECEWISE`` records one graph per piece and size. Capture time and memory (growth
+per graph: ``PIECEWISE`` records one graph per piece and size, each piece replayed once after
+its capture (the call capturing a size returns that pass's outputs). Capture time and memory (growth
 of reserved CUDA memory around the capture) per size are logged at INFO and recorded in
 ``capture_records`` (totals in ``compilation_counter``).
 
@@ -401,8 +402,9 @@ class GraphDispatcher:
                     self.max_size,
                 )
             return self.runner(*args)
+        fresh: dict[int, Any] = {}
         if self.captured_ptrs is None:
-            self.begin(args)
+            fresh = self.begin(args)
         elif static_addresses(args, self.plan.static_inputs) != self.captured_ptrs:
             compilation_counter.num_cudagraph_recaptures += 1
             logger.warning(
@@ -411,17 +413,19 @@ class GraphDispatcher:
                 self.name,
             )
             self.reset()
-            self.begin(args)
+            fresh = self.begin(args)
         size = self.table[n]
         static_args = self.static_args.get(size)
+        outputs = fresh.get(size)
         if static_args is None:
-            static_args = self.capture_size(size, args)
-        for index, dim in self.plan.user_inputs.items():
-            target = static_args[index]
-            if dim is not None and n != size:
-                target = target.narrow(dim, 0, n)
-            target.copy_(args[index])
-        outputs = self._replay(size, static_args)
+            static_args, outputs = self.capture_size(size, args)
+        if outputs is None:
+            for index, dim in self.plan.user_inputs.items():
+                target = static_args[index]
+                if dim is not None and n != size:
+                    target = target.narrow(dim, 0, n)
+                target.copy_(args[index])
+            outputs = self._replay(size, static_args)
         compilation_counter.num_cudagraph_replays += 1
         if n == size:
             return outputs
@@ -450,9 +454,11 @@ class GraphDispatcher:
         self.captured_ptrs = None
         self.session.pool = None
 
-    def begin(self, args: Sequence[Any]) -> None:
+    def begin(self, args: Sequence[Any]) -> dict[int, Any]:
         """Record the captured addresses, make the pool and the shared static buffers, and
-        capture the largest size (every size, largest first, with ``capture_all``).
+        capture the largest size (every size, largest first, with ``capture_all``); returns
+        {the last size captured: its capturing pass's outputs, or None (``capture_size``)}: an
+        earlier size's may share buffers the later captures overwrote.
 
         Running out of CUDA memory here drops what was made and raises ``OutOfMemoryError``
         naming the size and ``cudagraph_capture_sizes``: the largest size is the likely cause."""
@@ -468,7 +474,7 @@ class GraphDispatcher:
                 elif dim == 0:
                     self.shared_buffers[index] = value.new_zeros((self.max_size, *value.shape[1:]))
             for size in reversed(self.sizes) if self.capture_all else [self.max_size]:
-                self.capture_size(size, args)
+                _, outputs = self.capture_size(size, args)
         except torch.OutOfMemoryError as error:
             self.reset()
             raise torch.OutOfMemoryError(
@@ -476,9 +482,12 @@ class GraphDispatcher:
                 f"{self.max_size} (the first call captures it): give this model smaller "
                 f"cudagraph_capture_sizes ({error})"
             ) from error
+        return {size: outputs}
 
-    def capture_size(self, size: int, args: Sequence[Any]) -> list[Any]:
-        """Capture ``size`` with static buffers filled from the call's ``args``; returns them."""
+    def capture_size(self, size: int, args: Sequence[Any]) -> tuple[list[Any], Any]:
+        """Capture ``size`` with static buffers filled from the call's ``args``; returns them and,
+        under ``PIECEWISE``, the capturing run's outputs (every piece replayed after its capture,
+        so they hold this call's values; None under ``FULL``, whose recording runs nothing)."""
         n = self.plan.size_of(args)
         static_args = list(args)
         for index in self.plan.size_ints:
@@ -498,23 +507,23 @@ class GraphDispatcher:
             target.copy_(value if rows is None else value.narrow(dim, 0, rows))
             static_args[index] = buffer
         self.static_args[size] = static_args
-        self._capture(size, static_args)
-        return static_args
+        return static_args, self._capture(size, static_args)
 
-    def _capture(self, size: int, static_args: list[Any]) -> None:
+    def _capture(self, size: int, static_args: list[Any]) -> Any:
         torch.cuda.synchronize()
         reserved = reserved_bytes()
         start = time.perf_counter()
+        outputs = None
         if self.mode is CudaGraphMode.FULL:
             self.runner(*static_args)  # warm-up
             assert self.session.stream is not None
-            graph, outputs = record_graph(self.session.pool, self.session.stream, self.runner, static_args)
-            self.full_graphs[size] = _Captured(graph, static_args, outputs)
+            graph, recorded = record_graph(self.session.pool, self.session.stream, self.runner, static_args)
+            self.full_graphs[size] = _Captured(graph, static_args, recorded)
         else:
             self.session.size = size
             self.session.capturing = True
             try:
-                self.runner(*static_args)
+                outputs = self.runner(*static_args)
             finally:
                 self.session.size = None
                 self.session.capturing = False
@@ -533,6 +542,7 @@ class GraphDispatcher:
             seconds,
             grown / 2**20,
         )
+        return outputs
 
 
 def cudagraph_skip_reason(example_inputs: Sequence[Any], aot: bool) -> str | None:

@@ -172,6 +172,24 @@ def test_out_parameter_splitting_op_replays_without_copies(cache_env, monkeypatc
             close(out, eager(model, x))
 
 
+@pytest.mark.parametrize(("name", "replays"), [("piecewise", 3), ("full", 1)])
+def test_a_capturing_call_replays_each_graph_once(cache_env, monkeypatch, name, replays):
+    """PIECEWISE's capturing pass (each of the three pieces replayed once after its capture) is the
+    capturing call's result, with no second pass; FULL's recording runs nothing, so its capturing
+    call replays its one graph. The first call (the largest size) and a size captured on use."""
+    model, compiled = compiled_net(name)
+    counts = []
+    replay = torch.cuda.CUDAGraph.replay
+    monkeypatch.setattr(torch.cuda.CUDAGraph, "replay", lambda self: counts.append(self) or replay(self))
+    with torch.no_grad():
+        for batch, captures in ((8, 1), (2, 1), (2, 0)):
+            counts.clear()
+            x = torch.randn(batch, 16, HIDDEN, device="cuda")
+            with compilation_counter.expect(num_cudagraph_captures=captures, num_cudagraph_replays=1):
+                close(compiled(x), eager(model, x))
+            assert len(counts) == replays, (batch, len(counts))
+
+
 def test_output_contract_outputs_are_overwritten_by_the_next_call(cache_env):
     model, compiled = compiled_net("piecewise")
     with torch.no_grad():
