@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from tests.reviewbot.fake_github.webhooks import load_payload, pull_request_event, sign
-from tests.reviewbot.service.harness import SECRET, wait_until
+from tests.reviewbot.service.harness import SECRET, Service, wait_until
 from tests.reviewbot.service.postgres import BACKENDS
 from tests.reviewbot.service.scenario import good_core
 
@@ -79,6 +79,37 @@ def test_a_sender_disconnecting_mid_body_is_one_log_line_and_nothing_stored(serv
         'reviewbot_webhook_deliveries_total{event="ping",outcome="disconnected"}' in service.client.get("/metrics").text
     )
     assert service.client.get("/healthz").status_code == 200
+
+
+def test_a_sender_stalled_mid_body_is_answered_408_and_its_connection_closed(github, tmp_path):
+    """Headers, the start of a body, then nothing: serve had no body-read timeout of its own, so
+    the sender held its connection (and up to 1 MiB of spool) for as long as it liked. Now the
+    answer comes after `body_timeout_seconds`, then the end of the connection; one log line."""
+    service = Service(tmp_path, github, body_timeout_seconds=1).start()
+    try:
+        delivery = f"stalled-{uuid.uuid4()}"
+        with socket.create_connection(("127.0.0.1", service.port), timeout=30) as sender:
+            sender.sendall(
+                f"POST /webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nX-GitHub-Event: ping\r\n"
+                f"X-GitHub-Delivery: {delivery}\r\nX-Hub-Signature-256: sha256={'0' * 64}\r\n"
+                "Content-Length: 1000\r\n\r\n{".encode()
+            )
+            received = b""
+            while chunk := sender.recv(65536):  # socket.timeout (30 s) when serve never answers or closes
+                received += chunk
+        head, _, body = received.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408 "), received
+        assert b"connection: close" in head.lower(), received
+        assert json.loads(body)["reason"] == "the body did not end within 1 s"
+        line = f"delivery {delivery} (ping): the body did not end within 1 s: answered 408, connection closed"
+        assert line in service.log(), service.log()
+        assert stored(service, delivery) == 0
+        assert (
+            'reviewbot_webhook_deliveries_total{event="ping",outcome="timeout"}' in service.client.get("/metrics").text
+        )
+        assert service.client.get("/healthz").status_code == 200
+    finally:
+        service.stop()
 
 
 def test_redelivery_is_acknowledged_and_not_processed_twice(service, github, project):
