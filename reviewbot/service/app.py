@@ -7,14 +7,16 @@ to 1 MiB, a temporary file beyond) and is refused as soon as it passes `max_body
 a wrong signature is 401 with nothing stored; a sender that disconnects before the body ends is
 logged in one line and counted (`disconnected`), nothing stored; a body still incomplete
 `body_timeout_seconds` after the headers is answered 408 and its connection closed (one line,
-counted `timeout`, nothing stored): a sender stalled mid-body cannot hold a connection and its spool. Then UTF-8 JSON of an object
-(400), the fields and types the event's handler needs (400 with the reason), the INSERT (a redelivery: 200, not
-processed again; a database that cannot take the write: 503 with the reason). The 202 comes
-only after the row is committed (durably: SQLite `synchronous=FULL`) into the database file that
-is still at its path. A body over 256 KiB is parsed in the thread pool, so it never stalls the
-event loop; rows are written by the delivery writer's group commits (`delivery_writer.py`). Jobs are
-derived from stored deliveries by the worker (`ingest.py`), in its own process by default
-(`supervisor.py`).
+counted `timeout`, nothing stored): a sender stalled mid-body cannot hold a connection and its
+spool. Then UTF-8 JSON of an object (400), the fields and types the event's handler needs (400
+with the reason), the INSERT (a redelivery: 200, not processed again; a database that cannot take
+the write: 503 with the reason). The 202 comes only after the row is committed (durably: SQLite
+`synchronous=FULL`) into the database file that is still at its path. A body over 256 KiB is
+parsed in the thread pool, so it never stalls the event loop; rows are written by the delivery
+writer's group commits (`delivery_writer.py`). Jobs are derived from stored deliveries by the
+worker (`ingest.py`), in its own process by default (`supervisor.py`). The deadlines of a
+request's headers, and of the rest of a body answered before its end, are the connection's
+(`http_protocol.py`).
 """
 
 from __future__ import annotations
