@@ -87,7 +87,8 @@ def test_rerun_gpu_refuses_an_argument_that_is_not_a_suite_name(service, github,
 def test_rerun_gpu_refuses_a_suite_the_heads_configuration_does_not_have(service, github, tmp_path):
     """`/rerun-gpu NAME` with a misspelt suite used to be queued and reported only in the summary,
     after a checkout, as the runner's 'unknown suite(s)'; the reply now refuses it at once and
-    names the suites the head's `.reviewbot.yml` has. A PR without the file has none."""
+    names the suites the head's `.reviewbot.yml` has. A PR without the file has none; an invalid
+    file is named with its problem."""
     project = Project(tmp_path, github, "octo/suite-names", SMOKE_SUITE_FILES)
     _, head = project.open_pull(1, good_core())
     github.state.set_permission(project.full_name, "maintainer", "admin")
@@ -106,6 +107,14 @@ def test_rerun_gpu_refuses_a_suite_the_heads_configuration_does_not_have(service
     assert [(j.kind, j.state) for j in service.wait_jobs_settled(bare.full_name, 1)] == [("command", "done")]
     [reply] = replies(github, bare, 1)
     assert "has no suite `smoke` (its suites: none)." in reply["body"], reply["body"]
+    broken = Project(tmp_path, github, "octo/broken-config", {".reviewbot.yml": "suites: [smoke\n"})
+    broken.open_pull(1, good_core())
+    github.state.set_permission(broken.full_name, "maintainer", "admin")
+    service.comment_event(broken.full_name, 1, "/rerun-gpu smoke", "maintainer")
+    assert [(j.kind, j.state) for j in service.wait_jobs_settled(broken.full_name, 1)] == [("command", "done")]
+    [reply] = replies(github, broken, 1)
+    assert "the GPU suites did not run: `.reviewbot.yml` at" in reply["body"], reply["body"]
+    assert "is not valid: not valid YAML" in reply["body"], reply["body"]
 
 
 def test_a_command_whose_comment_was_deleted_before_it_was_handled_does_nothing(service, github, project):
