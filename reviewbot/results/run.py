@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from reviewbot.gitrepo import GitError, GitRepo
-from reviewbot.repo_config import RepoConfig, load_config
+from reviewbot.repo_config import RepoConfig, SuiteConfig, load_config
 from reviewbot.results.environment import collect_environment
 from reviewbot.results.schema import RegressionResults, SuiteResult
 from reviewbot.suites import run_suites
@@ -36,6 +36,12 @@ logger = logging.getLogger(__name__)
 RESULTS_FILE = "results.json"
 SUITES_DIR = "suites"
 DETAIL_LOG_LINES = 20
+# names `select_suites` takes for a group of the configured suites rather than one suite
+SUITE_GROUPS: dict[str, Callable[[SuiteConfig], bool]] = {
+    "all": lambda suite: True,
+    "gpu": lambda suite: suite.gpus > 0,
+    "cpu": lambda suite: suite.gpus == 0,
+}
 
 
 def select_suites(config: RepoConfig, spec: str | Sequence[str]) -> list[str]:
@@ -43,13 +49,8 @@ def select_suites(config: RepoConfig, spec: str | Sequence[str]) -> list[str]:
     none), or a comma-separated list (or a sequence of names). Keywords keep config order; a list
     keeps its order. Unknown names raise ValueError listing the known ones."""
     names = [n.strip() for n in (spec.split(",") if isinstance(spec, str) else spec) if n.strip()]
-    keywords = {
-        "all": lambda suite: True,
-        "gpu": lambda suite: suite.gpus > 0,
-        "cpu": lambda suite: suite.gpus == 0,
-    }
-    if len(names) == 1 and names[0] in keywords:
-        selected = [n for n, suite in config.suites.items() if keywords[names[0]](suite)]
+    if len(names) == 1 and names[0] in SUITE_GROUPS:
+        selected = [n for n, suite in config.suites.items() if SUITE_GROUPS[names[0]](suite)]
         if not selected:
             configured = ", ".join(config.suites) or "none"
             raise ValueError(f"--suites {names[0]!r} matched no suite (nothing to run); configured: {configured}")

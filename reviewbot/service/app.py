@@ -5,14 +5,18 @@ Order of checks, the first ones before any of the body is read: declared size (4
 `X-GitHub-Delivery` headers (400). The body then streams through the HMAC into a spool (memory up
 to 1 MiB, a temporary file beyond) and is refused as soon as it passes `max_body_bytes` (413);
 a wrong signature is 401 with nothing stored; a sender that disconnects before the body ends is
-logged in one line and counted (`disconnected`), nothing stored. Then UTF-8 JSON of an object
-(400), the fields and types the event's handler needs (400 with the reason), the INSERT (a redelivery: 200, not
-processed again; a database that cannot take the write: 503 with the reason). The 202 comes
-only after the row is committed (durably: SQLite `synchronous=FULL`) into the database file that
-is still at its path. A body over 256 KiB is parsed in the thread pool, so it never stalls the
-event loop; rows are written by the delivery writer's group commits (`delivery_writer.py`). Jobs are
-derived from stored deliveries by the worker (`ingest.py`), in its own process by default
-(`supervisor.py`).
+logged in one line and counted (`disconnected`), nothing stored; a body still incomplete
+`body_timeout_seconds` after the headers is answered 408 and its connection closed (one line,
+counted `timeout`, nothing stored): a sender stalled mid-body cannot hold a connection and its
+spool. Then UTF-8 JSON of an object (400), the fields and types the event's handler needs (400
+with the reason), the INSERT (a redelivery: 200, not processed again; a database that cannot take
+the write: 503 with the reason). The 202 comes only after the row is committed (durably: SQLite
+`synchronous=FULL`) into the database file that is still at its path. A body over 256 KiB is
+parsed in the thread pool, so it never stalls the event loop; rows are written by the delivery
+writer's group commits (`delivery_writer.py`). Jobs are derived from stored deliveries by the
+worker (`ingest.py`), in its own process by default (`supervisor.py`). The deadlines of a
+request's headers, and of the rest of a body answered before its end, are the connection's
+(`http_protocol.py`).
 """
 
 from __future__ import annotations
@@ -70,18 +74,20 @@ class _TooLarge(Exception):
     pass
 
 
-async def _receive(request: Request, secret: bytes, limit: int) -> bytes | None:
+async def _receive(request: Request, secret: bytes, limit: int, timeout_s: float) -> bytes | None:
     """The body, or None when its HMAC does not match `X-Hub-Signature-256`; `_TooLarge` as soon as
-    more than `limit` bytes arrived. Only a body whose signature matches is read back from the spool."""
+    more than `limit` bytes arrived; `TimeoutError` when the body has not ended `timeout_s` after
+    this call. Only a body whose signature matches is read back from the spool."""
     mac = hmac.new(secret, digestmod=hashlib.sha256)
     size = 0
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY) as spool:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise _TooLarge
-            mac.update(chunk)
-            spool.write(chunk)
+        async with asyncio.timeout(timeout_s):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise _TooLarge
+                mac.update(chunk)
+                spool.write(chunk)
         expected = "sha256=" + mac.hexdigest()
         if not hmac.compare_digest(expected.encode(), request.headers["x-hub-signature-256"].encode()):
             return None
@@ -134,12 +140,24 @@ def create_app(settings: Settings) -> FastAPI:
         if not _EVENT.fullmatch(event) or not _DELIVERY.fullmatch(delivery_id):
             return _answer(event, "bad-request", 400, reason="malformed X-GitHub-Event or X-GitHub-Delivery header")
         try:
-            body = await _receive(request, secret.encode(), settings.max_body_bytes)
+            body = await _receive(request, secret.encode(), settings.max_body_bytes, settings.body_timeout_seconds)
         except _TooLarge:
             return _answer(event, "too-large", 413, reason=f"body over {settings.max_body_bytes} bytes")
         except ClientDisconnect:  # the sender gave up mid-body (GitHub's 10 s limit): nothing was stored
             logger.warning("delivery %s (%s): the sender disconnected before the body ended", delivery_id, event)
             return _answer(event, "disconnected", 400, reason="the sender disconnected before the body ended")
+        except TimeoutError:  # a stalled sender: its connection (and spool) is given back
+            logger.warning(
+                "delivery %s (%s): the body did not end within %g s: answered 408, connection closed",
+                delivery_id,
+                event,
+                settings.body_timeout_seconds,
+            )
+            answer = _answer(
+                event, "timeout", 408, reason=f"the body did not end within {settings.body_timeout_seconds:g} s"
+            )
+            answer.headers["connection"] = "close"  # uvicorn closes it after the answer: the rest is never read
+            return answer
         if body is None:
             return _answer(event, "bad-signature", 401, reason="missing or wrong X-Hub-Signature-256")
         kept = {name: headers[name] for name in KEPT_HEADERS if name in headers}

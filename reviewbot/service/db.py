@@ -155,9 +155,11 @@ class Authorisation(Base):
 
 
 class WorkerBeat(Base):
-    """A worker process's heartbeat, written every `worker_heartbeat_seconds` by its heartbeat
-    thread; `state` is running or stopped, `detail` says why a worker is unwell (a loop that cannot
-    reach the database), `metrics` its counters (summed into serve's /metrics)."""
+    """A worker process's heartbeat, written every `worker_heartbeat_seconds` (`beat_seconds`, so
+    /healthz can tell a silent worker from a slow-beating one; NULL in rows of workers older than
+    the column) by its heartbeat thread; `state` is running or stopped, `detail` says why a worker
+    is unwell (a loop that cannot reach the database), `metrics` its counters (summed into serve's
+    /metrics)."""
 
     __tablename__ = "workers"
     id: Mapped[str] = mapped_column(String(128), primary_key=True)
@@ -165,6 +167,7 @@ class WorkerBeat(Base):
     pid: Mapped[int] = mapped_column(Integer)
     started_at: Mapped[float] = mapped_column(Float, default=time.time)
     heartbeat_at: Mapped[float] = mapped_column(Float, default=time.time)
+    beat_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
     state: Mapped[str] = mapped_column(String(16), default="running")
     detail: Mapped[str] = mapped_column(Text, default="")
     metrics: Mapped[dict] = mapped_column(JSON, default=dict)  # `metrics.snapshot()` at the heartbeat
@@ -177,6 +180,11 @@ class ServiceMeta(Base):
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(Text, default="")
 
+
+# Nullable columns added to a table after its schema version: a database of that version made
+# before gets them when a process opens it (`_check_schema`); processes of the older code go on
+# using the table without them. (table, column, SQL type)
+ADDED_COLUMNS = (("workers", "beat_seconds", "FLOAT"),)
 
 # Key of the PostgreSQL advisory lock under which a process creates the schema of a new database.
 _SCHEMA_LOCK_KEY = 0x7265766965770001
@@ -197,11 +205,14 @@ def _schema_ready(conn: Connection) -> bool:
             f"{version or '1'}, this reviewbot needs {SCHEMA_VERSION}: move it aside or point "
             "database_url at a new one (deliveries are only kept for the retention period anyway)"
         )
-    return set(Base.metadata.tables) <= tables
+    if not set(Base.metadata.tables) <= tables:
+        return False
+    return all(column in {c["name"] for c in inspect(conn).get_columns(table)} for table, column, _ in ADDED_COLUMNS)
 
 
 def _check_schema(engine: Engine) -> None:
-    """Create the tables of a new database; refuse one made by another schema version.
+    """Create the tables of a new database, add `ADDED_COLUMNS` to one made before them; refuse
+    one made by another schema version.
 
     Processes started together on a new database (serve and its workers) create it one at a time:
     the tables and the version row are written in one transaction under the database's write lock
@@ -216,6 +227,9 @@ def _check_schema(engine: Engine) -> None:
         if _schema_ready(conn):
             return
         Base.metadata.create_all(conn)
+        for table, column, sql_type in ADDED_COLUMNS:
+            if column not in {c["name"] for c in inspect(conn).get_columns(table)}:
+                conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}"))
         if conn.scalar(select(ServiceMeta.value).where(ServiceMeta.key == "schema_version")) is None:
             conn.execute(ServiceMeta.__table__.insert(), {"key": "schema_version", "value": SCHEMA_VERSION})
 

@@ -4,7 +4,9 @@ PyGithub's own retries are switched off (`retry=None`) so that every call goes t
 - 5xx and connection errors: exponential backoff (`retry_backoff_seconds`, doubling);
 - rate limits (429, or 403 with `X-RateLimit-Remaining: 0` or `Retry-After`): wait `Retry-After`
   seconds, else until `X-RateLimit-Reset`, at most `retry_max_wait_seconds`;
-- any other 4xx: `GitHubFailed`, with the response logged; the job fails.
+- any other 4xx: `GitHubFailed`, with the response logged at ERROR; the job fails. A status the
+  caller handles (`expected`, e.g. the 404 of a deleted comment) is raised the same way but only
+  logged at DEBUG: it is no error.
 A POST is never repeated blindly: when its outcome is unknown (5xx, rate limit, lost connection)
 `call` raises `OutcomeUnknown` after the wait, and `upsert` re-reads before creating again.
 """
@@ -126,7 +128,9 @@ class GitHub:
             return self.settings.retry_backoff_seconds * 2**attempt
         return None
 
-    def call(self, op: str, fn: Callable[[], T], *, idempotent: bool = True) -> T:
+    def call(self, op: str, fn: Callable[[], T], *, idempotent: bool = True, expected: tuple[int, ...] = ()) -> T:
+        """`fn()` under the retry policy (module docstring). `expected`: 4xx statuses the caller
+        catches (`GitHubFailed.status`) and handles, logged at DEBUG rather than ERROR."""
         attempts = self.settings.retry_max_attempts
         for attempt in range(attempts):
             try:
@@ -135,7 +139,8 @@ class GitHub:
                 metrics.inc("reviewbot_github_api_calls_total", op=op, result=str(exc.status))
                 wait = self._wait_for(op, exc, attempt)
                 if wait is None:
-                    logger.error("GitHub %s: %s %s (headers %s)", op, exc.status, exc.data, exc.headers)
+                    level = logging.DEBUG if exc.status in expected else logging.ERROR
+                    logger.log(level, "GitHub %s: %s %s (headers %s)", op, exc.status, exc.data, exc.headers)
                     raise GitHubFailed(op, exc.status, exc.data) from exc
                 logger.warning("GitHub %s: %s, retrying in %.2fs", op, exc.status, wait)
             except (requests.ConnectionError, requests.Timeout) as exc:

@@ -22,7 +22,7 @@ from sqlalchemy.exc import DBAPIError
 
 from reviewbot.service import db, jobs
 
-STALE_BEATS = 3  # serve's own worker is unhealthy after this many missed heartbeats
+STALE_BEATS = 3  # a worker silent for this many of its heartbeat intervals is `missing`
 REPORTED_SECONDS = 86400.0  # workers silent for longer are not listed (retention deletes them later)
 
 
@@ -125,7 +125,12 @@ def probe_database(engine: Engine) -> str | None:
 def workers(engine: Engine, own: OwnWorker | None, heartbeat_s: float) -> tuple[list[dict[str, Any]], list[str]]:
     """Every worker heard from in the last day (id, host, pid, state, seconds since its last
     heartbeat, detail), and the problems of `own`: not running, no heartbeat yet, heartbeat older
-    than `STALE_BEATS` intervals, or a detail (a loop that cannot reach the database)."""
+    than `STALE_BEATS` intervals, or a detail (a loop that cannot reach the database).
+
+    `state` is the row's (`running`, `stopped`), except that a worker whose row says `running` but
+    whose last heartbeat is older than `STALE_BEATS` of its own intervals (`beat_seconds`; serve's
+    `heartbeat_s` for a row of an older worker without one) is `missing`: a worker killed
+    (`kill -9`, its host gone) never writes `stopped`."""
     now = time.time()
     table = db.WorkerBeat.__table__
     with engine.connect() as conn:
@@ -142,8 +147,11 @@ def workers(engine: Engine, own: OwnWorker | None, heartbeat_s: float) -> tuple[
             "id": row.id,
             "host": row.host,
             "pid": row.pid,
-            "state": row.state,
+            "state": "missing"
+            if row.state == "running" and now - row.heartbeat_at > STALE_BEATS * (row.beat_seconds or heartbeat_s)
+            else row.state,
             "last_heartbeat_s": round(now - row.heartbeat_at, 1),
+            "heartbeat_interval_s": row.beat_seconds,
             "detail": row.detail,
             "serves_this_server": own is not None and (row.host, row.pid) == (host, own.pid),
         }
@@ -154,10 +162,10 @@ def workers(engine: Engine, own: OwnWorker | None, heartbeat_s: float) -> tuple[
         if own.pid is None:
             problems.append(f"worker process not running: {own.note}")
         else:
-            mine = [w for w in listed if w["serves_this_server"] and w["state"] == "running"]
+            mine = [w for w in listed if w["serves_this_server"] and w["state"] != "stopped"]
             if not mine:
                 problems.append(f"worker process {own.pid} has not sent a heartbeat yet")
-            elif mine[0]["last_heartbeat_s"] > STALE_BEATS * heartbeat_s:
+            elif mine[0]["state"] == "missing":
                 problems.append(f"worker process {own.pid}: last heartbeat {mine[0]['last_heartbeat_s']} s ago")
             elif mine[0]["detail"]:
                 problems.append(f"worker process {own.pid}: {mine[0]['detail']}")

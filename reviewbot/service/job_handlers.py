@@ -21,8 +21,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from reviewbot import sandbox
-from reviewbot.repo_config import ConfigError
+from reviewbot import sandbox, validation
+from reviewbot.repo_config import CONFIG_FILE, ConfigError, parse_config
+from reviewbot.results.run import SUITE_GROUPS
 from reviewbot.service import commands, jobs, posting, store
 from reviewbot.service.checkout import checkout
 from reviewbot.service.db import ReviewRecord
@@ -321,7 +322,7 @@ def run_command_job(ctx: JobContext) -> str:
     pull = gh.call("get_pull", lambda: repo.get_pull(job.pr))
     issue = gh.call("get_issue", lambda: repo.get_issue(job.pr))
     try:
-        comment = gh.call("get_comment", lambda: issue.get_comment(args["comment_id"]))
+        comment = gh.call("get_comment", lambda: issue.get_comment(args["comment_id"]), expected=(404,))
     except GitHubFailed as exc:
         if exc.status != 404:
             raise
@@ -364,6 +365,11 @@ def run_command_job(ctx: JobContext) -> str:
                     "to run them on exactly that commit.",
                 )
                 continue
+            unknown = _suites_refusal(gh, repo, head, target.suites)
+            if unknown:
+                logger.info("job %d: /rerun-gpu by %s refused: %s", job.id, args["author"], unknown)
+                posting.reply_once(gh, issue, key, f"@{args['author']} the GPU suites did not run: {unknown}.")
+                continue
             fork = _enqueue_from_command(ctx, "gpu", pull, head, suites=list(target.suites), granted_by=args["author"])
             posting.reply_once(
                 gh,
@@ -380,6 +386,33 @@ def run_command_job(ctx: JobContext) -> str:
                 ("" if command.known else f"Unknown command `/{command.name}`.\n\n") + commands.HELP_TEXT,
             )
     return "done"
+
+
+def _suites_refusal(gh: GitHub, repo: Any, head: str, suites: tuple[str, ...]) -> str:
+    """'' when the `.reviewbot.yml` at `head` configures every suite of `suites` (or `suites` is
+    empty or one of the runner's group names, `all`, `gpu`, `cpu`), else why not, naming the suites it
+    has. Read through the contents API (one request, no checkout), so a misspelt suite is refused in
+    the command's reply instead of failing the GPU run later."""
+    if not suites or (len(suites) == 1 and suites[0] in SUITE_GROUPS):
+        return ""
+    try:
+        found = gh.call("get_config", lambda: repo.get_contents(CONFIG_FILE, ref=head), expected=(404,))
+    except GitHubFailed as exc:
+        if exc.status != 404:
+            raise
+        found = None  # no configuration at the head: no suites
+    where = f"`{CONFIG_FILE}` at `{head[:12]}`"
+    configured: dict[str, Any] = {}
+    if found is not None and not isinstance(found, list):  # a list: a directory of that name
+        try:
+            configured = parse_config(validation.decode_utf8(found.decoded_content)).suites
+        except ValueError as exc:  # ConfigError, or not UTF-8
+            return f"{where} is not valid: {exc}"
+    unknown = [name for name in suites if name not in configured]
+    if not unknown:
+        return ""
+    has = ", ".join(f"`{name}`" for name in configured) or "none"
+    return f"{where} has no suite {', '.join(f'`{name}`' for name in unknown)} (its suites: {has})"
 
 
 def _head_to_run(ctx: JobContext, pull: Any, sha_prefix: str) -> tuple[str, str]:

@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
     from sqlalchemy.exc import OperationalError
 
+    from reviewbot.service import http_protocol
     from reviewbot.service.app import create_app
     from reviewbot.service.health import first_line
 
@@ -91,9 +92,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"reviewbot serve: {line}", file=sys.stderr, flush=True)
     # On SIGTERM/Ctrl-C uvicorn waits for open requests before the lifespan stops the worker; a
     # sender stalled mid-body would hold serve (and its worker) forever. GitHub gives up on a
-    # delivery after 10 s, so one still open after that is cancelled.
+    # delivery after 10 s, so one still open after that is cancelled. The protocol is uvicorn's
+    # h11 one with deadlines for a request's headers and an answered body (http_protocol.py).
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS
+        app,
+        http=http_protocol.protocol(settings.header_timeout_seconds, settings.body_timeout_seconds),
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
     )
     try:
         uvicorn.Server(config).run(sockets=[sock])

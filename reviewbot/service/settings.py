@@ -216,6 +216,23 @@ class Settings(BaseModel):
     max_body_bytes: int = Field(
         25 * 1024 * 1024, gt=0, description="largest accepted delivery body (413 above, refused while it streams in)"
     )
+    header_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        description=(
+            "time a connection may take to send a request's headers, from its opening or the previous answer; "
+            "one that has not is closed without an answer (a connection sending nothing holds a socket)"
+        ),
+    )
+    body_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        description=(
+            "time a delivery's body may take to arrive after its headers; a slower or stalled sender gets 408 and "
+            "its connection is closed (GitHub itself gives up on a delivery after 10 s); also the time the rest of "
+            "a body answered before its end (401, 413) may take before the connection is closed"
+        ),
+    )
     gpu_dispatch: GpuDispatchMode = Field(
         "local",
         description=(

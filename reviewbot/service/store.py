@@ -83,12 +83,21 @@ def add_suite_runs(sessions: sessionmaker, job: Job, suites: list[dict[str, Any]
             )
 
 
-def record_heartbeat(sessions: sessionmaker, worker_id: str, state: str, detail: str, metrics: dict[str, Any]) -> None:
-    """Write this process's worker row (`state` running or stopped), creating it on the first beat."""
+def record_heartbeat(
+    sessions: sessionmaker, worker_id: str, state: str, detail: str, metrics: dict[str, Any], beat_seconds: float
+) -> None:
+    """Write this process's worker row (`state` running or stopped; `beat_seconds`: how often it
+    beats), creating it on the first beat."""
     with sessions.begin() as session:
         row = session.get(WorkerBeat, worker_id)
         if row is None:
-            row = WorkerBeat(id=worker_id, host=socket.gethostname(), pid=os.getpid(), started_at=time.time())
+            row = WorkerBeat(
+                id=worker_id,
+                host=socket.gethostname(),
+                pid=os.getpid(),
+                started_at=time.time(),
+                beat_seconds=beat_seconds,
+            )
             session.add(row)
         row.heartbeat_at, row.state, row.detail, row.metrics = time.time(), state, detail, metrics
 

@@ -215,7 +215,9 @@ class Worker:
         """Record this worker's heartbeat; a database error is logged (the heartbeat then goes stale)."""
         detail = "; ".join(sorted(self._problems.values()))
         try:
-            store.record_heartbeat(self.sessions, self.id, state, detail, metrics.snapshot())
+            store.record_heartbeat(
+                self.sessions, self.id, state, detail, metrics.snapshot(), self.settings.worker_heartbeat_seconds
+            )
         except OperationalError as exc:
             logger.error("worker %s: heartbeat not recorded: %s", self.id, health.first_line(exc))
 

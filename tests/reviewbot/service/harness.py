@@ -152,11 +152,11 @@ class Service:
         self.workers: list[subprocess.Popen[bytes]] = []
         self.client = Client(self.url)
 
-    def _spawn(self, command: str, log_name: str) -> subprocess.Popen[bytes]:
+    def _spawn(self, command: str, log_name: str, **settings: Any) -> subprocess.Popen[bytes]:
         log = open(self.tmp / log_name, "ab")  # noqa: SIM115 - closed with the process in stop()
         return subprocess.Popen(
             [sys.executable, "-m", "reviewbot", command],
-            env=self.env,
+            env={**self.env, **{f"REVIEWBOT_{key.upper()}": str(value) for key, value in settings.items()}},
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=self.tmp,
@@ -176,8 +176,9 @@ class Service:
         except requests.RequestException:
             return None
 
-    def start_worker(self) -> subprocess.Popen[bytes]:
-        proc = self._spawn("worker", "worker.log")
+    def start_worker(self, **settings: Any) -> subprocess.Popen[bytes]:
+        """A `reviewbot worker` with the service's settings, `settings` (name=value) overriding them."""
+        proc = self._spawn("worker", "worker.log", **settings)
         self.workers.append(proc)
         return proc
 

@@ -84,9 +84,43 @@ def test_rerun_gpu_refuses_an_argument_that_is_not_a_suite_name(service, github,
     assert "the GPU suites did not run: `--cpu` is not a suite name" in reply["body"], reply["body"]
 
 
+def test_rerun_gpu_refuses_a_suite_the_heads_configuration_does_not_have(service, github, tmp_path):
+    """`/rerun-gpu NAME` with a misspelt suite used to be queued and reported only in the summary,
+    after a checkout, as the runner's 'unknown suite(s)'; the reply now refuses it at once and
+    names the suites the head's `.reviewbot.yml` has. A PR without the file has none; an invalid
+    file is named with its problem."""
+    project = Project(tmp_path, github, "octo/suite-names", SMOKE_SUITE_FILES)
+    _, head = project.open_pull(1, good_core())
+    github.state.set_permission(project.full_name, "maintainer", "admin")
+    service.comment_event(project.full_name, 1, "/rerun-gpu smoke smoek", "maintainer")
+    jobs = service.wait_jobs_settled(project.full_name, 1)
+    assert [(j.kind, j.state) for j in jobs] == [("command", "done")]
+    [reply] = replies(github, project, 1)
+    assert (
+        f"@maintainer the GPU suites did not run: `.reviewbot.yml` at `{head[:12]}` has no suite `smoek` "
+        "(its suites: `smoke`)." in reply["body"]
+    ), reply["body"]
+    bare = Project(tmp_path, github, "octo/no-config")
+    bare.open_pull(1, good_core())
+    github.state.set_permission(bare.full_name, "maintainer", "admin")
+    service.comment_event(bare.full_name, 1, "/rerun-gpu smoke", "maintainer")
+    assert [(j.kind, j.state) for j in service.wait_jobs_settled(bare.full_name, 1)] == [("command", "done")]
+    [reply] = replies(github, bare, 1)
+    assert "has no suite `smoke` (its suites: none)." in reply["body"], reply["body"]
+    broken = Project(tmp_path, github, "octo/broken-config", {".reviewbot.yml": "suites: [smoke\n"})
+    broken.open_pull(1, good_core())
+    github.state.set_permission(broken.full_name, "maintainer", "admin")
+    service.comment_event(broken.full_name, 1, "/rerun-gpu smoke", "maintainer")
+    assert [(j.kind, j.state) for j in service.wait_jobs_settled(broken.full_name, 1)] == [("command", "done")]
+    [reply] = replies(github, broken, 1)
+    assert "the GPU suites did not run: `.reviewbot.yml` at" in reply["body"], reply["body"]
+    assert "is not valid: not valid YAML" in reply["body"], reply["body"]
+
+
 def test_a_command_whose_comment_was_deleted_before_it_was_handled_does_nothing(service, github, project):
     """A maintainer comments `/rerun-gpu` and deletes the comment before the worker reads it (the
-    fake GitHub answers 404 for it): nothing runs, nothing is posted, the job is not a failure."""
+    fake GitHub answers 404 for it): nothing runs, nothing is posted, the job is not a failure, and
+    the handled 404 is no ERROR line (the API client used to log it at ERROR before the job caught it)."""
     project.open_pull(3, good_core())
     github.state.set_permission(project.full_name, "maintainer", "admin")
     pull = github.state.pulls[(project.full_name, 3)]
@@ -98,6 +132,9 @@ def test_a_command_whose_comment_was_deleted_before_it_was_handled_does_nothing(
     assert [(j.kind, j.state) for j in jobs] == [("command", "done")]
     assert replies(github, project, 3) == []
     assert github.state.statuses_for(project.full_name, pull["head"]["sha"], "reviewbot/gpu-regression") == []
+    log = service.log()
+    assert "comment 987654 was deleted before it was handled: ignored" in log, log
+    assert [line for line in log.splitlines() if " ERROR " in line and "get_comment" in line] == []
 
 
 @pytest.fixture(scope="module")

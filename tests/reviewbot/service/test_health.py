@@ -107,6 +107,15 @@ def test_killed_worker_process_is_reported_and_restarted(fresh_service, github, 
     wait_until(lambda: service.health_status() == 200, timeout=30, what="the restarted worker's heartbeat")
     again = service.client.get("/healthz").json()["worker_process"]
     assert again["restarts"] == 1 and again["pid"] not in (None, first["pid"])
+    # the killed worker's row still says `running` (it never wrote `stopped`): /healthz calls it
+    # missing once it missed 3 of its beats (0.5 s here); it was listed as running until pruned
+    killed = wait_until(
+        lambda: [w for w in service.client.get("/healthz").json()["workers"] if w["pid"] == first["pid"]],
+        timeout=10,
+        what="the killed worker's row",
+    )
+    assert killed[0]["state"] == "missing", killed
+    assert killed[0]["heartbeat_interval_s"] == 0.5
     project = Project(tmp_path, github, "octo/after-restart")
     project.open_pull(1, good_core())
     service.pull_event("opened", project.full_name, 1)
@@ -130,6 +139,26 @@ def test_external_workers_heartbeats_are_listed(fresh_service, github, tmp_path)
     [row] = [w for w in service.client.get("/healthz").json()["workers"] if w["pid"] == worker.pid]
     assert row["state"] == "stopped"
     assert service.client.get("/healthz").status_code == 200  # external workers come and go
+    # one beating every 2 s is running for 6 s of silence; killed, it stays `running` in its row
+    slow = service.start_worker(worker_heartbeat_seconds=2)
+    listed = wait_until(
+        lambda: [w for w in service.client.get("/healthz").json()["workers"] if w["pid"] == slow.pid],
+        timeout=30,
+        what="the slow worker's heartbeat",
+    )
+    assert listed[0]["state"] == "running"
+    service.kill(slow)
+    [row] = wait_until(
+        lambda: [
+            w
+            for w in service.client.get("/healthz").json()["workers"]
+            if w["pid"] == slow.pid and w["state"] != "running"
+        ],
+        timeout=30,
+        what="the killed worker to be missing",
+    )
+    assert (row["state"], row["heartbeat_interval_s"]) == ("missing", 2.0), row
+    assert service.client.get("/healthz").status_code == 200  # listed, not judged
 
 
 def test_a_database_blip_while_a_job_runs_keeps_its_lease_renewing(fresh_service, github, tmp_path):

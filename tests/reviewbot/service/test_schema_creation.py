@@ -8,6 +8,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 
 from reviewbot.service.db import make_engine
@@ -39,3 +40,29 @@ def test_processes_starting_together_on_a_new_database_all_open_it(new_database_
             assert not errors, f"{len(errors)} of {STARTERS} starters failed on {url}: {errors[0]!r}"
             for future in futures:
                 future.result().dispose()
+
+
+def test_a_database_made_before_an_added_column_gets_it_from_the_starters(new_database_urls):
+    """`workers.beat_seconds` came after schema version 2: a database of that version made without
+    it is given it (once, under the lock) by the processes opening it together, and keeps its rows."""
+    url = new_database_urls[0]
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("ALTER TABLE workers DROP COLUMN beat_seconds"))
+        conn.execute(
+            text(
+                "INSERT INTO workers (id, host, pid, started_at, heartbeat_at, state, detail, metrics) "
+                "VALUES ('old', 'h', 1, 0, 0, 'running', '', '{}')"
+            )
+        )
+    engine.dispose()
+    barrier = threading.Barrier(STARTERS)
+    with ThreadPoolExecutor(STARTERS) as pool:
+        engines = [
+            f.result(timeout=120) for f in [pool.submit(_open_at_a_barrier, barrier, url) for _ in range(STARTERS)]
+        ]
+    with engines[0].connect() as conn:
+        assert "beat_seconds" in {c["name"] for c in inspect(conn).get_columns("workers")}
+        assert list(conn.execute(text("SELECT id, beat_seconds FROM workers"))) == [("old", None)]
+    for opened in engines:
+        opened.dispose()

@@ -66,21 +66,22 @@ def test_suite_runs_are_kept_per_job(sessions):
 
 
 def test_the_heartbeat_row_is_made_on_the_first_beat_and_updated_after(sessions):
-    store.record_heartbeat(sessions, "w-1", "running", "", {"jobs": 1})
+    store.record_heartbeat(sessions, "w-1", "running", "", {"jobs": 1}, 5.0)
     with sessions() as session:
         first = session.get(WorkerBeat, "w-1")
         assert first is not None
         started, beat = first.started_at, first.heartbeat_at
-    store.record_heartbeat(sessions, "w-1", "stopped", "jobs: database unavailable", {"jobs": 2})
+    store.record_heartbeat(sessions, "w-1", "stopped", "jobs: database unavailable", {"jobs": 2}, 5.0)
     with sessions() as session:
         rows = list(session.scalars(select(WorkerBeat)))
     assert len(rows) == 1
     row = rows[0]
-    assert (row.state, row.detail, row.metrics, row.pid) == (
+    assert (row.state, row.detail, row.metrics, row.pid, row.beat_seconds) == (
         "stopped",
         "jobs: database unavailable",
         {"jobs": 2},
         os.getpid(),
+        5.0,
     )
     assert row.started_at == started and row.heartbeat_at >= beat
 
