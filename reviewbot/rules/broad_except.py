@@ -50,7 +50,9 @@ may confirm or refute them.
     (round 10; near miss: `raise ValueError(...) from e` that nothing here catches);
   - a *unit boundary* that reports the error: nothing. The handler logs the traceback
     (`logger.exception`, `exc_info=`) or, at warning level or above, the caught exception itself,
-    or, for a turn of a loop, keeps the caught exception in the loop's results (a value built
+    or (round 21) ends the process with it as the exit message (`sys.exit(f"{e}")` prints it on
+    stderr and exits with status 1, `_exits_with_error`; neural-speed's download scripts), or, for a
+    turn of a loop, keeps the caught exception in the loop's results (a value built
     from it added to a collection: `out.append({"case": case, "error": repr(exc)})`);
     its other statements only `pass`, `continue`, `break`, `return`/`return None` or record a
     failure state or end the object it runs in (since round 20 `self.close()`, `self.shutdown()`:
@@ -243,14 +245,20 @@ may confirm or refute them.
     failure falls through) or, a call, what the function does outside every handler
     (`reviewbot.rules.own_route`): nothing. The worst case is behaviour the
     code had anyway. Checked after the P3 classes above and before the comment's P2, so a P3 there
-    stands;
+    stands. A bare `except:` or `except BaseException:` whose fallback is the base's code
+    (`previous_behaviour.base_code_catching_exit`, round 21) is P3
+    `broad-except.base-fallback-catches-exit`: the fallback is the old behaviour, what is left is
+    the width (Ctrl+C and `sys.exit()` during the new route take the old one too);
   - round 19, what a fallback value does downstream (`reviewbot.rules.data_fallback`), read before
     the exemptions above but the filters, probes, conversions and errors passed on, and before the
     confined try: a catch-all that repeats the fallback of a narrower handler of the same try
     (`except TimeoutError: return False`, then `except Exception as e: print(e); return False`): P2
     `broad-except.widens-fallback`; a handler that binds or returns a container of constants (`tmp =
     [""]`, `[0.0 for _ in batch]`) and is no failure record: P2 `broad-except.constant-data`. A log
-    line does not help: the value flows on as data;
+    line does not help: the value flows on as data. Neither is reported (round 21) when the base's
+    catch-all gave the same fallback over the same try in the same function
+    (`previous_behaviour.fallback_at_base`): every error took that value before the change, which
+    split a narrow case off or changed the report;
   - round 19, severity follows what the handler shows (`reviewbot.rules.other_path`): after the
     existing route, a handler that reports the failure where it happens (`print`, a warning, a log
     call at info level or above, a printed traceback) and on every way through it hands back or
@@ -360,7 +368,13 @@ from reviewbot.rules.handler_reach import (
 from reviewbot.rules.other_path import report_names_caught, reported_other_path
 from reviewbot.rules.own_raise import raises_into_handler
 from reviewbot.rules.own_route import own_route
-from reviewbot.rules.previous_behaviour import base_code_in_handler, flag_selects_base, gate_before_base
+from reviewbot.rules.previous_behaviour import (
+    base_code_catching_exit,
+    base_code_in_handler,
+    fallback_at_base,
+    flag_selects_base,
+    gate_before_base,
+)
 
 BROAD = {"Exception", "BaseException"}
 OOM_NAMES = ("OutOfMemoryError",)
@@ -824,6 +838,50 @@ def _failure_marker(node: ast.expr | None) -> bool:
     return word.lower() in _FAILURE_WORDS
 
 
+def _exits_with_error(handler: ast.ExceptHandler) -> bool:
+    """A statement directly in the handler's body ends the process with the caught exception as its
+    message (round 21): `sys.exit(f"{e}")`, `sys.exit(str(e))`, `exit(e)`. `SystemExit` with a code
+    that is not an integer prints it on stderr and exits with status 1, so the error is reported
+    where the process ends. Near misses: an integer status (`sys.exit(e.errno)` shows nothing), the
+    exit under an `if`, `os._exit` (it takes a status only)."""
+    if handler.name is None:
+        return False
+    for stmt in handler.body:
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            continue
+        call = stmt.value
+        if ast.unparse(call.func) not in ("sys.exit", "exit", "quit") or len(call.args) != 1 or call.keywords:
+            continue
+        if _text_of_error(call.args[0], handler.name):
+            return True
+    return False
+
+
+def _text_of_error(node: ast.expr, name: str) -> bool:
+    """`node` is the exception `name` itself or text built from it: an f-string, `str(...)`/`repr(...)`,
+    `"...".format(...)`, `"..." % ...` or `"..." + ...` that reads it."""
+    if isinstance(node, ast.Name):
+        return node.id == name
+    reads = any(isinstance(sub, ast.Name) and sub.id == name for sub in pysource.walk(node))
+    if isinstance(node, ast.JoinedStr):
+        return reads
+    if isinstance(node, ast.Call):
+        func = node.func
+        textual = (isinstance(func, ast.Name) and func.id in ("str", "repr")) or (
+            isinstance(func, ast.Attribute)
+            and func.attr == "format"
+            and isinstance(func.value, ast.Constant)
+            and isinstance(func.value.value, str)
+        )
+        return textual and reads
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mod, ast.Add)):
+        left = node.left
+        return reads and (
+            isinstance(left, ast.JoinedStr) or (isinstance(left, ast.Constant) and isinstance(left.value, str))
+        )
+    return False
+
+
 def _ends_process_failed(stmt: ast.stmt) -> bool:
     """`sys.exit(status)`, `os._exit(status)`, `exit(status)` with a status other than `0`/`None`:
     the process ends, and whoever started it sees the failure in its exit status."""
@@ -898,7 +956,7 @@ def _unit_boundary(handler: ast.ExceptHandler, in_loop: bool, teardown: bool) ->
     """The handler ends one unit of work and reports its error, in a log or, for a turn of a loop,
     in the loop's results (see the module docstring)."""
     kept = {id(stmt) for stmt in handler.body if _keeps_error(stmt, handler.name)}
-    logged = _reports_error(handler)
+    logged = _reports_error(handler) or _exits_with_error(handler)
     if not logged and not kept:
         return False
     records_failure = False
@@ -2555,6 +2613,7 @@ def _broad(
     unharmful: tuple[str, dict[str, object]] | None = None,
     replaced: str | None = None,
     existing_route: Callable[[], bool] = lambda: False,
+    base_route_catching_exit: Callable[[], bool] = lambda: False,
 ) -> Finding | None:
     """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring);
     `boundary`: the handler ends a unit of work and reports its error; `teardown`: `_teardown`;
@@ -2565,7 +2624,9 @@ def _broad(
     the P3 a swallow gets when its outcome reaches no result (`_unharmful`); `replaced`: the parameter
     the handler rebinds to a constant and the function reads after the try (`replaced_argument`);
     `existing_route`: whether the handler falls back to a route the code already had
-    (`_existing_route`), asked only of a swallow no P3 class takes."""
+    (`_existing_route`), asked only of a swallow no P3 class takes; `base_route_catching_exit`:
+    whether a bare or `BaseException` handler falls back to the base's code
+    (`previous_behaviour.base_code_catching_exit`), asked after it."""
     if reraises_same(handler):
         # the same exception goes on, `KeyboardInterrupt` included, after the handler's cleanup
         # (round 11: a bare `except:` here is `except BaseException: ...; raise`, nothing is lost)
@@ -2650,6 +2711,11 @@ def _broad(
     if existing_route():
         # the worst case is what the code did before the change, or does anyway (round 16)
         return None
+    if base_route_catching_exit():
+        # the base's code as the fallback, but Ctrl+C and sys.exit() take it too (round 21)
+        return _handler_finding(
+            ctx, handler, "broad-except", Severity.P3, "broad-except.base-fallback-catches-exit", params, ruff_note
+        )
     jump = raises_into_handler(try_body, handler)
     if jump is not None:
         # the try's own raise lands here on purpose: a branch stated in code (round 20); the claim
@@ -2932,6 +2998,10 @@ def check(ctx: FileContext) -> list[Finding]:
                     continue
                 narrow = widened_handler(node, handler)
                 if narrow is not None and not reraises_same(handler):
+                    if fallback_at_base(ctx, node, handler):
+                        # every error of this try took this value at the base: the change split the
+                        # narrow case off or changed the report (round 21)
+                        continue
                     # the fallback was written for the narrow failure; every other error now reads as it
                     params = {"label": label, "narrow": narrow}
                     findings.append(
@@ -2948,6 +3018,8 @@ def check(ctx: FileContext) -> list[Finding]:
                 ):
                     continue
                 if constant_data(node, handler) and _error_record(handler) is None and not reraises_same(handler):
+                    if fallback_at_base(ctx, node, handler):
+                        continue  # the same batch for every error of the same try at the base (round 21)
                     # an empty or constant batch flows on as the result, reported or not (round 19)
                     findings.append(
                         _handler_finding(
@@ -2992,6 +3064,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     unharmful=_unharmful(ctx, node, handler, facts.report_only, imports),
                     replaced=replaced_argument(ctx.tree, node, handler),
                     existing_route=functools.partial(_existing_route, ctx, node, handler),
+                    base_route_catching_exit=functools.partial(base_code_catching_exit, ctx, node, handler),
                 )
                 if finding is not None:
                     findings.append(finding)

@@ -11,8 +11,8 @@ for d in jax.local_devices():
         ...
 ```
 
-A handler that binds no name and does not leave (`return`, `raise`, `continue`, `break` directly
-in its body) hands the statement after the try a name the failed operation never bound: an
+A handler that binds no name and does not leave (`return`, `raise`, `continue`, `break` or, since
+round 21, `sys.exit(...)` directly in its body) hands the statement after the try a name the failed operation never bound: an
 `UnboundLocalError`/`NameError`, or inside a loop the value of an earlier turn, taken for this
 turn's. Bound before the try means bound by an earlier statement of the same scope on the way to
 the try (its block and the blocks around it, up to the function, whose parameters count; a loop's
@@ -39,6 +39,8 @@ from reviewbot import pysource
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LEAVES = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+# calls that end the process: `sys.exit` and the `exit`/`quit` builtins raise `SystemExit`
+_EXITS = frozenset(["sys.exit", "exit", "quit", "os._exit"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,9 +153,12 @@ def _falls_through(handler: ast.ExceptHandler) -> bool:
 
 
 def _leaves(stmt: ast.stmt) -> bool:
-    """`return`, `raise`, `continue` or `break`, or an `if` whose branches both end in one (TorchServe's
-    `if "CUDA" in str(ex): ... return ... else: ... return ...`)."""
+    """`return`, `raise`, `continue` or `break`, a call ending the process (`_EXITS`: `sys.exit(...)`
+    raises `SystemExit`, round 21), or an `if` whose branches both end in one (TorchServe's `if "CUDA"
+    in str(ex): ... return ... else: ... return ...`)."""
     if isinstance(stmt, _LEAVES):
+        return True
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and ast.unparse(stmt.value.func) in _EXITS:
         return True
     return (
         isinstance(stmt, ast.If)

@@ -33,7 +33,23 @@ before). In both shapes no statement of the try body that calls anything stands 
   new LLVM probe may skip). Near misses: a statement after the try changed, a handler that returns,
   a try that also does work (a call standing alone), a name the try binds read after it.
 
-Each gives nothing (the tests, with their near misses, are in
+Round 21 reads two more things from the base (tests in `test_engine_exception_round21.py`):
+
+- *the base's code under a bare handler* (`base_code_catching_exit`): the shape of
+  `base_code_in_handler` with a bare `except:` or `except BaseException:`. The fallback is the old
+  behaviour, so it is no swallow; Ctrl+C or `sys.exit()` during the new route also takes the old
+  one, which the base let through: `broad_except` reports it as P3
+  `broad-except.base-fallback-catches-exit` (ktransformers' weight transpose from before the change,
+  behind a new `view`). Near miss: a bare handler whose fallback changed stays the swallow.
+- *the same fallback at the base* (`fallback_at_base`): the base held the same try body, in a
+  function of the same name, under a catch-all at least as wide whose fallback (log calls aside) is
+  the head handler's. The data fallbacks (`broad-except.widens-fallback`, `constant-data`) claim
+  the catch-all makes every error of the try that value; at the base every error already got it,
+  and the change split a narrow case off or changed the report (axolotl's prompt-strategy loader,
+  now logging at error level): nothing. Near misses: another value at the base, a try that changed
+  (which `reviewbot.rules.guarded_code` reads for an unchanged handler).
+
+Each of the round-16 and round-20 shapes gives nothing (the tests, with their near misses, are in
 `tests/reviewbot/engine/test_engine_exception_round16.py`, the gate's in
 `test_engine_exception_round20.py`). Left out, each on purpose:
 
@@ -60,6 +76,7 @@ from reviewbot import pysource
 from reviewbot.exception_index import caught_names
 from reviewbot.rules.common import FileContext, innermost_function, is_logging_call, same_node
 
+_CATCH_ALL = frozenset(["Exception", "BaseException"])
 _BLOCKS = (
     ast.FunctionDef,
     ast.AsyncFunctionDef,
@@ -198,8 +215,21 @@ def base_code_in_handler(ctx: FileContext, node: ast.Try | ast.TryStar, handler:
     """The try runs only code the change added, and the handler runs the base's code: each of its
     statements but log calls and `pass` stands in the base version as it is, and one at least calls
     something (see the module docstring)."""
+    return not _catches_exit(handler) and _base_code_kept(ctx, node, handler)
+
+
+def base_code_catching_exit(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """`base_code_in_handler` but for a bare `except:` or `except BaseException:` (round 21): the
+    fallback is the base's code, and what the change adds besides the new route is that Ctrl+C or
+    `sys.exit()` during it also takes the old route."""
+    return _catches_exit(handler) and _base_code_kept(ctx, node, handler)
+
+
+def _base_code_kept(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The try's body and `else:` hold no call statement of the base version, and each statement of
+    the handler but log calls and `pass` stands there as it is, one at least with a call."""
     base = _base(ctx)
-    if base is None or node.finalbody or _catches_exit(handler):
+    if base is None or node.finalbody:
         return False
     if not _new([*node.body, *node.orelse], _base_statements(base)):
         return False
@@ -217,6 +247,36 @@ def base_code_in_handler(ctx: FileContext, node: ast.Try | ast.TryStar, handler:
         else ast.dump(stmt) in simple
         for stmt in kept
     )
+
+
+def fallback_at_base(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The base version holds the same try body (`same_node`) in a function of the same name (or at
+    module level, as the try stands) under a catch-all at least as wide as `handler` whose fallback,
+    its statements but log calls, is `handler`'s (round 21): at the base every error of the try
+    already took this fallback, and the change only split a narrower case off or added a report.
+    Read for the data fallbacks (`reviewbot.rules.data_fallback`), whose claim is that the change
+    makes every error of the try this value: `broad_except` then reports nothing on the handler."""
+    base = _base(ctx)
+    if base is None:
+        return False
+    function = innermost_function(ctx.tree, node)
+    where = None if function is None else function.name
+    own = [stmt for stmt in handler.body if not (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value))]
+    blocks = _base_blocks(base)
+    for other in [*blocks.get(ast.Try, []), *blocks.get(ast.TryStar, [])]:
+        assert isinstance(other, (ast.Try, ast.TryStar))
+        if not same_node(other.body, node.body):
+            continue
+        holder = innermost_function(base, other)
+        if (None if holder is None else holder.name) != where:
+            continue
+        for earlier in other.handlers:
+            names = caught_names(earlier)
+            wide = earlier.type is None or names is None or bool(_CATCH_ALL & set(names))
+            kept = [stmt for stmt in earlier.body if not (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value))]
+            if wide and (_catches_exit(earlier) or not _catches_exit(handler)) and same_node(kept, own):
+                return True
+    return False
 
 
 def _leaves_early(stmt: ast.stmt) -> bool:
