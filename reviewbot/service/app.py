@@ -206,10 +206,11 @@ def create_app(settings: Settings) -> FastAPI:
             "outcome": "accepted" if known else "pong" if event == "ping" else "ignored-event",
         }
 
-    @app.get("/healthz")
+    @app.api_route("/healthz", methods=["GET", "HEAD"])
     def healthz() -> JSONResponse:
         """503 with the reason when the database cannot take a write and a read, its file was deleted
-        or replaced, or serve's own worker process is down or silent."""
+        or replaced, or serve's own worker process is down or silent. HEAD (load balancers' probe)
+        answers the same status without the body."""
         ok, body = health.report(
             engine, identity, store, worker.status() if worker else None, settings.worker_heartbeat_seconds
         )

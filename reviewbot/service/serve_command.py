@@ -23,7 +23,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "serve",
         help="run the GitHub App webhook endpoint",
-        description="Run the GitHub App webhook endpoint (POST /webhook, GET /healthz, GET /metrics). Every "
+        description="Run the GitHub App webhook endpoint (POST /webhook, GET or HEAD /healthz, GET /metrics). Every "
         "setting below can also come from the environment (REVIEWBOT_<NAME>) or a YAML file (--config); "
         "flags win over the environment, which wins over the file. See docs/service.md.",
     )
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         "an embedded `reviewbot worker` process" if settings.embedded_worker else "none here (run `reviewbot worker`)"
     )
     for line in (
-        f"listening on http://{where}:{port} (POST /webhook, GET /healthz, GET /metrics); pid {os.getpid()}",
+        f"listening on http://{where}:{port} (POST /webhook, GET or HEAD /healthz, GET /metrics); pid {os.getpid()}",
         f"database {settings_mod.shown_database(settings.database_url)}",
         f"work directory {os.path.abspath(settings.work_dir)}; worker: {worker}",
     ):

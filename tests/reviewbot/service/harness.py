@@ -107,6 +107,9 @@ class Client:
     def post(self, path: str, **kwargs: Any) -> requests.Response:
         return self.session.post(self.base_url + path, timeout=self.timeout, **kwargs)
 
+    def head(self, path: str, **kwargs: Any) -> requests.Response:
+        return self.session.head(self.base_url + path, timeout=self.timeout, **kwargs)
+
     def close(self) -> None:
         self.session.close()
 

@@ -46,6 +46,8 @@ def closed_event(project: Project, number: int, filler: int = 0) -> dict:
 
 def test_deleted_database_file_is_reported_and_nothing_more_is_acknowledged(fresh_service, github, tmp_path):
     service = fresh_service().start()
+    probe = service.client.head("/healthz")
+    assert (probe.status_code, probe.content) == (200, b"")
     project = Project(tmp_path, github, "octo/deleted-db")
     project.open_pull(1, good_core())
     assert service.deliver("pull_request", closed_event(project, 1)).status_code == 202
@@ -57,6 +59,8 @@ def test_deleted_database_file_is_reported_and_nothing_more_is_acknowledged(fres
     health = service.client.get("/healthz")
     assert health.status_code == 503
     assert f"database file {service.db_path} was deleted while open" in health.json()["reason"]
+    probe = service.client.head("/healthz")  # a load balancer's probe: the status, no body
+    assert (probe.status_code, probe.content) == (503, b"")
 
 
 def test_read_only_database_after_a_restart_is_a_503_until_it_is_writable_again(fresh_service, github, tmp_path):
