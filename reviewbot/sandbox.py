@@ -120,8 +120,9 @@ def hide_service_state(paths: Iterable[Path | str]) -> None:
     os.umask(0o077)
     for raw in paths:
         path = Path(raw).resolve()
-        if path.exists() and path.stat().st_mode & 0o077:
-            path.chmod(path.stat().st_mode & 0o700)
+        mode = path.stat().st_mode if path.exists() else 0
+        if mode & 0o077:
+            path.chmod(mode & 0o700)
         _hidden.add(str(path))
 
 

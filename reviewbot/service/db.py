@@ -207,7 +207,17 @@ def _schema_ready(conn: Connection) -> bool:
         )
     if not set(Base.metadata.tables) <= tables:
         return False
-    return all(column in {c["name"] for c in inspect(conn).get_columns(table)} for table, column, _ in ADDED_COLUMNS)
+    return not _missing_columns(conn)
+
+
+def _missing_columns(conn: Connection) -> list[tuple[str, str, str]]:
+    """The entries of `ADDED_COLUMNS` whose column the database's table lacks (every table exists)."""
+    inspector = inspect(conn)
+    return [
+        (table, column, sql_type)
+        for table, column, sql_type in ADDED_COLUMNS
+        if column not in {c["name"] for c in inspector.get_columns(table)}
+    ]
 
 
 def _check_schema(engine: Engine) -> None:
@@ -227,9 +237,8 @@ def _check_schema(engine: Engine) -> None:
         if _schema_ready(conn):
             return
         Base.metadata.create_all(conn)
-        for table, column, sql_type in ADDED_COLUMNS:
-            if column not in {c["name"] for c in inspect(conn).get_columns(table)}:
-                conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}"))
+        for table, column, sql_type in _missing_columns(conn):
+            conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}"))
         if conn.scalar(select(ServiceMeta.value).where(ServiceMeta.key == "schema_version")) is None:
             conn.execute(ServiceMeta.__table__.insert(), {"key": "schema_version", "value": SCHEMA_VERSION})
 
