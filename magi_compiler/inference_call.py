@@ -46,6 +46,7 @@ import torch._inductor.debug
 import torch.utils._pytree as pytree
 
 from magi_compiler.counters import compilation_counter
+from magi_compiler.kernel_launch import lean_kernels
 
 logger = logging.getLogger(__name__)
 
@@ -165,8 +166,8 @@ def _direct(full: Callable[..., Any], params: list[Any], graph: Any, plan: _Plan
         nonlocal generated
         if generated is None:
             outs = full(*args)
-            generated = graph.current_callable
-            assert generated is not None, "a compiled graph that ran has its callable"
+            assert graph.current_callable is not None, "a compiled graph that ran has its callable"
+            generated = lean_kernels(graph.current_callable)
             return outs
         if _profiler._is_profiler_enabled or _inductor_debug.RECORD_GRAPH_EXECUTION:
             return full(*args)
