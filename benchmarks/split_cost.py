@@ -11,6 +11,10 @@ over the rounds and the ratio of medians to ``torch.compile`` and to eager; then
 share the machine's state, the paired figure: per round, split over ``torch.compile`` (and over
 unsplit, and over eager), its median and its 10th-90th percentile over the rounds.
 
+``--graphs`` (CUDA) adds Magi with ``cudagraph_mode`` PIECEWISE and FULL (one capture size, the
+batch: the default list's largest sizes do not fit in memory at this shape), and their per-round
+ratio over Magi split without graphs (at a compute-bound shape graphs should not cost).
+
 ``--kernels`` adds where the time goes, from one profiled call of each contender (torch.profiler):
 the number of device kernels (CUDA) or aten ops (CPU) one call launches, their summed self time,
 and the copies among them (``copy_``, ``clone``, ``contiguous``), so lost fusions and layout
@@ -18,7 +22,7 @@ copies at the piece boundaries show as more kernels or more copies; the rest of 
 host-side (Python, dispatch).
 
 Usage: ``python benchmarks/split_cost.py [--device cuda|cpu] [--hidden 4096] [--seq 2048]
-[--batch 4] [--layers 4] [--heads 32] [--rounds 30] [--calls 3] [--kernels]`` with
+[--batch 4] [--layers 4] [--heads 32] [--rounds 30] [--calls 3] [--graphs] [--kernels]`` with
 ``MAGI_COMPILE_CACHE_ROOT_DIR`` and ``TORCHINDUCTOR_CACHE_DIR`` pointing at scratch dirs (the Magi
 cache defaults to a fresh temporary directory). Figures only: nothing here asserts a speed.
 """
@@ -42,9 +46,12 @@ from magi_bench.models import ModelDims, attention_spec
 from magi_bench.timers import Timer
 
 _COPY_OPS = ("copy_", "clone", "contiguous")
+_GRAPH_MODES = ("magi_piecewise_cudagraph", "magi_full_cudagraph")
 
 
-def _contenders(dims: ModelDims, device: torch.device, dtype: torch.dtype, cache_root: str) -> dict[str, Callable]:
+def _contenders(
+    dims: ModelDims, device: torch.device, dtype: torch.dtype, cache_root: str, graphs: bool
+) -> dict[str, Callable]:
     """Display name -> call; eager first (the output reference)."""
     split = attention_spec(dims)
     unsplit = dataclasses.replace(split, name="AttentionModelUnsplit", splitting_ops=())
@@ -52,12 +59,16 @@ def _contenders(dims: ModelDims, device: torch.device, dtype: torch.dtype, cache
         split, device, dtype, cache_root, ("eager", "torch_compile", "magi_class")
     )
     (magi_unsplit,) = build_contenders(unsplit, device, dtype, cache_root, ("magi_class",))
-    return {
+    calls = {
         "eager": eager.call,
         "torch_compile": compiled.call,
         "magi_split": magi_split.call,
         "magi_unsplit": magi_unsplit.call,
     }
+    if graphs:
+        for contender in build_contenders(split, device, dtype, cache_root, _GRAPH_MODES, (dims.batch,)):
+            calls[contender.name] = contender.call
+    return calls
 
 
 def _time_rounds(
@@ -89,7 +100,7 @@ def _percentile(values: list[float], fraction: float) -> float:
 def _kernel_table(calls: dict[str, Callable], x: torch.Tensor, cuda: bool) -> None:
     activity = torch.profiler.ProfilerActivity.CUDA if cuda else torch.profiler.ProfilerActivity.CPU
     print(f"\none profiled call each ({'device kernels' if cuda else 'aten ops'}):")
-    print(f"{'contender':<16}{'count':>8}{'self ms':>10}{'copies':>8}{'copy ms':>10}")
+    print(f"{'contender':<26}{'count':>8}{'self ms':>10}{'copies':>8}{'copy ms':>10}")
     for name, call in calls.items():
         with torch.profiler.profile(activities=[activity]) as prof:
             call(x)
@@ -102,7 +113,7 @@ def _kernel_table(calls: dict[str, Callable], x: torch.Tensor, cuda: bool) -> No
         copies = [e for e in events if any(op in e.name for op in _COPY_OPS)]
         total_ms = sum(self_us(e) for e in events) / 1e3
         copy_ms = sum(self_us(e) for e in copies) / 1e3
-        print(f"{name:<16}{len(events):>8}{total_ms:>10.3f}{len(copies):>8}{copy_ms:>10.3f}")
+        print(f"{name:<26}{len(events):>8}{total_ms:>10.3f}{len(copies):>8}{copy_ms:>10.3f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=3, help="calls per sample")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's own)")
+    parser.add_argument("--graphs", action="store_true", help="also Magi with PIECEWISE and FULL CUDA graphs (CUDA)")
     parser.add_argument("--kernels", action="store_true", help="also profile one call of each contender")
     args = parser.parse_args(argv)
     if args.batch < 2 or args.rounds < 1 or args.calls < 1 or args.warmup < 0:
@@ -126,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: CUDA is not available here")
+    if args.graphs and device.type != "cuda":
+        parser.error("--graphs needs --device cuda")
     if args.threads:
         torch.set_num_threads(args.threads)
     cuda = device.type == "cuda"
@@ -134,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"torch {torch.__version__}, {device}, {dtype}, {dims}", flush=True)
     timer = Timer(device)
     with tempfile.TemporaryDirectory(prefix="split-cost-") as scratch, torch.no_grad():
-        calls = _contenders(dims, device, dtype, scratch)
+        calls = _contenders(dims, device, dtype, scratch, args.graphs)
         torch.manual_seed(0)
         x = torch.randn(dims.batch, dims.seq, dims.hidden, device=device, dtype=dtype)
         torch._dynamo.mark_dynamic(x, 0)
@@ -158,10 +172,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.kernels:
             _kernel_table(calls, x, cuda)
     median = {name: statistics.median(values) for name, values in samples.items()}
-    print(f"\n{'contender':<16}{'median ms':>11}{'min ms':>9}{'vs compile':>12}{'vs eager':>10}{'compile s':>11}")
+    print(f"\n{'contender':<26}{'median ms':>11}{'min ms':>9}{'vs compile':>12}{'vs eager':>10}{'compile s':>11}")
     for name, values in samples.items():
         print(
-            f"{name:<16}{median[name]:>11.4f}{min(values):>9.4f}{median[name] / median['torch_compile']:>11.3f}x"
+            f"{name:<26}{median[name]:>11.4f}{min(values):>9.4f}{median[name] / median['torch_compile']:>11.3f}x"
             f"{median[name] / median['eager']:>9.3f}x{first_call_s[name]:>11.1f}"
         )
     print("\nper round, magi_split over:  median  (p10 - p90)")
@@ -170,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
         ratios = [a / b for a, b in zip(split, samples[other], strict=True)]
         low, high = _percentile(ratios, 0.1), _percentile(ratios, 0.9)
         print(f"  {other:<16}{statistics.median(ratios):>10.3f}x  ({low:.3f} - {high:.3f})")
+    for mode in _GRAPH_MODES if args.graphs else ():
+        ratios = [a / b for a, b in zip(samples[mode], split, strict=True)]
+        low, high = _percentile(ratios, 0.1), _percentile(ratios, 0.9)
+        print(f"per round, {mode} over magi_split: {statistics.median(ratios):.3f}x  ({low:.3f} - {high:.3f})")
     return 0
 
 

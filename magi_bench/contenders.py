@@ -106,8 +106,10 @@ def build_contenders(
     dtype: torch.dtype,
     cache_root: str,
     names: tuple[str, ...] = CONTENDER_NAMES,
+    capture_sizes: tuple[int, ...] | None = None,
 ) -> list[Contender]:
-    """The named contenders, in the given order; Magi caches go under ``cache_root``."""
+    """The named contenders, in the given order; Magi caches go under ``cache_root``; Magi's CUDA
+    graph contenders capture ``capture_sizes`` (default: Magi's own list)."""
     unknown = sorted(set(names) - set(CONTENDER_NAMES))
     if unknown:
         raise ValueError(f"unknown contender(s) {unknown}; known: {list(CONTENDER_NAMES)}")
@@ -124,6 +126,8 @@ def build_contenders(
         patch: dict = {"cache_root_dir": cache_root, "splitting_ops": list(spec.splitting_ops)}
         if name in CUDAGRAPH_MODES:
             patch["cudagraph_mode"] = CUDAGRAPH_MODES[name]
+            if capture_sizes is not None:
+                patch["cudagraph_capture_sizes"] = list(capture_sizes)
         if name == "magi_full_cudagraph" and spec.splitting_ops:
             patch["disable_graph_split"] = True  # one graph around the whole model, the splitting ops inside
         return {"dynamic_arg_dims": {"x": 0}, "model_tag": f"bench_{spec.name}_{name}", "config_patch": patch}
