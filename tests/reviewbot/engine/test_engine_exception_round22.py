@@ -1,0 +1,296 @@
+"""The precision benchmark's round-22 classes, next to their near misses, on a real git repo reviewed
+statically (`--suites none`).
+
+- The same computation retried on the CPU, its failure propagated (`device_retry.cpu_retry`): an
+  `except RuntimeError` whose handler runs the try's statements again with the CPU as their device,
+  unguarded or in a nested try that re-raises, is `P3` `runtime-error-fallback.cpu-retry`, not the
+  `P2` `no-oom-reraise` (auto-round's RTN fallbacks). Near misses: other arguments in the retry, a
+  retry whose failure is swallowed, a retry on another accelerator, the device set on an attribute
+  before the call (auto-round's final blockwise fallback): `no-oom-reraise` as before.
+- A failed read of a cache taken for a miss (`cache_read.cache_miss`): the try reads a file its
+  names call a cache and writes nothing, the handler logs, removes the entry and answers "nothing
+  cached": nothing (lm-evaluation-harness's request cache, Horovod's check cache). Near misses: a
+  file not named a cache, a try that also writes the cache, a handler that computes a substitute:
+  `broad-except.swallows` as before.
+- The function's own CPU route, its result moved to the device (`own_route`): a handler that runs
+  the statements of the function's CPU branch and moves the last value `.to(device)` gives nothing
+  (ktransformers' GGUF dequantization). Near misses: a statement that stands nowhere else, another
+  move than `.to(...)` of the whole value: `broad-except.swallows` as before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from engine_gitrepos import findings_by_rule, review_shapes
+
+from reviewbot.findings import Finding
+from reviewbot.severity import Severity
+
+KERNELS = """
+def quantize(w, **cfg):
+    return w
+
+
+def wrap(m, tuning=True):
+    return m
+
+
+DEQUANT_CPU = {}
+DEQUANT_GPU = {}
+"""
+
+RETRY = """
+import logging
+import traceback
+
+import torch
+
+from .kernels import quantize, wrap
+
+LOG = logging.getLogger(__name__)
+
+
+def quantize_weight(weight, device, cfg):
+    try:
+        q = quantize(weight.to(device), **cfg)
+    except RuntimeError:
+        error = traceback.format_exc()
+        try:
+            LOG.info("out of memory, falling back to CPU")
+            q = quantize(weight.to("cpu"), **cfg)
+        except Exception:
+            LOG.error(error)
+            raise
+    return q
+
+
+def quantize_module(m, device):
+    try:
+        m.to(device)
+        m = wrap(m, tuning=False)
+        m.to("cpu")
+    except RuntimeError:
+        LOG.warning("out of memory, falling back to CPU")
+        m.to("cpu")
+        m = wrap(m, tuning=False)
+    return m
+
+
+def quantize_cuda(weight, cfg):
+    try:
+        q = quantize(weight.cuda(), **cfg)
+    except RuntimeError:
+        q = quantize(weight.cpu(), **cfg)
+    return q
+
+
+def quantize_other_args(weight, device, cfg):
+    try:
+        q = quantize(weight.to(device), **cfg)
+    except RuntimeError:
+        q = quantize(weight.to("cpu"), fast=True)
+    return q
+
+
+def quantize_guarded(weight, device, cfg):
+    try:
+        q = quantize(weight.to(device), **cfg)
+    except RuntimeError:
+        try:
+            q = quantize(weight.to("cpu"), **cfg)
+        except ValueError:
+            q = None
+    return q
+
+
+def quantize_other_gpu(weight, cfg):
+    try:
+        q = quantize(weight.to("cuda:0"), **cfg)
+    except RuntimeError:
+        q = quantize(weight.to("cuda:1"), **cfg)
+    return q
+
+
+class Quantizer:
+    def run(self, names):
+        try:
+            self.blockwise(names)
+        except RuntimeError:
+            before = self.device
+            self.device = "cpu"
+            self.blockwise(names)
+            self.device = before
+"""
+
+
+CACHE = """
+import os
+import pickle
+
+import dill
+
+from .kernels import quantize
+
+CACHE_DIR = "/tmp/cache"
+
+
+def _cache_path(name):
+    return os.path.join(CACHE_DIR, name)
+
+
+def load_cached(name):
+    try:
+        path = _cache_path(name)
+        with open(path, "rb") as f:
+            return dill.loads(f.read())
+    except Exception:
+        print(name, "is not cached")
+
+
+class Checks:
+    def __init__(self, cache_file):
+        self._cache_file = cache_file
+
+    def _load(self, path):
+        with open(path, "rb") as f:
+            return pickle.load(f)
+
+    def corrupt_and_deleted(self):
+        try:
+            _ = self._load(self._cache_file)
+            return False
+        except Exception:
+            os.remove(self._cache_file)
+            return True
+
+
+def load_config(path):
+    try:
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    except Exception:
+        return None
+
+
+def load_and_refresh(name):
+    try:
+        path = _cache_path(name)
+        with open(path, "rb") as f:
+            value = pickle.load(f)
+        with open(path, "wb") as f:
+            pickle.dump(value, f)
+        return value
+    except Exception:
+        return None
+
+
+def load_or_compute(name, weight):
+    try:
+        with open(_cache_path(name), "rb") as f:
+            return pickle.load(f)
+    except Exception:
+        return quantize(weight)
+"""
+
+
+DEQUANT = """
+import torch
+
+from .kernels import DEQUANT_CPU, DEQUANT_GPU
+
+
+def dequant(name, data, device):
+    if "cuda" in device:
+        try:
+            values = DEQUANT_GPU[name](data, device)
+        except Exception:
+            values = DEQUANT_CPU[name](data)
+            values = torch.from_numpy(values.copy()).to(device)
+    else:
+        values = DEQUANT_CPU[name](data)
+        values = torch.from_numpy(values.copy())
+    return values.view(-1)
+
+
+def dequant_other_input(name, data, device):
+    if "cuda" in device:
+        try:
+            values = DEQUANT_GPU[name](data, device)
+        except Exception:
+            values = DEQUANT_CPU[name](data[::2])
+            values = torch.from_numpy(values.copy()).to(device)
+    else:
+        values = DEQUANT_CPU[name](data)
+        values = torch.from_numpy(values.copy())
+    return values.view(-1)
+
+
+def dequant_half(name, data, device):
+    if "cuda" in device:
+        try:
+            values = DEQUANT_GPU[name](data, device)
+        except Exception:
+            values = DEQUANT_CPU[name](data)
+            values = torch.from_numpy(values.copy()).to(device).half()
+    else:
+        values = DEQUANT_CPU[name](data)
+        values = torch.from_numpy(values.copy())
+    return values.view(-1)
+"""
+
+
+@pytest.fixture(scope="module")
+def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
+    path: Path = tmp_path_factory.mktemp("round22")
+    base = {
+        "pkg/__init__.py": "",
+        "pkg/kernels.py": KERNELS,
+        "pkg/retry.py": "",
+        "pkg/cache.py": "",
+        "pkg/dequant.py": "",
+    }
+    shapes = {"pkg/retry.py": RETRY, "pkg/cache.py": CACHE, "pkg/dequant.py": DEQUANT}
+    return review_shapes(path, base, shapes)
+
+
+def _shown(review: list[Finding], path: str, qualname: str, rule: str) -> tuple[str, Severity] | None:
+    finding = findings_by_rule(review, path, qualname).get(rule)
+    return None if finding is None else (finding.message_id, finding.severity)
+
+
+@pytest.mark.parametrize("qualname", ["quantize_weight", "quantize_module", "quantize_cuda"])
+def test_the_same_computation_retried_on_the_cpu_is_a_p3(review: list[Finding], qualname: str) -> None:
+    shown = _shown(review, "pkg/retry.py", qualname, "runtime-error-fallback")
+    assert shown == ("runtime-error-fallback.cpu-retry", Severity.P3)
+
+
+def test_the_cpu_retry_says_what_still_goes_wrong(review: list[Finding]) -> None:
+    finding = findings_by_rule(review, "pkg/retry.py", "quantize_weight")["runtime-error-fallback"]
+    assert "same computation on the CPU" in finding.message
+
+
+@pytest.mark.parametrize("qualname", ["quantize_other_args", "quantize_guarded", "quantize_other_gpu", "Quantizer.run"])
+def test_near_misses_of_the_cpu_retry_stay_no_oom_reraise(review: list[Finding], qualname: str) -> None:
+    shown = _shown(review, "pkg/retry.py", qualname, "runtime-error-fallback")
+    assert shown == ("runtime-error-fallback.no-oom-reraise", Severity.P2)
+
+
+@pytest.mark.parametrize("qualname", ["load_cached", "Checks.corrupt_and_deleted"])
+def test_a_failed_cache_read_taken_for_a_miss_gives_nothing(review: list[Finding], qualname: str) -> None:
+    assert findings_by_rule(review, "pkg/cache.py", qualname) == {}
+
+
+@pytest.mark.parametrize("qualname", ["load_config", "load_and_refresh", "load_or_compute"])
+def test_near_misses_of_the_cache_miss_stay_swallows(review: list[Finding], qualname: str) -> None:
+    assert _shown(review, "pkg/cache.py", qualname, "broad-except") == ("broad-except.swallows", Severity.P2)
+
+
+def test_the_functions_own_cpu_route_moved_to_the_device_gives_nothing(review: list[Finding]) -> None:
+    assert findings_by_rule(review, "pkg/dequant.py", "dequant") == {}
+
+
+@pytest.mark.parametrize("qualname", ["dequant_other_input", "dequant_half"])
+def test_near_misses_of_the_moved_cpu_route_stay_swallows(review: list[Finding], qualname: str) -> None:
+    assert _shown(review, "pkg/dequant.py", qualname, "broad-except") == ("broad-except.swallows", Severity.P2)
