@@ -16,6 +16,10 @@ statically (`--suites none`).
   the statements of the function's CPU branch and moves the last value `.to(device)` gives nothing
   (ktransformers' GGUF dequantization). Near misses: a statement that stands nowhere else, another
   move than `.to(...)` of the whole value: `broad-except.swallows` as before.
+- A handler that reads a module-level name the change removed (`handler_raises`,
+  `handler-raises.removed-name`, P2): the name moved into a function, the handler's own lines
+  unchanged, is reported on the handler (gpt-neox's fused-kernel install hint). Near misses: a name
+  the head still binds at module level, one the handler's function binds, a read under a condition.
 """
 
 from __future__ import annotations
@@ -241,6 +245,107 @@ def dequant_half(name, data, device):
 """
 
 
+BUILD_BASE = """
+import pathlib
+
+srcpath = pathlib.Path(__file__).parent
+buildpath = srcpath / "build"
+name = "kernels"
+
+
+def load():
+    return srcpath
+
+
+def load_kernels():
+    try:
+        import fused_softmax
+    except ImportError as e:
+        print(e)
+        print(f"please run pip install {srcpath}")
+        raise SystemExit(1)
+    return fused_softmax
+
+
+def load_kernels_late():
+    try:
+        import fused_rope
+    except ImportError as e:
+        if "rope" in str(e):
+            print(f"please run pip install {srcpath}")
+        raise
+    return fused_rope
+
+
+def build():
+    try:
+        import fused_norm
+    except ImportError:
+        print(f"please build into {buildpath}")
+        raise
+    return fused_norm
+
+
+def named():
+    try:
+        import fused_gelu
+    except ImportError:
+        print(f"please install {name}")
+        raise
+    return fused_gelu
+"""
+
+BUILD = """
+import pathlib
+
+buildpath = None
+name = "kernels"
+
+
+def load():
+    srcpath = pathlib.Path(__file__).parent
+    return srcpath
+
+
+def load_kernels():
+    try:
+        import fused_softmax
+    except ImportError as e:
+        print(e)
+        print(f"please run pip install {srcpath}")
+        raise SystemExit(1)
+    return fused_softmax
+
+
+def load_kernels_late():
+    try:
+        import fused_rope
+    except ImportError as e:
+        if "rope" in str(e):
+            print(f"please run pip install {srcpath}")
+        raise
+    return fused_rope
+
+
+def build():
+    try:
+        import fused_norm
+    except ImportError:
+        print(f"please build into {buildpath}")
+        raise
+    return fused_norm
+
+
+def named(name="gelu"):
+    try:
+        import fused_gelu
+    except ImportError:
+        print(f"please install {name}")
+        raise
+    return fused_gelu
+"""
+
+
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     path: Path = tmp_path_factory.mktemp("round22")
@@ -250,8 +355,9 @@ def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
         "pkg/retry.py": "",
         "pkg/cache.py": "",
         "pkg/dequant.py": "",
+        "pkg/build.py": BUILD_BASE,
     }
-    shapes = {"pkg/retry.py": RETRY, "pkg/cache.py": CACHE, "pkg/dequant.py": DEQUANT}
+    shapes = {"pkg/retry.py": RETRY, "pkg/cache.py": CACHE, "pkg/dequant.py": DEQUANT, "pkg/build.py": BUILD}
     return review_shapes(path, base, shapes)
 
 
@@ -294,3 +400,17 @@ def test_the_functions_own_cpu_route_moved_to_the_device_gives_nothing(review: l
 @pytest.mark.parametrize("qualname", ["dequant_other_input", "dequant_half"])
 def test_near_misses_of_the_moved_cpu_route_stay_swallows(review: list[Finding], qualname: str) -> None:
     assert _shown(review, "pkg/dequant.py", qualname, "broad-except") == ("broad-except.swallows", Severity.P2)
+
+
+def test_a_handler_reading_a_module_name_the_change_removed_raises_name_error(review: list[Finding]) -> None:
+    finding = findings_by_rule(review, "pkg/build.py", "load_kernels").get("handler-raises")
+    assert finding is not None
+    handler_line = BUILD.lstrip("\n").splitlines().index("    except ImportError as e:") + 1
+    assert (finding.message_id, finding.severity) == ("handler-raises.removed-name", Severity.P2)
+    assert finding.line_start == handler_line
+    assert "`srcpath`" in finding.message and not finding.in_diff
+
+
+@pytest.mark.parametrize("qualname", ["load_kernels_late", "build", "named"])
+def test_near_misses_of_the_removed_name_give_nothing(review: list[Finding], qualname: str) -> None:
+    assert "handler-raises" not in findings_by_rule(review, "pkg/build.py", qualname)
