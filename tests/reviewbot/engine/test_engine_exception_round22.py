@@ -20,6 +20,11 @@ statically (`--suites none`).
   `handler-raises.removed-name`, P2): the name moved into a function, the handler's own lines
   unchanged, is reported on the handler (gpt-neox's fused-kernel install hint). Near misses: a name
   the head still binds at module level, one the handler's function binds, a read under a condition.
+- A handler whose test of the caught exception the change dropped (`guarded_code.drops_exception_test`,
+  read by the engine): the base's `if is_oom(e):` around the fallback, the head's fallback for every
+  `RuntimeError`, on the same unchanged `except` line, is reported although the base had the same
+  fingerprint (auto-round's importance-matrix quantization). Near misses: a head handler that still
+  tests the exception another way, a base handler that tested a flag: not reported, as before.
 """
 
 from __future__ import annotations
@@ -346,6 +351,75 @@ def named(name="gelu"):
 """
 
 
+OOM_BASE = """
+import torch
+
+from .kernels import quantize, wrap
+
+
+def is_oom(e):
+    return "out of memory" in str(e)
+
+
+def run(model, blocks):
+    try:
+        quantize(model)
+    except RuntimeError as e:
+        if is_oom(e):
+            wrap(blocks)
+
+
+def run_message(model, blocks):
+    try:
+        quantize(model)
+    except RuntimeError as e:
+        if is_oom(e):
+            wrap(blocks)
+
+
+def run_flag(model, blocks, low_memory):
+    try:
+        quantize(model)
+    except RuntimeError as e:
+        if low_memory:
+            wrap(blocks)
+"""
+
+OOM = """
+import torch
+
+from .kernels import quantize, wrap
+
+
+def is_oom(e):
+    return "out of memory" in str(e)
+
+
+def run(model, blocks):
+    try:
+        quantize(model)
+    except RuntimeError as e:
+        print("out of memory, quantizing blockwise")
+        wrap(blocks)
+
+
+def run_message(model, blocks):
+    try:
+        quantize(model)
+    except RuntimeError as e:
+        if "out of memory" in str(e):
+            wrap(blocks)
+
+
+def run_flag(model, blocks, low_memory):
+    try:
+        quantize(model)
+    except RuntimeError as e:
+        print("quantizing blockwise")
+        wrap(blocks)
+"""
+
+
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     path: Path = tmp_path_factory.mktemp("round22")
@@ -356,8 +430,15 @@ def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
         "pkg/cache.py": "",
         "pkg/dequant.py": "",
         "pkg/build.py": BUILD_BASE,
+        "pkg/oom.py": OOM_BASE,
     }
-    shapes = {"pkg/retry.py": RETRY, "pkg/cache.py": CACHE, "pkg/dequant.py": DEQUANT, "pkg/build.py": BUILD}
+    shapes = {
+        "pkg/retry.py": RETRY,
+        "pkg/cache.py": CACHE,
+        "pkg/dequant.py": DEQUANT,
+        "pkg/build.py": BUILD,
+        "pkg/oom.py": OOM,
+    }
     return review_shapes(path, base, shapes)
 
 
@@ -414,3 +495,15 @@ def test_a_handler_reading_a_module_name_the_change_removed_raises_name_error(re
 @pytest.mark.parametrize("qualname", ["load_kernels_late", "build", "named"])
 def test_near_misses_of_the_removed_name_give_nothing(review: list[Finding], qualname: str) -> None:
     assert "handler-raises" not in findings_by_rule(review, "pkg/build.py", qualname)
+
+
+def test_a_dropped_test_of_the_caught_exception_makes_the_unchanged_handler_new(review: list[Finding]) -> None:
+    assert _shown(review, "pkg/oom.py", "run", "runtime-error-fallback") == (
+        "runtime-error-fallback.no-oom-reraise",
+        Severity.P2,
+    )
+
+
+@pytest.mark.parametrize("qualname", ["run_message", "run_flag"])
+def test_near_misses_of_the_dropped_test_stay_unreported(review: list[Finding], qualname: str) -> None:
+    assert findings_by_rule(review, "pkg/oom.py", qualname) == {}
