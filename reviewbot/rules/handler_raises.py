@@ -27,8 +27,8 @@ that cannot succeed, whatever was caught:
   before the hint is shown (`handler-raises.removed-name`). Reported on the handler, wherever it
   stands in the file: the change is what broke it, away from the handler's lines (the engine keeps
   it although it touches no changed line, `engine._away_from_change`). Near misses: a name the
-  head still binds at module level (another assignment), one an enclosing function binds, a read
-  under a condition.
+  head still binds at module level (another assignment), one an enclosing function or class body
+  binds, a read under a condition.
 
 All are P2: the handler was written for a failure and answers it with an error of its own; the
 caught exception survives only as the new one's `__context__`. Reads under a condition (`if
@@ -245,11 +245,13 @@ def _reads_removed(
 
 
 def _handlers_with_scopes(tree: ast.Module) -> Iterator[tuple[ast.ExceptHandler, list[ast.AST]]]:
-    """Each handler of the file with the functions and classes enclosing it, outermost first."""
+    """Each handler of the file with the functions and classes enclosing it, outermost first (a class
+    body's names are not visible in its methods, so counting them there only reports less)."""
     pending: list[tuple[ast.AST, list[ast.AST]]] = [(tree, [])]
+    scoping = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
     while pending:
         node, scopes = pending.pop()
-        inner = [*scopes, node] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else scopes
+        inner = [*scopes, node] if isinstance(node, scoping) else scopes
         if isinstance(node, ast.ExceptHandler):
             yield node, inner
         pending.extend((child, inner) for child in pysource.children(node))

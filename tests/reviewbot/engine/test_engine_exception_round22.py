@@ -19,7 +19,8 @@ statically (`--suites none`).
 - A handler that reads a module-level name the change removed (`handler_raises`,
   `handler-raises.removed-name`, P2): the name moved into a function, the handler's own lines
   unchanged, is reported on the handler (gpt-neox's fused-kernel install hint). Near misses: a name
-  the head still binds at module level, one the handler's function binds, a read under a condition.
+  the head still binds at module level, one the handler's function binds, one its class body binds,
+  a read under a condition.
 - A handler whose test of the caught exception the change dropped (`guarded_code.drops_exception_test`,
   read by the engine): the base's `if is_oom(e):` around the fallback, the head's fallback for every
   `RuntimeError`, on the same unchanged `except` line, is reported although the base had the same
@@ -298,6 +299,13 @@ def named():
         print(f"please install {name}")
         raise
     return fused_gelu
+
+
+class Loader:
+    try:
+        import fused_adam
+    except ImportError:
+        print(f"please install {srcpath}")
 """
 
 BUILD = """
@@ -348,6 +356,14 @@ def named(name="gelu"):
         print(f"please install {name}")
         raise
     return fused_gelu
+
+
+class Loader:
+    srcpath = pathlib.Path(__file__).parent
+    try:
+        import fused_adam
+    except ImportError:
+        print(f"please install {srcpath}")
 """
 
 
@@ -492,7 +508,7 @@ def test_a_handler_reading_a_module_name_the_change_removed_raises_name_error(re
     assert "`srcpath`" in finding.message and not finding.in_diff
 
 
-@pytest.mark.parametrize("qualname", ["load_kernels_late", "build", "named"])
+@pytest.mark.parametrize("qualname", ["load_kernels_late", "build", "named", "Loader"])
 def test_near_misses_of_the_removed_name_give_nothing(review: list[Finding], qualname: str) -> None:
     assert "handler-raises" not in findings_by_rule(review, "pkg/build.py", qualname)
 
