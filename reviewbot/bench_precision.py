@@ -158,9 +158,13 @@ def _label_for(finding: Finding, labels: list[Label], used: set[int]) -> int | N
     """The index of the unused label at the finding's place: one judged at the finding's own severity
     first, then a problem (found at any severity), then any other (a finding label judges the
     finding at the severity it names: a `P2` labelled false does not make a `P3` at a listed problem
-    false)."""
+    false); each of the first two on the finding's first line before one further in its range (a
+    handler whose range holds a nested handler's label takes its own line's problem, round 22)."""
     here = [i for i, label in enumerate(labels) if i not in used and _matches(finding, label)]
+    own = [i for i in here if labels[i].line == finding.line_start]
     for preferred in (
+        [i for i in own if labels[i].severity is finding.severity],
+        [i for i in own if labels[i].expected_problem],
         [i for i in here if labels[i].severity is finding.severity],
         [i for i in here if labels[i].expected_problem],
         here,

@@ -164,6 +164,14 @@ class BasePrints:
             return False
         return guarded_code.guards_new_code(head_tree, finding.line_start, self._tree, before.line_start)
 
+    def drops_exception_test(self, finding: Finding, head_tree: ast.Module) -> bool:
+        """The base has `finding`'s fingerprint on a handler that tested the caught exception, and the
+        head's handler tests it no more (`guarded_code.drops_exception_test`)."""
+        before = self._found().get(finding.fingerprint)
+        if before is None or self._tree is None:
+            return False
+        return guarded_code.drops_exception_test(head_tree, finding.line_start, self._tree, before.line_start)
+
 
 def _within(qualnames: QualnameIndex, names: frozenset[str]) -> Callable[[int, int], bool]:
     """Whether lines `start`..`end` overlap a definition named in `names` (any line for `""`)."""
@@ -174,8 +182,17 @@ def _within(qualnames: QualnameIndex, names: frozenset[str]) -> Callable[[int, i
 
 
 def _whole_file_doc(finding: Finding, change: FileChange) -> bool:
-    """A `stale-key-doc` finding outside tests and helpers: reported wherever it stands, when new."""
-    return finding.rule == "stale-key-doc" and not key_docs.is_test_or_helper(change.path)
+    """A `stale-key-doc` finding outside tests and helpers, or a finding the change caused away from
+    its lines (`_away_from_change`): reported wherever it stands, when new."""
+    return (finding.rule == "stale-key-doc" and not key_docs.is_test_or_helper(change.path)) or _away_from_change(
+        finding
+    )
+
+
+def _away_from_change(finding: Finding) -> bool:
+    """A handler that reads a module-level name the change removed (round 22,
+    `handler-raises.removed-name`): its own lines need not have changed."""
+    return finding.message_id == "handler-raises.removed-name"
 
 
 def _compared(finding: Finding, change: FileChange) -> bool:
@@ -190,11 +207,13 @@ def _kept(finding: Finding, change: FileChange, base_prints: BasePrints, head_tr
     """The head finding as reported, or None: it touches a changed line (a whole-file doc finding
     anywhere, marked whether it does) and starts on one or is new compared with the base; a finding
     whose fallback value flows on as data is new when its handler's try now guards code it did not
-    guard at the base (round 20, `guarded_code`)."""
+    guard at the base (round 20, `guarded_code`), and a handler's finding is new when the base's
+    handler tested the caught exception and the head's does not (round 22)."""
     if (
         _compared(finding, change)
         and finding.fingerprint in base_prints
         and not (finding.message_id in guarded_code.DATA_FALLBACKS and base_prints.guards_new_code(finding, head_tree))
+        and not (finding.rule in guarded_code.HANDLER_RULES and base_prints.drops_exception_test(finding, head_tree))
     ):
         return None
     in_diff = change.touches(finding.line_start, finding.line_end)

@@ -98,6 +98,12 @@ may confirm or refute them.
     through to the `return False` the try also reaches): nothing (`_known_answer`). Callers handle
     that answer already. Near misses: another constant (`"unknown"`), the repository's own code in
     the try;
+  - a *cache miss* (round 22, `cache_read.cache_miss`): the try reads what its names call a cache
+    (`open(_cache_file_path(name), "rb")`, `self._load(self._cache_file)`) and writes nothing, the
+    handler only logs, removes files and answers "nothing cached" (a constant, or the function's
+    implicit `None`): nothing; a failed read costs a recomputation from the source, not a wrong
+    result (lm-evaluation-harness's request cache, Horovod's check cache). Near misses: a file not
+    named a cache, a try that also writes the cache, a handler that computes a substitute;
   - a *version probe*: the try only reads an imported library's version and works on it
     (`cudnn.backend_version() < N`, `map(int, cudnn.__version__.split(".")[:2])`), under
     `except Exception`, with a constant fallback: nothing; an unreadable version means the feature
@@ -289,7 +295,11 @@ may confirm or refute them.
   A one-statement try calling `owner.op(args)` whose handler calls `owner.other(args)` with the same
   arguments, binding the result the same way, is P3 `runtime-error-fallback.implementation-alternative`
   (round 12, torchrec's operator fallbacks): an OOM or bad input fails again in the alternative and
-  propagates; the nit is to probe the operator outside the call.
+  propagates; the nit is to probe the operator outside the call. Its mirror, the same statements
+  run again with the CPU as every device they name, unguarded or in a nested try that re-raises, is
+  P3 `runtime-error-fallback.cpu-retry` (round 22, `device_retry.cpu_retry`, auto-round's RTN
+  fallbacks): an error of the inputs fails again on the CPU and propagates; the nit is the missing
+  out-of-memory filter.
   Not reported either (round 13; since round 16 for the catch-all too, through `_passes_error_on`):
   the handler's one statement is the try's one call again with another name among its string
   arguments (`same_call_other_name`: `Embedding(f"{p}.embedding")` after
@@ -334,6 +344,7 @@ from reviewbot.exception_index import (
     reraises_same,
 )
 from reviewbot.findings import Finding, Severity
+from reviewbot.rules.cache_read import cache_miss
 from reviewbot.rules.common import (
     LOUD_LEVELS,
     FileContext,
@@ -346,6 +357,7 @@ from reviewbot.rules.common import (
     warns,
 )
 from reviewbot.rules.data_fallback import constant_data, widened_handler
+from reviewbot.rules.device_retry import cpu_retry
 from reviewbot.rules.error_reach import (
     deferred_reraise,
     retry_fails_when_exhausted,
@@ -2910,6 +2922,7 @@ def _is_probe(
         or _optional_rewrap(node, handler, id(node) in facts.import_tries)
         or _discards_output(ctx, handler, imports)
         or _display_placeholder(ctx, handler, facts.display)
+        or cache_miss(ctx.tree, node, handler)
     ) and not _noqa_reason(ctx, handler)
 
 
@@ -3114,6 +3127,18 @@ def check(ctx: FileContext) -> list[Finding]:
                             Severity.P3,
                             "runtime-error-fallback.implementation-alternative",
                             {"label": label, "alternative": alternative},
+                        )
+                    )
+                elif not oom and cpu_retry(node, handler):
+                    # the same computation again on the CPU, its failure propagated (round 22)
+                    findings.append(
+                        _handler_finding(
+                            ctx,
+                            handler,
+                            "runtime-error-fallback",
+                            Severity.P3,
+                            "runtime-error-fallback.cpu-retry",
+                            {"label": label},
                         )
                     )
                 elif not oom:

@@ -19,6 +19,16 @@ calls guards no new code. Only the findings of `DATA_FALLBACKS` are asked (the e
 which a change to the try feeds with new failures. Other classes stay compared by fingerprint alone:
 on the tuning corpus their unchanged handlers over changed tries (a per-session boundary, a cache
 miss, a per-row score) are judged the same as before the change by the notes.
+
+*A test of the caught exception dropped* (round 22, `drops_exception_test`): the same fingerprint
+(rule, message, enclosing name, the handler's label) does not mean the same handler behaviour when
+the base's handler tested what it caught (`if out_of_vram(e):` around its fallback) and the head's,
+at the same place, tests it no more: every error the clause catches now takes the fallback, which
+only the tested ones took before (auto-round's importance-matrix quantization, whose commit dropped
+`if out_of_vram(e):`, so any `RuntimeError` is reported as "Out of VRAM" and the model quantized
+blockwise). Asked of every `broad-except` and `runtime-error-fallback` finding the engine compares
+(`HANDLER_RULES`). Near misses: a head handler that still tests the exception (another predicate,
+`if "out of memory" in str(e):`), a base handler that tested something else (a flag).
 """
 
 from __future__ import annotations
@@ -29,6 +39,8 @@ from reviewbot import pysource
 
 # the message ids whose fallback value flows on as data (`reviewbot.rules.data_fallback`)
 DATA_FALLBACKS = frozenset(["broad-except.widens-fallback", "broad-except.constant-data"])
+# the rules whose findings stand on a handler's fallback (`drops_exception_test`)
+HANDLER_RULES = frozenset(["broad-except", "runtime-error-fallback"])
 
 
 def _try_of_handler(tree: ast.AST, line: int) -> ast.Try | ast.TryStar | None:
@@ -52,3 +64,31 @@ def guards_new_code(head_tree: ast.AST, head_line: int, base_tree: ast.AST, base
     if head_try is None or base_try is None:
         return False
     return bool(_callees(head_try.body) - _callees(base_try.body))
+
+
+def _handler_at(tree: ast.AST, line: int) -> ast.ExceptHandler | None:
+    node = _try_of_handler(tree, line)
+    return None if node is None else next(handler for handler in node.handlers if handler.lineno == line)
+
+
+def _tests_caught(handler: ast.ExceptHandler) -> bool:
+    """An `if` (or a conditional expression) of the handler's own code tests the caught name."""
+    if handler.name is None:
+        return False
+    for stmt in handler.body:
+        for sub in pysource.walk(stmt):
+            if isinstance(sub, (ast.If, ast.IfExp, ast.While)) and any(
+                isinstance(name, ast.Name) and name.id == handler.name for name in ast.walk(sub.test)
+            ):
+                return True
+    return False
+
+
+def drops_exception_test(head_tree: ast.AST, head_line: int, base_tree: ast.AST, base_line: int) -> bool:
+    """The base handler at `base_line` tested its caught exception and the head handler at
+    `head_line` does not (see the module docstring); False when either is not found."""
+    head = _handler_at(head_tree, head_line)
+    base = _handler_at(base_tree, base_line)
+    if head is None or base is None:
+        return False
+    return _tests_caught(base) and not _tests_caught(head)

@@ -18,7 +18,19 @@ that cannot succeed, whatever was caught:
   `TypeError` in place of the conversion (`handler-raises.keyword-argument`). Whether the builtin
   takes the keyword is asked of this interpreter (`ImportError(name=...)` does).
 
-Both are P2: the handler was written for a failure and answers it with an error of its own; the
+- a read of a module-level name that the change removed (round 22, gpt-neox's fused kernels: the
+  commit moved `srcpath = Path(__file__).parent.absolute()` from module level into `load()`, and
+  the `ImportError` handler of `load_fused_kernels`, whose own lines did not change, prints an
+  install hint with `str(srcpath)`): the name is bound at the module level of the base version and
+  nowhere at the head's (not at module level, no `global` of it, no `from ... import *`), it is no
+  builtin, and no function enclosing the handler binds it, so every entry raises `NameError`
+  before the hint is shown (`handler-raises.removed-name`). Reported on the handler, wherever it
+  stands in the file: the change is what broke it, away from the handler's lines (the engine keeps
+  it although it touches no changed line, `engine._away_from_change`). Near misses: a name the
+  head still binds at module level (another assignment), one an enclosing function or class body
+  binds, a read under a condition.
+
+All are P2: the handler was written for a failure and answers it with an error of its own; the
 caught exception survives only as the new one's `__context__`. Reads under a condition (`if
 hasattr(e, "value") and e.value`, the branches of an `if`, a lambda or comprehension) are not on
 every entry and are left alone.
@@ -27,6 +39,7 @@ every entry and are left alone.
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Iterator
 
 from reviewbot import pysource
@@ -38,6 +51,7 @@ RULE = "handler-raises"
 _BROAD = frozenset(["Exception", "BaseException"])
 _LEAVES = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _DEFERRED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 def _rebound(tree: ast.Module) -> frozenset[str]:
@@ -165,16 +179,104 @@ def _check_handler(ctx: FileContext, handler: ast.ExceptHandler, rebound: frozen
     return None
 
 
+def _module_names(tree: ast.Module) -> frozenset[str] | None:
+    """The names bound at the module level of `tree` (by its own statements, not inside a def or
+    class, or declared `global` anywhere); None when a `from ... import *` binds names unseen."""
+    names: set[str] = set()
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(alias.name == "*" for alias in node.names):
+                return None
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        pending.extend(pysource.children(node))
+    for node in pysource.nodes(tree):
+        if isinstance(node, ast.Global):
+            names.update(node.names)
+    return frozenset(names)
+
+
+def _bound_in(function: ast.AST) -> frozenset[str]:
+    """The names a function binds anywhere in it (its parameters, assignments, imports, definitions,
+    nested scopes included: a read of them is not a read of a module-level name)."""
+    names: set[str] = set()
+    for node in pysource.nodes(function):
+        if isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)) and node.name:
+            names.add(node.name)
+    return frozenset(names)
+
+
+def _removed_names(ctx: FileContext) -> frozenset[str]:
+    """Module-level names of the file's base version that its head binds nowhere at module level."""
+    if ctx.revision != "head":
+        return frozenset()
+    base = next((tree for path, tree in ctx.changed_trees("base") if path == ctx.path), None)
+    if base is None:
+        return frozenset()
+    before, after = _module_names(base), _module_names(ctx.tree)
+    if before is None or after is None:
+        return frozenset()
+    return frozenset(before - after - _BUILTIN_NAMES)
+
+
+def _reads_removed(
+    ctx: FileContext, handler: ast.ExceptHandler, removed: frozenset[str], scopes: list[ast.AST]
+) -> Finding | None:
+    bound = frozenset().union(*(_bound_in(scope) for scope in scopes))
+    label = "except:" if handler.type is None else f"except {ast.unparse(handler.type)}"
+    for expr in _entry_expressions(handler):
+        for node in _evaluated(expr):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in removed - bound:
+                params = {"label": label, "name": node.id, "line": node.lineno}
+                return _finding(ctx, handler, "handler-raises.removed-name", params)
+    return None
+
+
+def _handlers_with_scopes(tree: ast.Module) -> Iterator[tuple[ast.ExceptHandler, list[ast.AST]]]:
+    """Each handler of the file with the functions and classes enclosing it, outermost first (a class
+    body's names are not visible in its methods, so counting them there only reports less)."""
+    pending: list[tuple[ast.AST, list[ast.AST]]] = [(tree, [])]
+    scoping = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+    while pending:
+        node, scopes = pending.pop()
+        inner = [*scopes, node] if isinstance(node, scoping) else scopes
+        if isinstance(node, ast.ExceptHandler):
+            yield node, inner
+        pending.extend((child, inner) for child in pysource.children(node))
+
+
 def check(ctx: FileContext) -> list[Finding]:
-    """The findings on the handlers of the file's try statements that `ctx.focus` can report."""
+    """The findings on the handlers of the file's try statements that `ctx.focus` can report, and
+    on any handler of the file that reads a module-level name the change removed."""
+    findings: list[Finding] = []
+    removed = _removed_names(ctx)
+    if removed:
+        for handler, scopes in _handlers_with_scopes(ctx.tree):
+            finding = _reads_removed(ctx, handler, removed, scopes)
+            if finding is not None:
+                findings.append(finding)
+    flagged = {finding.line_start for finding in findings}
     handlers = [
         handler
         for node in pysource.nodes(ctx.tree)
         if isinstance(node, (ast.Try, ast.TryStar))
         for handler in node.handlers
-        if ctx.focus(handler.lineno, handler.end_lineno or handler.lineno)
+        if ctx.focus(handler.lineno, handler.end_lineno or handler.lineno) and handler.lineno not in flagged
     ]
     if not handlers:
-        return []
+        return findings
     rebound = _rebound(ctx.tree)
-    return [finding for handler in handlers if (finding := _check_handler(ctx, handler, rebound)) is not None]
+    findings.extend(finding for handler in handlers if (finding := _check_handler(ctx, handler, rebound)) is not None)
+    return findings

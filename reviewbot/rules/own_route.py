@@ -14,6 +14,17 @@ route, not a substitute made for the failure. Gives nothing. Near misses: a fall
 only in handlers, a route with another argument, a handler that also binds or computes something
 else, and a bare `return` that the function also takes elsewhere (`_routed`: giving up is no route
 that does the work; a load failure reported as "nothing to load" is the swallow).
+
+*The CPU route moved to the device* (round 22): the handler's statements other than messages are
+statements that stand outside every `except` clause of the function, in the same order, the last one a
+binding of a call whose value the handler then moves to a device (`values =
+torch.from_numpy(values.copy()).to(device)` where the function's CPU branch has `values =
+torch.from_numpy(values.copy())`): ktransformers' GGUF dequantization falls back from the GPU kernel
+to the function's own CPU route for the same chunk, then puts the result where the GPU route's would
+be. The same values by a route the function takes anyway, and a failure of that route propagates;
+like `device_retry` (`runtime-error-fallback.cpu-retry`), a move to a device changes where a result
+lives, not what it is. Gives nothing. Near misses: another move than `.to(...)` of the whole value
+(`.to(device).half()`), a statement of the handler that stands nowhere else.
 """
 
 from __future__ import annotations
@@ -63,21 +74,47 @@ def _outside_handlers(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[
     return found
 
 
+def _unmoved(stmt: ast.stmt) -> ast.stmt | None:
+    """`names = <call>` for `names = <call>.to(<device>)`; None for any other statement."""
+    value = stmt.value if isinstance(stmt, ast.Assign) else None
+    if not (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "to"
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.func.value, ast.Call)
+    ):
+        return None
+    assert isinstance(stmt, ast.Assign)
+    return ast.Assign(targets=stmt.targets, value=value.func.value, lineno=stmt.lineno)
+
+
 def own_route(tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
-    """The handler reports and then takes a route its function takes outside every `except` clause
-    (see the module docstring)."""
+    """The handler reports and then takes a route its function takes outside every `except` clause,
+    or that route's statements with the last one's value moved to a device (see the module
+    docstring)."""
     if not handler.body:
-        return False
-    *reports, last = handler.body
-    if not (_routed(last) and all(_message_call(stmt) for stmt in reports)):
         return False
     function = innermost_function(tree, node)
     if function is None:
         return False
     inside = {id(stmt) for stmt in pysource.statements(node)}
-    wanted = ast.dump(last)
-    return any(
-        ast.dump(stmt) == wanted
-        for stmt in _outside_handlers(function)
-        if type(stmt) is type(last) and id(stmt) not in inside
-    )
+    outside = [stmt for stmt in _outside_handlers(function) if id(stmt) not in inside]
+    *reports, last = handler.body
+    if _routed(last) and all(_message_call(stmt) for stmt in reports):
+        wanted = ast.dump(last)
+        if any(ast.dump(stmt) == wanted for stmt in outside if type(stmt) is type(last)):
+            return True
+    work = [stmt for stmt in handler.body if not _message_call(stmt)]
+    moved = _unmoved(work[-1]) if work else None
+    if moved is None or not _routed(moved):
+        return False
+    dumps = [ast.dump(stmt) for stmt in outside]
+    wanted_in_turn = [ast.dump(stmt) for stmt in [*work[:-1], moved]]
+    at = 0
+    for wanted in wanted_in_turn:
+        if wanted not in dumps[at:]:
+            return False
+        at = dumps.index(wanted, at) + 1
+    return True

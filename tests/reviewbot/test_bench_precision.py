@@ -10,6 +10,8 @@ import pytest
 import yaml
 
 from reviewbot import bench_precision
+from reviewbot.findings import Finding
+from reviewbot.severity import Severity
 from tests.reviewbot.engine.engine_gitrepos import Repo
 from tests.reviewbot.toy_pytest import NO_PLUGINS
 
@@ -353,3 +355,23 @@ def test_experiments_flag_must_be_a_bool(tmp_path: Path, capsys: pytest.CaptureF
     assert bench_precision.main(["--corpus", str(corpus)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "bench_precision: exp/labels.yml: experiments must be true or false, not 'yes'"
+
+
+def test_a_finding_takes_the_problem_on_its_own_first_line_before_a_nested_label() -> None:
+    # round 22: an outer handler's range (926-958) holds a nested handler's label (937, P2 true); the
+    # outer finding is matched to the problem on its own line, the nested finding to its label
+    def label(line: int, problem: bool) -> bench_precision.Label:
+        severity = None if problem else Severity.P2
+        return bench_precision.Label("runtime-error-fallback", "a.py", line, severity, True, "r", problem)
+
+    def finding(start: int) -> Finding:
+        return Finding(
+            "runtime-error-fallback", Severity.P2, "a.py", start, 958, "runtime-error-fallback.no-oom-reraise"
+        )
+
+    labels = [label(937, problem=False), label(926, problem=True)]
+    used: set[int] = set()
+    outer = bench_precision._label_for(finding(926), labels, used)
+    assert outer == 1
+    used.add(outer)
+    assert bench_precision._label_for(finding(937), labels, used) == 0
