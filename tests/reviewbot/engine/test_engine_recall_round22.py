@@ -1,0 +1,204 @@
+"""The precision benchmark's round-22 detections (recall on the tuning set's misses), next to their
+near misses, on a real git repo reviewed statically (`--suites none`).
+
+- A silent message filter (`error_text.silent_filter`): a handler that re-raises every error but
+  the one whose text it matches, and passes over that one without a word (no print, warning or log
+  above debug), skipping or replacing what the try was to do: `P2` `*.silent-filter`, saying it is
+  unconfirmed (axolotl's ReLoRA reset over tensors too large for `torch.quantile`; nunchaku's LoRA
+  merge, truncated with debug logs only). Near misses: a warned kept branch, a kept branch that
+  only binds a constant (lm-evaluation-harness's `batch_size = 1`), a matched text saying the
+  effect is already in place ("already registered"), a filter on a predicate call.
+- A handler whose test looks for `CUDA` in the error's text (`error_text.names_device_error`) meets
+  `runtime-error-fallback`'s torch gate in a revision none of whose files imports torch
+  (TorchServe's model loader). Near miss: the same handler testing another text stays quiet there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from engine_gitrepos import TORCH_PROJECT, findings_by_rule, review_shapes
+
+from reviewbot.findings import Finding
+from reviewbot.severity import Severity
+
+FILTERS = """
+import logging
+
+LOG = logging.getLogger(__name__)
+
+
+def reset_states(states, prune):
+    n_total = 0
+    for value in states:
+        try:
+            prune(value)
+            n_total += value.numel()
+        except RuntimeError as exc:
+            if "input tensor is too large" in str(exc):
+                pass
+            else:
+                raise exc
+    return n_total
+
+
+def merge(orig, extra, cat):
+    try:
+        merged = cat(orig, extra)
+    except RuntimeError as e:
+        if "Sizes of tensors must match" in str(e):
+            LOG.debug("size mismatch: %s %s", orig.shape, extra.shape)
+            merged = extra[:, : orig.shape[1]].clone()
+        else:
+            raise
+    return merged
+
+
+def merge_any(orig, extra, cat):
+    try:
+        merged = cat(orig, extra)
+    except Exception as e:
+        if not str(e).startswith("size mismatch"):
+            raise
+        merged = extra[:, : orig.shape[1]].clone()
+    return merged
+
+
+def reset_warned(states, prune):
+    for value in states:
+        try:
+            prune(value)
+        except RuntimeError as exc:
+            if "input tensor is too large" in str(exc):
+                LOG.warning("not reset: %s", exc)
+            else:
+                raise
+
+
+def probe_batch(forward):
+    try:
+        batch_size = forward()
+    except RuntimeError as e:
+        if "No executable batch size found" in str(e):
+            batch_size = 1
+        else:
+            raise
+    return batch_size
+
+
+def register(patterns, pattern):
+    try:
+        patterns.register(pattern)
+    except RuntimeError as e:
+        if "already registered" in str(e):
+            pass
+        else:
+            raise
+
+
+def shrink(run, is_oom):
+    try:
+        run()
+    except RuntimeError as e:
+        if is_oom(e):
+            pass
+        else:
+            raise
+"""
+
+LOADER_BASE = """
+class Worker:
+    def load_model(self, loader, name):
+        try:
+            service = loader.load(name)
+            return service, "loaded", 200
+        except MemoryError:
+            return None, "System out of memory", 507
+
+    def load_other(self, loader, name):
+        try:
+            service = loader.load(name)
+            return service, "loaded", 200
+        except MemoryError:
+            return None, "System out of memory", 507
+"""
+
+LOADER = """
+class Worker:
+    def load_model(self, loader, name):
+        try:
+            service = loader.load(name)
+            return service, "loaded", 200
+        except MemoryError:
+            return None, "System out of memory", 507
+        except RuntimeError as ex:
+            if "CUDA" in str(ex):
+                return None, "System out of memory", 507
+            else:
+                return None, "Unknown exception", 500
+
+    def load_other(self, loader, name):
+        try:
+            service = loader.load(name)
+            return service, "loaded", 200
+        except MemoryError:
+            return None, "System out of memory", 507
+        except RuntimeError as ex:
+            if "no such model" in str(ex):
+                return None, "Not found", 404
+            else:
+                return None, "Unknown exception", 500
+"""
+
+
+@pytest.fixture(scope="module")
+def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
+    path: Path = tmp_path_factory.mktemp("round22")
+    base = {"pkg/__init__.py": TORCH_PROJECT, "pkg/filters.py": ""}
+    return review_shapes(path, base, {"pkg/filters.py": FILTERS})
+
+
+@pytest.fixture(scope="module")
+def review_without_torch(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
+    path: Path = tmp_path_factory.mktemp("round22_no_torch")
+    base = {"ts/__init__.py": "", "ts/worker.py": LOADER_BASE}
+    return review_shapes(path, base, {"ts/worker.py": LOADER})
+
+
+def _shown(findings: dict[str, Finding], rule: str) -> tuple[str, Severity] | None:
+    finding = findings.get(rule)
+    return None if finding is None else (finding.message_id, finding.severity)
+
+
+@pytest.mark.parametrize(
+    ("qualname", "rule", "text"),
+    [
+        ("reset_states", "runtime-error-fallback", "input tensor is too large"),
+        ("merge", "runtime-error-fallback", "Sizes of tensors must match"),
+        ("merge_any", "broad-except", "size mismatch"),
+    ],
+)
+def test_a_silent_message_filter_is_an_unconfirmed_p2(
+    review: list[Finding], qualname: str, rule: str, text: str
+) -> None:
+    found = findings_by_rule(review, "pkg/filters.py", qualname)
+    assert _shown(found, rule) == (f"{rule}.silent-filter", Severity.P2)
+    message = found[rule].message
+    assert text in message and "unconfirmed" in message
+
+
+@pytest.mark.parametrize("qualname", ["reset_warned", "probe_batch", "register", "shrink"])
+def test_near_misses_a_report_a_constant_an_idempotent_step_or_a_predicate_stay_quiet(
+    review: list[Finding], qualname: str
+) -> None:
+    assert findings_by_rule(review, "pkg/filters.py", qualname) == {}
+
+
+def test_a_handler_looking_for_cuda_in_the_text_meets_the_torch_gate(review_without_torch: list[Finding]) -> None:
+    found = findings_by_rule(review_without_torch, "ts/worker.py", "Worker.load_model")
+    assert _shown(found, "runtime-error-fallback") == ("runtime-error-fallback.no-oom-reraise", Severity.P2)
+
+
+def test_near_miss_another_text_in_a_revision_without_torch_stays_quiet(review_without_torch: list[Finding]) -> None:
+    assert findings_by_rule(review_without_torch, "ts/worker.py", "Worker.load_other") == {}
