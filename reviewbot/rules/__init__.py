@@ -5,7 +5,8 @@ the head and the merge-base version of every changed Python file (the base versi
 path, so renames keep fingerprints). The engine keeps a head finding when its line range touches a
 line the change adds or modifies, and its first line was changed or its fingerprint is new
 compared with the base: a function-wide finding is reported only when the function was touched
-and the problem is new. `FileContext.focus` says which lines can still be reported (at head the
+and the problem is new (since round 22 also a handler finding off the changed lines whose try now
+binds a name the code after it reads, `guarded_code`, reported as another finding). `FileContext.focus` says which lines can still be reported (at head the
 changed ones; at base the definitions named by the head findings compared there), so a rule may
 skip the rest of a file (broad-except and silent-gate do). Change-wide rules (`cache_key`, `key_docs.check_pr_body`,
 `suite_results`, `encoding`) are called by the engine with the whole context.

@@ -11,6 +11,11 @@ near misses, on a real git repo reviewed statically (`--suites none`).
 - A handler whose test looks for `CUDA` in the error's text (`error_text.names_device_error`) meets
   `runtime-error-fallback`'s torch gate in a revision none of whose files imports torch
   (TorchServe's model loader). Near miss: the same handler testing another text stays quiet there.
+- An unchanged handler over a try that now binds a name the code after it reads
+  (`guarded_code.new_name_fed`, the engine's `_kept`): `P2` `*.guards-new-binding`, off the changed
+  lines (`in_diff` False), saying it is unconfirmed (depyf's `smallest_jump_in` under the catch-all
+  around `get_jump_target`). Near misses: a new binding read nowhere after the try, a handler that
+  leaves with `continue`, a try that only gained a call.
 """
 
 from __future__ import annotations
@@ -202,3 +207,157 @@ def test_a_handler_looking_for_cuda_in_the_text_meets_the_torch_gate(review_with
 
 def test_near_miss_another_text_in_a_revision_without_torch_stays_quiet(review_without_torch: list[Finding]) -> None:
     assert findings_by_rule(review_without_torch, "ts/worker.py", "Worker.load_other") == {}
+
+
+JUMPS_BASE = """
+def dead_ranges(instructions, start, end, target_of):
+    has_jump_in = False
+    for ii, inst in enumerate(instructions):
+        try:
+            location = target_of(inst)
+            if location >= start and location < end:
+                has_jump_in = True
+        except Exception:
+            pass
+    return has_jump_in
+
+
+def dead_ranges_unread(instructions, start, end, target_of):
+    has_jump_in = False
+    for ii, inst in enumerate(instructions):
+        try:
+            location = target_of(inst)
+            if location >= start and location < end:
+                has_jump_in = True
+        except Exception:
+            pass
+    return has_jump_in
+
+
+def dead_ranges_leaving(instructions, start, end, target_of):
+    has_jump_in = False
+    for ii, inst in enumerate(instructions):
+        try:
+            location = target_of(inst)
+            if location >= start and location < end:
+                has_jump_in = True
+        except Exception:
+            continue
+    return has_jump_in
+
+
+def dead_ranges_called(instructions, start, end, target_of, seen):
+    has_jump_in = False
+    for ii, inst in enumerate(instructions):
+        try:
+            location = target_of(inst)
+            if location >= start and location < end:
+                has_jump_in = True
+        except Exception:
+            pass
+    return has_jump_in
+
+
+def scaled(values, scale):
+    total = 0.0
+    try:
+        factor = scale(values)
+    except RuntimeError:
+        factor = 1.0
+    return [v * factor for v in values], total
+"""
+
+
+JUMPS = """
+def dead_ranges(instructions, start, end, target_of):
+    has_jump_in = False
+    smallest = end
+    for ii, inst in enumerate(instructions):
+        try:
+            location = target_of(inst)
+            if location >= start and location < end:
+                has_jump_in = True
+                smallest = min(smallest, ii)
+        except Exception:
+            pass
+    return has_jump_in, smallest
+
+
+def dead_ranges_unread(instructions, start, end, target_of):
+    has_jump_in = False
+    smallest = end
+    for ii, inst in enumerate(instructions):
+        try:
+            location = target_of(inst)
+            if location >= start and location < end:
+                has_jump_in = True
+                smallest = min(smallest, ii)
+        except Exception:
+            pass
+    return has_jump_in
+
+
+def dead_ranges_leaving(instructions, start, end, target_of):
+    has_jump_in = False
+    smallest = end
+    for ii, inst in enumerate(instructions):
+        try:
+            location = target_of(inst)
+            if location >= start and location < end:
+                has_jump_in = True
+                smallest = min(smallest, ii)
+        except Exception:
+            continue
+    return has_jump_in, smallest
+
+
+def dead_ranges_called(instructions, start, end, target_of, seen):
+    has_jump_in = False
+    for ii, inst in enumerate(instructions):
+        try:
+            location = target_of(inst)
+            if location >= start and location < end:
+                has_jump_in = True
+                seen.add(ii)
+        except Exception:
+            pass
+    return has_jump_in
+
+
+def scaled(values, scale):
+    total = 0.0
+    try:
+        factor = scale(values)
+        total = sum(values) * factor
+    except RuntimeError:
+        factor = 1.0
+    return [v * factor for v in values], total
+"""
+
+
+@pytest.fixture(scope="module")
+def review_jumps(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
+    path: Path = tmp_path_factory.mktemp("round22_jumps")
+    base = {"pkg/__init__.py": TORCH_PROJECT, "pkg/jumps.py": JUMPS_BASE}
+    return review_shapes(path, base, {"pkg/jumps.py": JUMPS})
+
+
+@pytest.mark.parametrize(
+    ("qualname", "rule", "name"),
+    [("dead_ranges", "broad-except", "smallest"), ("scaled", "runtime-error-fallback", "total")],
+)
+def test_an_unchanged_handler_whose_try_now_binds_a_name_read_after_it_is_an_unconfirmed_p2(
+    review_jumps: list[Finding], qualname: str, rule: str, name: str
+) -> None:
+    found = findings_by_rule(review_jumps, "pkg/jumps.py", qualname)
+    assert _shown(found, rule) == (f"{rule}.guards-new-binding", Severity.P2)
+    finding = found[rule]
+    assert not finding.in_diff
+    assert f"`{name}`" in finding.message and "unconfirmed" in finding.message
+
+
+@pytest.mark.parametrize("qualname", ["dead_ranges_unread", "dead_ranges_leaving", "dead_ranges_called"])
+def test_near_misses_unread_a_leaving_handler_or_only_a_new_call_stay_quiet(
+    review_jumps: list[Finding], qualname: str
+) -> None:
+    assert findings_by_rule(review_jumps, "pkg/jumps.py", qualname) == {}
