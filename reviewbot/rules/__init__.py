@@ -14,12 +14,14 @@ skip the rest of a file (broad-except and silent-gate do). Change-wide rules (`c
 Rule ids: `broad-except`, `runtime-error-fallback`, `caught-own-subclass`
 (broad_except.py); `handler-raises` (handler_raises.py);
 `cache-key-change`, `key-ignores-field`, `key-shares-artifacts`, `key-not-reproducible` (cache_key.py;
-`key-shares-artifacts.hash-equality`, an `__eq__` that compares hashes only: hash_equality.py); `stale-key-doc`, `unused-key-param`
+`key-shares-artifacts.hash-equality`, an `__eq__` that compares hashes only: hash_equality.py;
+`key-shares-artifacts.loop-ignores-element`, a key's loop that never reads its element:
+loop_element.py); `stale-key-doc`, `unused-key-param`
 (key_docs.py); `silent-gate` (silent_gate.py); `suite-failure`, `suite-not-run`, `test-plan`
 (suite_results.py); `not-utf8` (encoding.py).
 """
 
-from reviewbot.rules import broad_except, handler_raises, hash_equality, key_docs, silent_gate
+from reviewbot.rules import broad_except, handler_raises, hash_equality, key_docs, loop_element, silent_gate
 from reviewbot.rules.common import FileContext, FileRule
 
 FILE_RULES: tuple[FileRule, ...] = (
@@ -28,6 +30,7 @@ FILE_RULES: tuple[FileRule, ...] = (
     silent_gate.check,
     key_docs.check_file,
     hash_equality.check,
+    loop_element.check,
 )
 
 __all__ = ["FILE_RULES", "FileContext", "FileRule"]

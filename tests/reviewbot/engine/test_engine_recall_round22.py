@@ -16,6 +16,11 @@ near misses, on a real git repo reviewed statically (`--suites none`).
   lines (`in_diff` False), saying it is unconfirmed (depyf's `smallest_jump_in` under the catch-all
   around `get_jump_target`). Near misses: a new binding read nowhere after the try, a handler that
   leaves with `continue`, a try that only gained a call.
+- A key function's loop that never reads its element and reads what its collection was computed
+  from on every turn (`loop_element`): `P2` `key-shares-artifacts.loop-ignores-element`, saying it
+  is unconfirmed (iree-turbine's `get_hash`, which hashes `kernel_fn` once per nested function).
+  Near misses: a loop reading its element, a `range` count, a `_`-named variable, a function whose
+  name says nothing of a key.
 """
 
 from __future__ import annotations
@@ -361,3 +366,86 @@ def test_near_misses_unread_a_leaving_handler_or_only_a_new_call_stay_quiet(
     review_jumps: list[Finding], qualname: str
 ) -> None:
     assert findings_by_rule(review_jumps, "pkg/jumps.py", qualname) == {}
+
+
+KEYS = """
+import hashlib
+import inspect
+
+from .walk import nested_functions, parts
+
+
+def get_hash(kernel_fn, options):
+    fns = nested_functions(kernel_fn)
+    key = []
+    for fn in fns:
+        key += [inspect.getsource(kernel_fn), options]
+    return hashlib.sha256(repr(key).encode()).hexdigest()
+
+
+def cache_key(config):
+    digest = hashlib.sha256()
+    for part in parts(config):
+        digest.update(repr(config).encode())
+    return digest.hexdigest()
+
+
+def get_hash_each(kernel_fn, options):
+    fns = nested_functions(kernel_fn)
+    key = []
+    for fn in fns:
+        key += [inspect.getsource(fn), options]
+    return hashlib.sha256(repr(key).encode()).hexdigest()
+
+
+def get_hash_rounds(kernel_fn, rounds):
+    digest = hashlib.sha256()
+    for i in range(rounds):
+        digest.update(inspect.getsource(kernel_fn).encode())
+    return digest.hexdigest()
+
+
+def get_hash_counted(kernel_fn):
+    fns = nested_functions(kernel_fn)
+    digest = hashlib.sha256()
+    for _fn in fns:
+        digest.update(inspect.getsource(kernel_fn).encode())
+    return digest.hexdigest()
+
+
+def collect_sources(kernel_fn):
+    fns = nested_functions(kernel_fn)
+    sources = []
+    for fn in fns:
+        sources.append(inspect.getsource(kernel_fn))
+    return sources
+"""
+
+
+@pytest.fixture(scope="module")
+def review_keys(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
+    path: Path = tmp_path_factory.mktemp("round22_keys")
+    base = {
+        "pkg/__init__.py": "",
+        "pkg/walk.py": "def nested_functions(fn):\n    return [fn]\n\n\ndef parts(c):\n    return [c]\n",
+    }
+    return review_shapes(path, base, {"pkg/keys.py": KEYS})
+
+
+@pytest.mark.parametrize(
+    ("qualname", "element", "instead"), [("get_hash", "fn", "kernel_fn"), ("cache_key", "part", "config")]
+)
+def test_a_key_loop_that_never_reads_its_element_is_an_unconfirmed_p2(
+    review_keys: list[Finding], qualname: str, element: str, instead: str
+) -> None:
+    found = findings_by_rule(review_keys, "pkg/keys.py", qualname)
+    assert _shown(found, "key-shares-artifacts") == ("key-shares-artifacts.loop-ignores-element", Severity.P2)
+    message = found["key-shares-artifacts"].message
+    assert f"`{element}`" in message and f"`{instead}`" in message and "unconfirmed" in message
+
+
+@pytest.mark.parametrize("qualname", ["get_hash_each", "get_hash_rounds", "get_hash_counted", "collect_sources"])
+def test_near_misses_the_element_read_a_count_an_underscore_or_no_key_stay_quiet(
+    review_keys: list[Finding], qualname: str
+) -> None:
+    assert findings_by_rule(review_keys, "pkg/keys.py", qualname) == {}
