@@ -127,7 +127,8 @@ def _parse(trees: pysource.Trees, source: str | None, path: str) -> ast.Module |
 class BasePrints:
     """The fingerprints of the file rules' findings on one file's base version, computed on the
     first lookup: only a head finding that touches a changed line without starting on an added one
-    (or a `stale-key-doc` one) is compared with the base, so a file whose head findings need no
+    (or a `stale-key-doc` one, or since round 22 a handler finding off the changed lines whose try
+    the change touches: `_on_changed_try`) is compared with the base, so a file whose head findings need no
     comparison never has the rules run on its base (the rules have no effects, so the findings
     are the same). `context`: makes the base's `FileContext` (None from it, or no `context`, when
     there is no base version or it does not parse).
@@ -172,6 +173,14 @@ class BasePrints:
             return False
         return guarded_code.drops_exception_test(head_tree, finding.line_start, self._tree, before.line_start)
 
+    def new_name_fed(self, finding: Finding, head_tree: ast.Module) -> str | None:
+        """The base has `finding`'s fingerprint on a handler whose try bound less: a name the head's
+        try binds and the code after it reads (`guarded_code.new_name_fed`), or None."""
+        before = self._found().get(finding.fingerprint)
+        if before is None or self._tree is None:
+            return None
+        return guarded_code.new_name_fed(head_tree, finding.line_start, self._tree, before.line_start)
+
 
 def _within(qualnames: QualnameIndex, names: frozenset[str]) -> Callable[[int, int], bool]:
     """Whether lines `start`..`end` overlap a definition named in `names` (any line for `""`)."""
@@ -203,12 +212,28 @@ def _compared(finding: Finding, change: FileChange) -> bool:
     return change.touches(finding.line_start, finding.line_end) and finding.line_start not in change.added_lines
 
 
+def _on_changed_try(finding: Finding, change: FileChange, head_tree: ast.Module) -> bool:
+    """A handler finding whose own lines the change does not touch, on a try whose lines it does
+    and that binds a name the code after it reads (round 22, `guarded_code.names_fed`): whether that
+    name is new needs the base."""
+    if finding.rule not in guarded_code.HANDLER_RULES or change.touches(finding.line_start, finding.line_end):
+        return False
+    node = guarded_code.try_of_handler(head_tree, finding.line_start)
+    return (
+        node is not None
+        and change.touches(node.lineno, node.end_lineno or node.lineno)
+        and bool(guarded_code.names_fed(head_tree, finding.line_start))
+    )
+
+
 def _kept(finding: Finding, change: FileChange, base_prints: BasePrints, head_tree: ast.Module) -> Finding | None:
     """The head finding as reported, or None: it touches a changed line (a whole-file doc finding
     anywhere, marked whether it does) and starts on one or is new compared with the base; a finding
     whose fallback value flows on as data is new when its handler's try now guards code it did not
-    guard at the base (round 20, `guarded_code`), and a handler's finding is new when the base's
-    handler tested the caught exception and the head's does not (round 22)."""
+    guard at the base (round 20, `guarded_code`), a handler's finding is new when the base's
+    handler tested the caught exception and the head's does not (round 22), and a handler finding off
+    the changed lines, the same at the base, is reported as `guarded_code.new_binding_finding` when
+    its changed try now binds a name the code after it reads (round 22)."""
     if (
         _compared(finding, change)
         and finding.fingerprint in base_prints
@@ -216,6 +241,9 @@ def _kept(finding: Finding, change: FileChange, base_prints: BasePrints, head_tr
         and not (finding.rule in guarded_code.HANDLER_RULES and base_prints.drops_exception_test(finding, head_tree))
     ):
         return None
+    if _on_changed_try(finding, change, head_tree):
+        name = base_prints.new_name_fed(finding, head_tree)
+        return None if name is None else guarded_code.new_binding_finding(finding, name)
     in_diff = change.touches(finding.line_start, finding.line_end)
     if _whole_file_doc(finding, change):
         return dataclasses.replace(finding, in_diff=in_diff)
@@ -581,7 +609,9 @@ def _file_findings(
                 changed_trees,
                 moved_conditions,
             ),
-            frozenset(f.qualname for f in head_findings if _compared(f, change)),
+            frozenset(
+                f.qualname for f in head_findings if _compared(f, change) or _on_changed_try(f, change, head_tree)
+            ),
         )
         findings += [kept for f in head_findings if (kept := _kept(f, change, base_prints, head_tree)) is not None]
         guards += [f"{path}:{line}" for line in _boilerplate_guards(head_tree, change)]

@@ -72,7 +72,13 @@ may confirm or refute them.
     (`if should_retry(e): <retry> else: raise`, or `if not is_oom(e): raise` before the recovery;
     the test names the caught exception; or, round 14, an `assert` on it, a test's expected
     failure: `assert "Missing key(s)" in str(e)`): nothing, it is as narrow as the predicate (the
-    OOM-retry decorator that halves the batch size);
+    OOM-retry decorator that halves the batch size). Since round 22 a filter on the error's text
+    whose kept branch shows nothing (no print, warning or log above debug) and does more than bind
+    a constant is P2 `broad-except.silent-filter` (`reviewbot.rules.error_text.silent_filter`; for
+    `except RuntimeError` `runtime-error-fallback.silent-filter`), saying it is unconfirmed: what the
+    matched failure leaves undone is skipped or replaced without a word. Near misses: a reported
+    kept branch, `batch_size = 1`, a matched text saying the effect is in place ("already
+    registered"), a predicate call;
   - a *guarded probe*: a try body of one operation (other statements only return or assign a
     constant) whose handler only passes, returns a constant or assigns one (logging allowed; not
     an implicit `None` in place of the try's returned result), and either a comment next to it
@@ -291,7 +297,9 @@ may confirm or refute them.
   reported either (`_named_alternative`); one that runs other work (`return eager(fn)`) is.
   Nothing either in a revision none of whose files imports torch (`ExceptionIndex.torch_imported`):
   its code cannot raise torch's out-of-memory or compiler errors, and `RuntimeError` is its own
-  signal (an overload lookup's "no match").
+  signal (an overload lookup's "no match"); unless (round 22) the handler itself looks for `CUDA`
+  or "out of memory" in the error's text (`error_text.names_device_error`: TorchServe's model
+  loader, which loads the user's torch model without importing torch).
   A one-statement try calling `owner.op(args)` whose handler calls `owner.other(args)` with the same
   arguments, binding the result the same way, is P3 `runtime-error-fallback.implementation-alternative`
   (round 12, torchrec's operator fallbacks): an OOM or bad input fails again in the alternative and
@@ -364,6 +372,7 @@ from reviewbot.rules.error_reach import (
     same_call_other_name,
     unrolled_alternatives,
 )
+from reviewbot.rules.error_text import names_device_error, silent_filter
 from reviewbot.rules.fallthrough import UnboundRead, left_unbound, unbound_reads
 from reviewbot.rules.handler_reach import (
     enclosing_function,
@@ -3023,6 +3032,21 @@ def check(ctx: FileContext) -> list[Finding]:
                         )
                     )
                     continue
+                passed_over = silent_filter(handler)
+                if passed_over is not None:
+                    # a message filter whose kept branch shows nothing (round 22)
+                    findings.append(
+                        _handler_finding(
+                            ctx,
+                            handler,
+                            "broad-except",
+                            Severity.P2,
+                            "broad-except.silent-filter",
+                            {"label": label, "text": passed_over},
+                            ruff_note,
+                        )
+                    )
+                    continue
                 if (
                     _is_filter(handler, node, in_loop, facts)
                     or _is_probe(ctx, node, handler, imports, facts)
@@ -3101,6 +3125,20 @@ def check(ctx: FileContext) -> list[Finding]:
                 findings.append(
                     _handler_finding(ctx, handler, "caught-own-subclass", Severity.P2, message_id, params, extra=extra)
                 )
+            passed_over = silent_filter(handler) if "RuntimeError" in names else None
+            if passed_over is not None:
+                # a message filter whose kept branch shows nothing (round 22)
+                findings.append(
+                    _handler_finding(
+                        ctx,
+                        handler,
+                        "runtime-error-fallback",
+                        Severity.P2,
+                        "runtime-error-fallback.silent-filter",
+                        {"label": label, "text": passed_over},
+                    )
+                )
+                continue
             fallback = (
                 "RuntimeError" in names
                 and not _raises(handler.body)
@@ -3115,7 +3153,8 @@ def check(ctx: FileContext) -> list[Finding]:
                     or _own_runtime_signal(ctx, node, imports)
                 )
             )
-            if fallback and not _stdlib_only(node.body, imports) and ctx.exceptions().torch_imported:
+            torch_reached = ctx.exceptions().torch_imported or names_device_error(handler)
+            if fallback and not _stdlib_only(node.body, imports) and torch_reached:
                 oom = _oom_reraised(node, i)
                 alternative = implementation_alternative(node, handler)
                 if not oom and alternative is not None:

@@ -29,21 +29,38 @@ only the tested ones took before (auto-round's importance-matrix quantization, w
 blockwise). Asked of every `broad-except` and `runtime-error-fallback` finding the engine compares
 (`HANDLER_RULES`). Near misses: a head handler that still tests the exception (another predicate,
 `if "out of memory" in str(e):`), a base handler that tested something else (a flag).
+
+A finding whose lines the change does not touch is not reported at all, however its try changed.
+Round 22 adds one such case (`new_name_fed`, the engine's `_kept`): an unchanged handler that falls
+through, over a try the change touches that now binds a name the base's try did not bind, read
+after the try in the function holding it. A failure part way through the try now leaves that name
+as the statements before the failure set it, and the code after the try reads it: the catch-all
+decides a value it did not decide before (depyf's `smallest_jump_in`, the start of a dead-code
+range, updated under the catch-all around `get_jump_target`). The swallow is not new; the finding
+(`new_binding_finding`, `P2` `<rule>.guards-new-binding`) names the binding and says it is
+unconfirmed: whether the partial value is wrong downstream is not read. Near misses: a new binding
+read nowhere after the try, a handler that leaves (`return`, `raise`, `continue`, `break`), a try
+whose new statements bind nothing.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 
 from reviewbot import pysource
+from reviewbot.findings import Finding
+from reviewbot.rules.common import innermost_function
+from reviewbot.severity import Severity
 
 # the message ids whose fallback value flows on as data (`reviewbot.rules.data_fallback`)
 DATA_FALLBACKS = frozenset(["broad-except.widens-fallback", "broad-except.constant-data"])
-# the rules whose findings stand on a handler's fallback (`drops_exception_test`)
+# the rules whose findings stand on a handler that does not pass the error on (`drops_exception_test`,
+# `new_binding_finding`)
 HANDLER_RULES = frozenset(["broad-except", "runtime-error-fallback"])
 
 
-def _try_of_handler(tree: ast.AST, line: int) -> ast.Try | ast.TryStar | None:
+def try_of_handler(tree: ast.AST, line: int) -> ast.Try | ast.TryStar | None:
     """The try statement one of whose handlers starts at `line`."""
     for node in pysource.statements(tree):
         if isinstance(node, (ast.Try, ast.TryStar)) and any(handler.lineno == line for handler in node.handlers):
@@ -59,15 +76,15 @@ def _callees(body: list[ast.stmt]) -> set[str]:
 def guards_new_code(head_tree: ast.AST, head_line: int, base_tree: ast.AST, base_line: int) -> bool:
     """The try of the head handler at `head_line` calls something the try of the base handler at
     `base_line` did not (see the module docstring); False when either is not found."""
-    head_try = _try_of_handler(head_tree, head_line)
-    base_try = _try_of_handler(base_tree, base_line)
+    head_try = try_of_handler(head_tree, head_line)
+    base_try = try_of_handler(base_tree, base_line)
     if head_try is None or base_try is None:
         return False
     return bool(_callees(head_try.body) - _callees(base_try.body))
 
 
 def _handler_at(tree: ast.AST, line: int) -> ast.ExceptHandler | None:
-    node = _try_of_handler(tree, line)
+    node = try_of_handler(tree, line)
     return None if node is None else next(handler for handler in node.handlers if handler.lineno == line)
 
 
@@ -92,3 +109,67 @@ def drops_exception_test(head_tree: ast.AST, head_line: int, base_tree: ast.AST,
     if head is None or base is None:
         return False
     return _tests_caught(base) and not _tests_caught(head)
+
+
+_LEAVES = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _assigned(body: list[ast.stmt]) -> set[str]:
+    """The plain names that assignments (`=`, `+=`, annotated) in `body` bind, nested scopes aside."""
+    names: set[str] = set()
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(sub.id for target in targets for sub in pysource.walk(target) if isinstance(sub, ast.Name))
+        pending.extend(pysource.children(node))
+    return names
+
+
+def names_fed(tree: ast.Module, line: int) -> list[str]:
+    """The names the try of the handler at `line` binds that are read after the try in the function
+    holding it (the module for a try outside functions), in the order of their first read after
+    it; none when the handler leaves (`return`, `raise`, `continue`, `break`) or is not found."""
+    node = try_of_handler(tree, line)
+    handler = _handler_at(tree, line)
+    if node is None or handler is None:
+        return []
+    if any(isinstance(stmt, _LEAVES) for stmt in handler.body):
+        return []
+    bound = _assigned(node.body)
+    end = node.end_lineno or node.lineno
+    scope: ast.AST = innermost_function(tree, node) or tree
+    reads = sorted(
+        (sub.lineno, sub.col_offset, sub.id)
+        for sub in pysource.walk(scope)
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in bound and sub.lineno > end
+    )
+    return list(dict.fromkeys(name for _, _, name in reads))
+
+
+def new_name_fed(head_tree: ast.Module, head_line: int, base_tree: ast.AST, base_line: int) -> str | None:
+    """The first of `names_fed` of the head handler at `head_line` that the try of the base handler
+    at `base_line` did not bind (see the module docstring); None when there is none."""
+    base_try = try_of_handler(base_tree, base_line)
+    if base_try is None:
+        return None
+    before = _assigned(base_try.body)
+    return next((name for name in names_fed(head_tree, head_line) if name not in before), None)
+
+
+def new_binding_finding(finding: Finding, name: str) -> Finding:
+    """`finding` (on an unchanged handler the base has too) as the round-22 `P2`: its try now binds
+    `name`, which the code after the try reads. Not anchored to a changed line (`in_diff` False)."""
+    assert finding.rule in HANDLER_RULES, finding.rule
+    return dataclasses.replace(
+        finding,
+        severity=Severity.P2,
+        message_id=f"{finding.rule}.guards-new-binding",
+        params={"label": finding.params["label"], "name": name},
+        extra={},
+        in_diff=False,
+    )
