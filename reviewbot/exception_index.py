@@ -49,7 +49,10 @@ from reviewbot.index_cache import FactsCache
 
 logger = logging.getLogger(__name__)
 
-_TORCH_IMPORT = re.compile(r"^\s*(?:import|from)\s+torch\b", re.MULTILINE)
+# an import of torch or of a module that is a torch binding by its name: a path component `torch` or
+# `pytorch` (`safetensors.torch`, `lightning.pytorch`), or the package `pytorch_lightning` (round
+# 23: NeMo's export API imports only `lightning.pytorch`, whose trainer runs torch)
+_TORCH_IMPORT = re.compile(r"^\s*(?:import|from)\s+(?:\w+\.)*(?:torch|pytorch|pytorch_lightning)\b", re.MULTILINE)
 
 SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".tox"})
 
@@ -157,9 +160,9 @@ class ExceptionIndex:
     # (name, `call_names` of its body, `_always_raises`) of every function and method, for the call
     # graph `reaching` and `always_raises` build on first use
     _functions: tuple[tuple[str, frozenset[str], bool], ...] = dataclasses.field(default=(), repr=False, compare=False)
-    # some scanned file imports torch: without that, no code of the revision can raise torch's
-    # `OutOfMemoryError` or Dynamo's errors (third-party code the revision calls included, as far
-    # as it is reached through torch)
+    # some scanned file imports torch (or a torch binding, `_TORCH_IMPORT`): without that, no code of
+    # the revision can raise torch's `OutOfMemoryError` or Dynamo's errors (third-party code the
+    # revision calls included, as far as it is reached through torch)
     torch_imported: bool = False
     # how many Python files were scanned (those that parse)
     files: int = 0

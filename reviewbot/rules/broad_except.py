@@ -295,7 +295,8 @@ may confirm or refute them.
   A narrow handler of a one-call try whose comment names the failure it expects and whose
   alternative calls nothing (`old.data = new.data` when `swap_tensors` "is not permitted") is not
   reported either (`_named_alternative`); one that runs other work (`return eager(fn)`) is.
-  Nothing either in a revision none of whose files imports torch (`ExceptionIndex.torch_imported`):
+  Nothing either in a revision none of whose files imports torch or a module named as its binding
+  (`lightning.pytorch`, `safetensors.torch`: round 23; `ExceptionIndex.torch_imported`):
   its code cannot raise torch's out-of-memory or compiler errors, and `RuntimeError` is its own
   signal (an overload lookup's "no match"); unless (round 22) the handler itself looks for `CUDA`
   or "out of memory" in the error's text (`error_text.names_device_error`: TorchServe's model
@@ -367,6 +368,7 @@ from reviewbot.rules.common import (
 from reviewbot.rules.data_fallback import constant_data, widened_handler
 from reviewbot.rules.device_retry import cpu_retry
 from reviewbot.rules.error_reach import (
+    checked_attribute,
     deferred_reraise,
     retry_fails_when_exhausted,
     same_call_other_name,
@@ -388,7 +390,7 @@ from reviewbot.rules.handler_reach import (
 )
 from reviewbot.rules.other_path import report_names_caught, reported_other_path
 from reviewbot.rules.own_raise import raises_into_handler
-from reviewbot.rules.own_route import own_route
+from reviewbot.rules.own_route import own_route, retried_without_step
 from reviewbot.rules.previous_behaviour import (
     base_code_catching_exit,
     base_code_in_handler,
@@ -1565,11 +1567,13 @@ def _own_runtime_signal(ctx: FileContext, node: ast.Try | ast.TryStar, imports: 
 def _passes_error_on(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
     """The caught error still reaches the caller by another way (round 13, `reviewbot.rules.error_reach`):
     kept and raised after the try, the last failure of a bounded retry ending the run, or (round 16
-    for the catch-all too) any failure of the same call under another name, unguarded in the handler."""
+    for the catch-all too) any failure of the same call under another name, unguarded in the handler,
+    or (round 23) an attribute the try was to set, left unset and checked by every caller."""
     return (
         deferred_reraise(ctx.tree, node, handler)
         or retry_fails_when_exhausted(ctx.tree, node, handler)
         or same_call_other_name(node, handler)
+        or checked_attribute(ctx.tree, node, handler)
     )
 
 
@@ -1577,12 +1581,14 @@ def _existing_route(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.
     """The handler falls back to a route the code already had (round 16): what the base revision did
     (`reviewbot.rules.previous_behaviour`: a flag whose fallback value selects the base's code, the
     base's code run in the handler, a new gate in front of the base's code), or what its function does outside every handler
-    (`reviewbot.rules.own_route`)."""
+    (`reviewbot.rules.own_route`), or (round 23) the function itself again with the optional step's
+    flag off (`own_route.retried_without_step`)."""
     return (
         flag_selects_base(ctx, node, handler)
         or base_code_in_handler(ctx, node, handler)
         or gate_before_base(ctx, node, handler)
         or own_route(ctx.tree, node, handler)
+        or retried_without_step(ctx.tree, node, handler)
     )
 
 

@@ -34,11 +34,22 @@ of a swallow is an error that reaches no one; these handlers pass it on by anoth
   as in the loop form `broad_except` reads (`_alternatives_tries`); nothing is handed back that no
   alternative gave (torchrl's reward model). Near misses: a function that ends in a `return`
   (ms-swift's vLLM overrides: a `None` config drops them silently), a `return None` after the try.
+- *an unset attribute every caller checks* (`checked_attribute`, round 23): a method whose body is
+  the try, the try's first statement binding `self.<attribute>` to a call (its other statements
+  call only logging, a few builtins and methods of loop variables, so no later failure leaves the
+  attribute set), the handler only logging; every call of the method in the file is a statement
+  followed directly by a check of the attribute: an `assert` reading it, or an `if` reading it whose
+  body ends in such an `assert` or a `raise`. The failure reaches each caller as the attribute left
+  unset, and each caller makes it good (NeMo's TensorRT plan load: `if self.engine is None:` build
+  the engine, load again, `assert self.engine is not None`) or fails loudly. Near misses: a call
+  with no check after it, a check whose branch ends otherwise (a `return`), a handler that binds a
+  substitute, a try that calls the repository's code after the binding.
 
 Each gives nothing, for `broad-except` and `runtime-error-fallback` alike (the third only for `except
 RuntimeError` until round 16, when a torchrl version lookup under the nightly distribution's name
 showed the catch-all's case is the same); the tests, with their near misses, are in
-`tests/reviewbot/engine/test_engine_exception_round13.py` and `test_engine_exception_round16.py`.
+`tests/reviewbot/engine/test_engine_exception_round13.py`, `test_engine_exception_round16.py` and
+`test_engine_round23.py`.
 """
 
 from __future__ import annotations
@@ -48,12 +59,17 @@ import re
 from collections.abc import Iterator
 
 from reviewbot import pysource
-from reviewbot.rules.common import callee, is_logging_call, paired_calls
+from reviewbot.rules.common import callee, innermost_function, is_logging_call, paired_calls, statement_blocks
 
 # calls a retry's handler may make besides logging: clean up what the failed attempt left, or wait
 _CLEANUPS = frozenset(["rmtree", "remove", "unlink", "rmdir", "removedirs", "sleep"])
 # calls that end the process with the status they are given
 _EXITS = frozenset(["exit", "_exit", "quit"])
+
+# builtins that build or inspect values and run no code of a library's
+_BUILTIN_NAMES = frozenset(
+    ["len", "isinstance", "str", "int", "float", "bool", "dict", "list", "tuple", "set", "range", "enumerate", "zip"]
+)
 # a string constant that names a device (a move to another device is the OOM fallback itself)
 _DEVICE = re.compile(r"^\W*(cpu|cuda|meta|mps|xpu|npu|hpu|xla|tpu|gpu)(:\d+)?\W*$", re.IGNORECASE)
 # keywords whose change is a change of device or precision, not of a name
@@ -345,3 +361,108 @@ def _tests_name(test: ast.expr, name: str) -> bool:
         and isinstance(test.comparators[0], ast.Constant)
         and test.comparators[0].value is None
     )
+
+
+def _reads_attribute(node: ast.AST, attribute: str) -> bool:
+    """`node` reads `self.<attribute>`."""
+    return any(
+        isinstance(sub, ast.Attribute)
+        and sub.attr == attribute
+        and isinstance(sub.value, ast.Name)
+        and sub.value.id == "self"
+        and isinstance(sub.ctx, ast.Load)
+        for sub in pysource.walk(node)
+    )
+
+
+def _checks(stmt: ast.stmt, attribute: str) -> bool:
+    """`assert <reads self.attribute>`, or an `if` whose test reads it and whose body ends in such an
+    `assert` or in a `raise`: the unset attribute is made good or fails loudly."""
+    if isinstance(stmt, ast.Assert):
+        return _reads_attribute(stmt.test, attribute)
+    if not (isinstance(stmt, ast.If) and _reads_attribute(stmt.test, attribute)):
+        return False
+    last = stmt.body[-1]
+    return isinstance(last, ast.Raise) or (isinstance(last, ast.Assert) and _reads_attribute(last.test, attribute))
+
+
+def _quiet_call(call: ast.Call, loop_names: set[str]) -> bool:
+    """A logging call, a builtin's, or a method of a loop variable (`name.startswith(...)`): no code of
+    the repository or of a library runs."""
+    func = call.func
+    if is_logging_call(call):
+        return True
+    if isinstance(func, ast.Name):
+        return func.id in _BUILTIN_NAMES
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in loop_names
+
+
+def checked_attribute(tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """A failure left as an unset attribute that every caller tests (see the module docstring): the
+    method's body (a docstring aside) is the try, whose first statement binds `self.<attribute>` to a
+    call and whose other statements call only builtins, logging and methods of loop variables; the
+    handler only logs; and every call of the method in the file is a statement followed directly by
+    a check of `self.<attribute>` (`_checks`)."""
+    if (
+        node.orelse
+        or node.finalbody
+        or not all(isinstance(stmt, ast.Expr) and is_logging_call(stmt.value) for stmt in handler.body)
+    ):
+        return False
+    first = node.body[0]
+    if not (
+        isinstance(first, ast.Assign)
+        and len(first.targets) == 1
+        and isinstance(first.targets[0], ast.Attribute)
+        and isinstance(first.targets[0].value, ast.Name)
+        and first.targets[0].value.id == "self"
+        and isinstance(first.value, ast.Call)
+    ):
+        return False
+    attribute = first.targets[0].attr
+    rest = node.body[1:]
+    loop_names = {
+        sub.id
+        for stmt in rest
+        for loop in pysource.walk(stmt)
+        if isinstance(loop, ast.For)
+        for sub in pysource.walk(loop.target)
+        if isinstance(sub, ast.Name)
+    }
+    if not all(
+        _quiet_call(sub, loop_names) for stmt in rest for sub in pysource.walk(stmt) if isinstance(sub, ast.Call)
+    ):
+        return False
+    method = innermost_function(tree, node)
+    if method is None or not method.args.args or method.args.args[0].arg != "self":
+        return False
+    body = method.body[1:] if ast.get_docstring(method) is not None else method.body
+    if body != [node]:
+        return False
+    checked = 0
+    for block in _blocks(tree):
+        for index, stmt in enumerate(block):
+            if isinstance(stmt, ast.Expr) and _calls_method(stmt.value, method.name):
+                if index + 1 == len(block) or not _checks(block[index + 1], attribute):
+                    return False
+                checked += 1
+    calls = sum(1 for sub in pysource.nodes(tree) if _calls_method(sub, method.name))
+    return checked > 0 and checked == calls
+
+
+def _calls_method(node: ast.AST, name: str) -> bool:
+    """`self.<name>(...)`."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == name
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "self"
+    )
+
+
+def _blocks(tree: ast.Module) -> Iterator[list[ast.stmt]]:
+    """Every statement list of `tree`."""
+    yield tree.body
+    for stmt in pysource.statements(tree):
+        yield from statement_blocks(stmt)

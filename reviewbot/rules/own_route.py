@@ -25,6 +25,16 @@ be. The same values by a route the function takes anyway, and a failure of that 
 like `device_retry` (`runtime-error-fallback.cpu-retry`), a move to a device changes where a result
 lives, not what it is. Gives nothing. Near misses: another move than `.to(...)` of the whole value
 (`.to(device).half()`), a statement of the handler that stands nowhere else.
+
+*The function again without the optional step* (`retried_without_step`, round 23): the try stands
+directly in the body of `if <flag>:` (a name or `self.<name>`), and the handler warns (warning level
+or above), sets the flag to `False`, may `del` values, and ends in `return` of the enclosing function
+called again with its own parameters (`return self.configure_model()`); no other statement of the
+function binds the flag. The retry cannot reach the try again, and it runs the whole function
+outside any handler, so an error of the inputs fails there and reaches the caller; what is lost is
+the optional step, and the warning says so (NeMo's Liger kernels: the model is configured again
+without them). Gives nothing. Near misses: a handler that does not warn, a flag the function sets
+back, a retry with other arguments, a try outside the flag's `if`.
 """
 
 from __future__ import annotations
@@ -32,7 +42,7 @@ from __future__ import annotations
 import ast
 
 from reviewbot import pysource
-from reviewbot.rules.common import innermost_function, is_logging_call, statement_blocks
+from reviewbot.rules.common import innermost_function, is_logging_call, statement_blocks, warns
 
 
 def _message_call(stmt: ast.stmt) -> bool:
@@ -118,3 +128,66 @@ def own_route(tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.Except
             return False
         at = dumps.index(wanted, at) + 1
     return True
+
+
+def _binds(stmt: ast.stmt, flag: str) -> bool:
+    """`stmt` assigns the expression whose source is `flag`."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AugAssign) else []
+    return any(ast.unparse(target) == flag for target in targets)
+
+
+def _calls_itself(stmt: ast.stmt, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """`return f(params)` or `return self.f(params)`, `f` being `function`, with its own parameters in
+    order (`self` aside)."""
+    call = stmt.value if isinstance(stmt, ast.Return) else None
+    if not isinstance(call, ast.Call) or call.keywords:
+        return False
+    params = [arg.arg for arg in [*function.args.posonlyargs, *function.args.args]]
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        if not params or params[0] != "self":
+            return False
+        params = params[1:]
+    elif not isinstance(func, ast.Name):
+        return False
+    name = func.attr if isinstance(func, ast.Attribute) else func.id
+    passed = [arg.id if isinstance(arg, ast.Name) else None for arg in call.args]
+    return name == function.name and passed == params
+
+
+def retried_without_step(tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The handler turns off the flag whose `if` holds the try and runs its function again (see the
+    module docstring)."""
+    function = innermost_function(tree, node)
+    if function is None or not handler.body or not _calls_itself(handler.body[-1], function):
+        return False
+    gate = next(
+        (
+            stmt
+            for stmt in pysource.statements(function)
+            if isinstance(stmt, ast.If) and any(s is node for s in stmt.body)
+        ),
+        None,
+    )
+    if gate is None or not isinstance(gate.test, (ast.Name, ast.Attribute)):
+        return False
+    if isinstance(gate.test, ast.Attribute) and not (
+        isinstance(gate.test.value, ast.Name) and gate.test.value.id == "self"
+    ):
+        return False
+    flag = ast.unparse(gate.test)
+    *steps, _ = handler.body
+    offs = [
+        stmt
+        for stmt in steps
+        if _binds(stmt, flag)
+        and isinstance(stmt, ast.Assign)
+        and isinstance(stmt.value, ast.Constant)
+        and stmt.value.value is False
+    ]
+    others = [
+        stmt for stmt in steps if stmt not in offs and not isinstance(stmt, ast.Delete) and not _message_call(stmt)
+    ]
+    if len(offs) != 1 or others or not any(warns(stmt) for stmt in steps):
+        return False
+    return not any(_binds(stmt, flag) for stmt in pysource.statements(function) if stmt is not offs[0])
