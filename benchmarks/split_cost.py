@@ -43,6 +43,7 @@ import torch
 from magi_bench.contenders import build_contenders
 from magi_bench.harness import compare_outputs
 from magi_bench.models import ModelDims, attention_spec
+from magi_bench.stats import percentile
 from magi_bench.timers import Timer
 
 _COPY_OPS = ("copy_", "clone", "contiguous")
@@ -92,9 +93,11 @@ def _time_rounds(
     return samples
 
 
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+def _paired(label: str, numerator: list[float], denominator: list[float]) -> str:
+    """The per-round ratios ``numerator / denominator``: median and 10th-90th percentile."""
+    ratios = [a / b for a, b in zip(numerator, denominator, strict=True)]
+    low, high = percentile(ratios, 10), percentile(ratios, 90)
+    return f"{label}{statistics.median(ratios):>10.3f}x  ({low:.3f} - {high:.3f})"
 
 
 def _kernel_table(calls: dict[str, Callable], x: torch.Tensor, cuda: bool) -> None:
@@ -181,13 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\nper round, magi_split over:  median  (p10 - p90)")
     split = samples["magi_split"]
     for other in ("torch_compile", "magi_unsplit", "eager"):
-        ratios = [a / b for a, b in zip(split, samples[other], strict=True)]
-        low, high = _percentile(ratios, 0.1), _percentile(ratios, 0.9)
-        print(f"  {other:<16}{statistics.median(ratios):>10.3f}x  ({low:.3f} - {high:.3f})")
+        print(_paired(f"  {other:<16}", split, samples[other]))
     for mode in _GRAPH_MODES if args.graphs else ():
-        ratios = [a / b for a, b in zip(samples[mode], split, strict=True)]
-        low, high = _percentile(ratios, 0.1), _percentile(ratios, 0.9)
-        print(f"per round, {mode} over magi_split: {statistics.median(ratios):.3f}x  ({low:.3f} - {high:.3f})")
+        print(_paired(f"per round, {mode} over magi_split:", samples[mode], split))
     return 0
 
 

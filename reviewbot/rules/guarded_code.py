@@ -83,9 +83,13 @@ def guards_new_code(head_tree: ast.AST, head_line: int, base_tree: ast.AST, base
     return bool(_callees(head_try.body) - _callees(base_try.body))
 
 
+def _handler_in(node: ast.Try | ast.TryStar, line: int) -> ast.ExceptHandler:
+    return next(handler for handler in node.handlers if handler.lineno == line)
+
+
 def _handler_at(tree: ast.AST, line: int) -> ast.ExceptHandler | None:
     node = try_of_handler(tree, line)
-    return None if node is None else next(handler for handler in node.handlers if handler.lineno == line)
+    return None if node is None else _handler_in(node, line)
 
 
 def _tests_caught(handler: ast.ExceptHandler) -> bool:
@@ -135,10 +139,7 @@ def names_fed(tree: ast.Module, line: int) -> list[str]:
     holding it (the module for a try outside functions), in the order of their first read after
     it; none when the handler leaves (`return`, `raise`, `continue`, `break`) or is not found."""
     node = try_of_handler(tree, line)
-    handler = _handler_at(tree, line)
-    if node is None or handler is None:
-        return []
-    if any(isinstance(stmt, _LEAVES) for stmt in handler.body):
+    if node is None or any(isinstance(stmt, _LEAVES) for stmt in _handler_in(node, line).body):
         return []
     bound = _assigned(node.body)
     end = node.end_lineno or node.lineno
