@@ -105,7 +105,7 @@ def _compile_class(cls: type, method_name: str, **options: Any) -> type:
         if state is None:
             state = _new_entry_state(original, self, options)
             self.__dict__.setdefault(_STATE_ATTR, {})[method_name] = state
-        return state(*args, **kwargs)
+        return state.call(*args, **kwargs)
 
     setattr(cls, method_name, compiled_method)
     return cls
@@ -122,7 +122,7 @@ def _lazy_entry(fn: Callable[..., Any], bound_self: Any, **options: Any) -> Call
         if state is None:
             state = _new_entry_state(fn, bound_self, options)
             holder["state"] = state
-        return state(*args, **kwargs)
+        return state.call(*args, **kwargs)
 
     compiled._magi_state_holder = holder  # type: ignore[attr-defined]
     return compiled

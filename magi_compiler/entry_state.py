@@ -89,18 +89,21 @@ def _ensure_bytecode_hook() -> None:
         _hook_registered = True
 
 
+def _describe_tensor(value: torch.Tensor, dynamic_dims: tuple[int, ...]) -> tuple:
+    shape = value.shape
+    if dynamic_dims:
+        masked = list(shape)
+        for dim in dynamic_dims:
+            if masked[dim] >= 2:
+                masked[dim] = -1
+        shape = tuple(masked)
+    # a non-contiguous tensor's strides, exactly: Inductor's code asserts the strides it was compiled for
+    return (value.dtype, value.device, shape, True if value.is_contiguous() else value.stride(), value.requires_grad)
+
+
 def _describe(value: Any, dynamic_dims: tuple[int, ...]) -> Any:
     if isinstance(value, torch.Tensor):
-        shape = value.shape
-        if dynamic_dims:
-            masked = list(shape)
-            for dim in dynamic_dims:
-                if masked[dim] >= 2:
-                    masked[dim] = -1
-            shape = tuple(masked)
-        # a non-contiguous tensor's strides, exactly: Inductor's code asserts the strides it was compiled for
-        layout = True if value.is_contiguous() else value.stride()
-        return (value.dtype, value.device, shape, layout, value.requires_grad)
+        return _describe_tensor(value, dynamic_dims)
     if value is None or isinstance(value, (bool, int, float, str)):
         return (type(value), value)
     if isinstance(value, (tuple, list)):
@@ -182,6 +185,8 @@ class EntryState:
         self._module_self = bound_self if isinstance(bound_self, torch.nn.Module) else None
         # this entry's own log level, in effect during its calls only (magi_compiler.log)
         self._log_level = parse_level(config.log_level, "log_level") if config.log_level.strip() else None
+        # what the decorator calls: the entry's call, under its own log level where it has one
+        self.call: Callable[..., Any] = self._call if self._log_level is None else self._call_at_level
 
     @staticmethod
     def _normalize_dims(dims: DynamicArgDims, names: set[str]) -> dict[str, tuple[int, ...]] | None:
@@ -262,15 +267,14 @@ class EntryState:
         and rank are memoized in ``_signature_dims_memo``, which a compile clears (an inferred
         dim's symbolic-ness comes from the last graph traced)."""
         memo = self._signature_dims_memo
-        offset = self._self_offset
         described = []
         for position, value in enumerate(args):
             if isinstance(value, torch.Tensor):
-                key = (position, value.dim())
+                key = (position, value.ndim)
                 dims = memo.get(key)
                 if dims is None:
-                    dims = memo[key] = self._signature_dims(self._name_at(position + offset), value)
-                described.append(_describe(value, dims))
+                    dims = memo[key] = self._signature_dims(self._name_at(position + self._self_offset), value)
+                described.append(_describe_tensor(value, dims))
             else:
                 described.append(_describe(value, ()))
         for name, value in kwargs.items():
@@ -287,13 +291,16 @@ class EntryState:
                 dynamic_dims.mark(name, value, dims, strict=self.dims_are_strict)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._log_level is None:
-            return self._call(*args, **kwargs)
+        return self.call(*args, **kwargs)
+
+    def _call_at_level(self, *args: Any, **kwargs: Any) -> Any:
         with entry_log_level(self._log_level):
             return self._call(*args, **kwargs)
 
     def _call(self, *args: Any, **kwargs: Any) -> Any:
-        if self._swapped and not torch.compiler.is_compiling():
+        """One call of the entry, made outside Dynamo's tracing (the decorator runs the function
+        itself while Dynamo traces, so the swapped path does not ask again)."""
+        if self._swapped:
             # only a JIT Magi entry with the swap on fills _swapped (an AOT entry after its fallback)
             signature = self._dispatch_signature(args, kwargs)
             swapped = self._swapped.get(signature)

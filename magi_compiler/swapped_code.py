@@ -51,6 +51,7 @@ LEAN_UTILS_GLOBAL = "__magi_lean_dynamo_utils"
 DIRECT_PREFIX = "__magi_direct"
 
 _NO_RANGE = contextlib.nullcontext()
+_profiler = torch.autograd.profiler
 _set_eval_frame = torch._C._dynamo.eval_frame.set_eval_frame
 # Inductor's artifact whose __call__ is ``self._compiled_fn(*args)`` (torch 2.11 and 2.13); None where
 # a torch version has no such class (then artifacts keep their own __call__)
@@ -65,7 +66,7 @@ class _LeanDynamoUtils:
 
     @staticmethod
     def record_pregraph_bytecode_enter() -> contextlib.AbstractContextManager[None]:
-        if torch.autograd.profiler._is_profiler_enabled:
+        if _profiler._is_profiler_enabled:
             return torch._dynamo.utils.record_pregraph_bytecode_enter()
         return _NO_RANGE
 
@@ -76,7 +77,7 @@ class _LeanDynamoUtils:
 
     @staticmethod
     def call_size(x: Any, i: int) -> int:
-        return x.size(i)
+        return x.shape[i]  # a tensor's size as x.size(i) gives it, without parsing the argument
 
     @staticmethod
     def call_stride(x: Any, i: int) -> int:
