@@ -227,6 +227,24 @@ def test_nested_decorated_calls_run_inline(module_cache_env):
     assert get_entry_state(outer.inner) is None, "the inner module was traced inline, not compiled on its own"
 
 
+def test_a_swapped_entry_traced_inside_another_compile_runs_inline(module_cache_env):
+    """An entry whose swapped code exists is still traced inline by an enclosing compile: the
+    decorator decides that before the entry's swapped path, which no longer asks itself."""
+    torch.manual_seed(3)
+    inner = CompiledMLP()
+    x = torch.randn(3, 8)
+    inner(x)
+    with compilation_counter.expect(num_swapped_calls=1):
+        inner(x)
+
+    def outer(y):
+        return inner(y) * 2
+
+    traced = torch.compile(outer, backend="eager", fullgraph=True)
+    with compilation_counter.expect(num_swapped_calls=0, num_backend_compilations=0):
+        torch.testing.assert_close(traced(x), MLP.forward(inner, x) * 2)
+
+
 def test_compile_mode_none_and_torch_compile(module_cache_env):
     eager = magi_compile(config_patch={"compile_mode": "NONE"})(scaled_cos)
     plain = magi_compile(config_patch={"compile_mode": "TORCH_COMPILE", "backend": "eager"})(scaled_cos)
