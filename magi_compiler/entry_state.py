@@ -122,14 +122,16 @@ def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(field.name for field in dataclasses.fields(cls))
 
 
+_any_autocast = torch._C._is_any_autocast_enabled
+_grad_enabled = torch.is_grad_enabled
+_inference_mode = torch.is_inference_mode_enabled
+
+
 def _ambient_modes() -> tuple:
     """Grad mode, inference mode and autocast (per device type) of the calling thread; the
     per-device autocast lookups only run when some autocast is on."""
-    autocast = torch._C._is_any_autocast_enabled() and (
-        torch.is_autocast_enabled("cpu"),
-        torch.is_autocast_enabled("cuda"),
-    )
-    return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), autocast)
+    autocast = _any_autocast() and (torch.is_autocast_enabled("cpu"), torch.is_autocast_enabled("cuda"))
+    return (_grad_enabled(), _inference_mode(), autocast)
 
 
 def _is_dim(value: Any) -> bool:
