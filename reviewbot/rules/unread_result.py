@@ -24,10 +24,10 @@ What is left is the catch-all itself around dead code: `broad_except`'s `P3`
 
 Near misses: a name read after the try with no assignment before the read on its way (a read
 under an `if` whose assignment stands in another branch, or the read first), a name read by a
-nested function or declared `global`/`nonlocal`, a try standing in a loop whose body reads the
-name (the next turn reads this turn's value), a handler that computes its substitute (a call), and
-a try body with a statement that is not a binding (`self.save(state)`: the work itself, whose
-loss round 12's "nothing substituted" keeps at `P2`).
+nested function or declared `global`/`nonlocal`, a try standing in a loop with any read of the
+name in its function (the next turn may read this turn's value), a handler that computes its
+substitute (a call), and a try body with a statement that is not a binding (`self.save(state)`:
+the work itself, whose loss round 12's "nothing substituted" keeps at `P2`).
 """
 
 from __future__ import annotations
