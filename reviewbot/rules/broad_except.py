@@ -354,6 +354,7 @@ from reviewbot.exception_index import (
 )
 from reviewbot.findings import Finding, Severity
 from reviewbot.rules.cache_read import cache_miss
+from reviewbot.rules.checked_default import checked_default
 from reviewbot.rules.common import (
     LOUD_LEVELS,
     FileContext,
@@ -361,10 +362,12 @@ from reviewbot.rules.common import (
     contains_logging,
     hands_back_nothing,
     is_logging_call,
+    shown_level,
     statement_blocks,
     top_level_function,
     warns,
 )
+from reviewbot.rules.created_then_used import used_after_create
 from reviewbot.rules.data_fallback import constant_data, widened_handler
 from reviewbot.rules.device_retry import cpu_retry
 from reviewbot.rules.error_reach import (
@@ -376,6 +379,7 @@ from reviewbot.rules.error_reach import (
 )
 from reviewbot.rules.error_text import names_device_error, silent_filter
 from reviewbot.rules.fallthrough import UnboundRead, left_unbound, unbound_reads
+from reviewbot.rules.filtered_out import filtered_out
 from reviewbot.rules.handler_reach import (
     enclosing_function,
     handler_key,
@@ -398,6 +402,7 @@ from reviewbot.rules.previous_behaviour import (
     flag_selects_base,
     gate_before_base,
 )
+from reviewbot.rules.unread_result import unread_result
 
 BROAD = {"Exception", "BaseException"}
 OOM_NAMES = ("OutOfMemoryError",)
@@ -1083,20 +1088,15 @@ def _bounded_retry(handler: ast.ExceptHandler, in_loop: bool) -> bool:
     return False
 
 
-def _reports_caught(stmt: ast.stmt, name: str | None) -> bool:
+def _reports_caught(stmt: ast.stmt, name: str | None, helpers: bool = False) -> bool:
     """A `print`, `warnings.warn` or a log call at warning level or above whose arguments name the
-    caught exception: the failure and its cause are visible where it happens."""
-    if name is None or not (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)):
+    caught exception: the failure and its cause are visible where it happens. `helpers` (round 24):
+    a helper of those named for one process or one showing (`logger.warning_rank0`, `print_rank_0`:
+    `common.shown_level`) is one too."""
+    if name is None or not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
         return False
     call = stmt.value
-    assert isinstance(call, ast.Call)
-    method = (
-        call.func.attr
-        if isinstance(call.func, ast.Attribute)
-        else call.func.id
-        if isinstance(call.func, ast.Name)
-        else ""
-    )
+    method = shown_level(call) if helpers else callee(call) if is_logging_call(call) else None
     if method not in LOUD_LEVELS and method not in ("print", "warn"):
         return False
     args = [*call.args, *(k.value for k in call.keywords)]
@@ -1131,11 +1131,17 @@ def _reported_fallback(handler: ast.ExceptHandler, try_body: list[ast.stmt], aft
     failure is visible with its cause where it happens, and the fallback is a stated default or the
     code path the function takes anyway, not a substitute computed in the handler. A handler that
     falls off the end of a function whose try returns a result is not one (an implicit `None`
-    replaces the result; `after`: the statement after the try, see `_following`)."""
+    replaces the result; `after`: the statement after the try, see `_following`). Since round 24 a
+    handler that only reports (nothing bound, nothing handed back: the code after the try goes on)
+    may report through a helper named for one process or one showing (`logger.warning_rank0`,
+    `print_rank_0`); one that also hands back a constant may not (megatron's ModelOpt-state probe,
+    `print_rank_0(...)` then `return False` for "no state", is a true `P2` of the corpus)."""
     body = _rank_guards_opened(handler.body)
-    if not any(_reports_caught(stmt, handler.name) for stmt in body):
-        return False
     if not isinstance(handler.body[-1], ast.Return) and isinstance(try_body[-1], ast.Return) and after is None:
+        return False
+    if all(_reports_caught(stmt, handler.name, helpers=True) for stmt in body):
+        return True  # only reports, through a one-process or one-time helper too (round 24)
+    if not any(_reports_caught(stmt, handler.name) for stmt in body):
         return False
     return all(
         _reports_caught(stmt, handler.name)
@@ -2955,7 +2961,11 @@ def _unharmful(
     """The P3 message id and parameters for a swallow whose outcome reaches no result the user
     receives (round 12, `reviewbot.rules.handler_reach`): nothing substituted and the loss announced or
     only a third-party import's side effect; or a constant substituted in a private function whose
-    result only a report procedure uses. None when the outcome may reach a result."""
+    result only a report procedure uses; or (round 24) a result nothing reads
+    (`reviewbot.rules.unread_result`); or, shown with its traceback, an element its filter drops
+    (`reviewbot.rules.filtered_out`); or a creation whose failure a later use of the created name
+    shows (`reviewbot.rules.created_then_used`); or a guessed default the code checks right after
+    the try (`reviewbot.rules.checked_default`). None when the outcome may reach a result."""
     lost = nothing_substituted(ctx, node, handler, imports)
     if lost == "announced":
         return "broad-except.announced-skip", {}
@@ -2964,6 +2974,16 @@ def _unharmful(
     function = enclosing_function(ctx.tree, node)
     if function in report_only and substitutes_constant(handler):
         return "broad-except.report-only", {"where": function, "report": report_only[function]}
+    if unread_result(ctx.tree, node, handler):
+        return "broad-except.unread-result", {}
+    if filtered_out(ctx.tree, node, handler):
+        return "broad-except.filtered-out", {}
+    created = used_after_create(ctx.tree, node, handler)
+    if created is not None:
+        return "broad-except.used-after-create", {"name": created}
+    guessed = checked_default(ctx.tree, node, handler)
+    if guessed is not None:
+        return "broad-except.checked-default", {"name": guessed}
     return None
 
 

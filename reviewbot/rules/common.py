@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import bisect
 import dataclasses
+import re
 from collections.abc import Callable, Collection, Iterator
 
 from reviewbot import pysource
@@ -112,6 +113,29 @@ def contains_logging(nodes: list[ast.stmt]) -> bool:
 
 
 LOUD_LEVELS = frozenset(["warning", "warn", "error", "critical", "exception"])
+
+
+# a level's or print's helper named for where or how often it shows the message (round 24):
+# `logger.warning_rank0`, `logger.warning_once`, `print_rank_0`, `rank_zero_warn`, `rank0_print`
+_SHOWN_VARIANT = re.compile(
+    r"(?:rank_?(?:0|zero)_)?(?P<level>debug|info|warning|warn|error|critical|exception|print)"
+    r"(?P<where>(?:_rank_?(?:0|zero)|_once|_main_process)*)"
+)
+
+
+def shown_level(call: ast.Call) -> str | None:
+    """The level a call shows its message at: the method of a logging call (`logger.warning(...)`:
+    "warning"), "print" for `print(...)`, "warn" for `warn(...)`; since round 24 also the level of
+    a helper named for one process or one showing of it (`logger.warning_rank0(...)`,
+    `logger.warning_once(...)`: "warning"; `print_rank_0(...)`, `rank0_print(...)`: "print";
+    `rank_zero_warn(...)`: "warn"). None for any other call."""
+    name = callee(call)
+    if is_logging_call(call):
+        return name
+    match = _SHOWN_VARIANT.fullmatch(name)
+    if match is None or name == match.group("level"):
+        return None
+    return match.group("level")
 
 
 def callee(call: ast.Call) -> str:
