@@ -110,6 +110,11 @@ may confirm or refute them.
     implicit `None`): nothing; a failed read costs a recomputation from the source, not a wrong
     result (lm-evaluation-harness's request cache, Horovod's check cache). Near misses: a file not
     named a cache, a try that also writes the cache, a handler that computes a substitute;
+  - an *undo of the code's own registration* (round 24, `undo_registration`): the try's one call
+    undoes a registration (`deregister_*`, `unregister_*`) that the file makes with the same
+    arguments, the handler only passing or logging: nothing, here and for `except RuntimeError`;
+    on first use there is nothing to undo (apex's NCCL memory pool). Near miss: the registration
+    itself in a try;
   - a *version probe*: the try only reads an imported library's version and works on it
     (`cudnn.backend_version() < N`, `map(int, cudnn.__version__.split(".")[:2])`), under
     `except Exception`, with a constant fallback: nothing; an unreadable version means the feature
@@ -409,6 +414,7 @@ from reviewbot.rules.previous_behaviour import (
     flag_selects_base,
     gate_before_base,
 )
+from reviewbot.rules.undo_registration import undoes_own_registration
 
 BROAD = {"Exception", "BaseException"}
 OOM_NAMES = ("OutOfMemoryError",)
@@ -2956,6 +2962,7 @@ def _is_probe(
         or _discards_output(ctx, handler, imports)
         or _display_placeholder(ctx, handler, facts.display)
         or cache_miss(ctx.tree, node, handler)
+        or undoes_own_registration(ctx.tree, node, handler)
     ) and not _noqa_reason(ctx, handler)
 
 

@@ -23,6 +23,11 @@ git repos reviewed statically (`--suites none`).
   passes, the function then computing the answer another way, is P3 `broad-except.optional-route`
   (Fuser's memory probe). Near misses: a package the file also imports unguarded, a function whose
   code after the try only returns a constant: `broad-except.swallows` as before.
+- An undo of the code's own registration (`undo_registration.undoes_own_registration`): `try:
+  backend.deregister_mem_pool(pool) except RuntimeError: pass` in a file that calls
+  `backend.register_mem_pool(pool)` gives nothing (apex's NCCL memory pool). Near misses: the
+  registration in such a try, an undo of something the file never registers, an undo with other
+  arguments: `runtime-error-fallback.no-oom-reraise` as before.
 """
 
 from __future__ import annotations
@@ -259,6 +264,48 @@ def cpu_memory_gb():
 """
 
 
+POOL = """
+import torch
+
+_pool = torch.cuda.MemPool()
+_other = torch.cuda.MemPool()
+
+
+class PoolContext:
+    def __init__(self, group, device):
+        self.group = group
+        self.device = device
+
+    def __enter__(self):
+        backend = self.group._get_backend(self.device)
+        try:
+            backend.deregister_mem_pool(_pool)
+        except RuntimeError:
+            pass
+
+    def __exit__(self, *args):
+        backend = self.group._get_backend(self.device)
+        try:
+            backend.register_mem_pool(_pool)
+        except RuntimeError:
+            pass
+
+    def release_other(self):
+        backend = self.group._get_backend(self.device)
+        try:
+            backend.deregister_mem_pool(_other)
+        except RuntimeError:
+            pass
+
+    def release_hook(self):
+        backend = self.group._get_backend(self.device)
+        try:
+            backend.unregister_hook(_pool)
+        except RuntimeError:
+            pass
+"""
+
+
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     path: Path = tmp_path_factory.mktemp("round24probe")
@@ -269,6 +316,7 @@ def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
         "pkg/trainer.py": TRAINER,
         "pkg/memory.py": MEMORY,
         "pkg/memory_needed.py": MEMORY_NEEDED,
+        "pkg/pool.py": POOL,
     }
     return review_shapes(path, base, shapes)
 
@@ -337,3 +385,13 @@ def test_an_optional_package_route_before_the_functions_other_route_is_a_p3(revi
 )
 def test_near_misses_of_the_optional_route_stay_swallows(review: list[Finding], path: str, qualname: str) -> None:
     assert _shown(review, path, qualname) == ("broad-except.swallows", Severity.P2)
+
+
+def test_an_undo_of_the_codes_own_registration_gives_nothing(review: list[Finding]) -> None:
+    assert findings_by_rule(review, "pkg/pool.py", "PoolContext.__enter__") == {}
+
+
+@pytest.mark.parametrize("qualname", ["PoolContext.__exit__", "PoolContext.release_other", "PoolContext.release_hook"])
+def test_near_misses_of_the_undone_registration_stay_reported(review: list[Finding], qualname: str) -> None:
+    finding = findings_by_rule(review, "pkg/pool.py", qualname)["runtime-error-fallback"]
+    assert (finding.message_id, finding.severity) == ("runtime-error-fallback.no-oom-reraise", Severity.P2)
