@@ -82,17 +82,11 @@ def _asked_by_call(value: ast.expr) -> str | None:
 
 
 def _before(function: ast.AST, node: ast.stmt) -> ast.stmt | None:
-    """The statement right before `node` in the block that holds it, if any."""
-    for block in statement_blocks(function):
-        for index, stmt in enumerate(block):
-            if stmt is node:
-                return block[index - 1] if index else None
-    for stmt in pysource.statements(function):
-        if stmt is function:
-            continue
-        for block in statement_blocks(stmt):
-            for index, inner in enumerate(block):
-                if inner is node:
+    """The statement right before `node` in the block of `function` that holds it, if any."""
+    for holder in (function, *pysource.statements(function)):
+        for block in statement_blocks(holder):
+            for index, stmt in enumerate(block):
+                if stmt is node:
                     return block[index - 1] if index else None
     return None
 
