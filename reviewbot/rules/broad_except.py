@@ -110,6 +110,11 @@ may confirm or refute them.
     implicit `None`): nothing; a failed read costs a recomputation from the source, not a wrong
     result (lm-evaluation-harness's request cache, Horovod's check cache). Near misses: a file not
     named a cache, a try that also writes the cache, a handler that computes a substitute;
+  - an *undo of the code's own registration* (round 24, `undo_registration`): the try's one call
+    undoes a registration (`deregister_*`, `unregister_*`) that the file makes with the same
+    arguments, the handler only passing or logging: nothing, here and for `except RuntimeError`;
+    on first use there is nothing to undo (apex's NCCL memory pool). Near miss: the registration
+    itself in a try;
   - a *version probe*: the try only reads an imported library's version and works on it
     (`cudnn.backend_version() < N`, `map(int, cudnn.__version__.split(".")[:2])`), under
     `except Exception`, with a constant fallback: nothing; an unreadable version means the feature
@@ -284,6 +289,13 @@ may confirm or refute them.
     the try's other failures into that branch);
   - a comment in the handler calling the operation best-effort, the handler substituting nothing
     but a value at hand (`pass`, logging): nothing (round 19; the docstring class's best-effort);
+  - round 24, a swallow that is a yes/no probe answering "no" (`predicate_probe`: `is_b70`
+    returning `False`), a shown and dropped metrics write (`metrics_write`: TensorBoard's
+    `add_scalar`), a logged failure of a procedure named as an attempt (`named_attempt`:
+    `_try_bind_numa`) or an optional package's route before the function's other route
+    (`optional_route`: `import psutil`, else `/proc/meminfo`): P3 `broad-except.predicate-probe`,
+    `metrics-write`, `named-attempt`, `optional-route`; checked after the classes above, before
+    the comment's P2;
   - swallows with a comment in the handler saying why that is fine (safe, fallback, best effort,
     expected, optional, "we never want to break user code", ...; "# flag the error" is not a reason): P2 `broad-except.documented`;
   - swallows otherwise: P0 `broad-except.swallows`.
@@ -392,9 +404,13 @@ from reviewbot.rules.handler_reach import (
     runs_no_repository_code,
     substitutes_constant,
 )
+from reviewbot.rules.metrics_write import metrics_write
+from reviewbot.rules.named_attempt import named_attempt
+from reviewbot.rules.optional_route import optional_route
 from reviewbot.rules.other_path import report_names_caught, reported_other_path
 from reviewbot.rules.own_raise import raises_into_handler
 from reviewbot.rules.own_route import own_route, retried_without_step
+from reviewbot.rules.predicate_probe import negative_answer
 from reviewbot.rules.previous_behaviour import (
     base_code_catching_exit,
     base_code_in_handler,
@@ -402,6 +418,7 @@ from reviewbot.rules.previous_behaviour import (
     flag_selects_base,
     gate_before_base,
 )
+from reviewbot.rules.undo_registration import undoes_own_registration
 from reviewbot.rules.unread_result import unread_result
 
 BROAD = {"Exception", "BaseException"}
@@ -2647,6 +2664,7 @@ def _broad(
     replaced: str | None = None,
     existing_route: Callable[[], bool] = lambda: False,
     base_route_catching_exit: Callable[[], bool] = lambda: False,
+    nit: Callable[[], tuple[str, dict[str, object]] | None] = lambda: None,
 ) -> Finding | None:
     """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring);
     `boundary`: the handler ends a unit of work and reports its error; `teardown`: `_teardown`;
@@ -2659,7 +2677,9 @@ def _broad(
     `existing_route`: whether the handler falls back to a route the code already had
     (`_existing_route`), asked only of a swallow no P3 class takes; `base_route_catching_exit`:
     whether a bare or `BaseException` handler falls back to the base's code
-    (`previous_behaviour.base_code_catching_exit`), asked after it."""
+    (`previous_behaviour.base_code_catching_exit`), asked after it; `nit`: the message id and
+    parameters of the P3 a swallow with no comment gets as a probe's answer, a dropped metrics
+    write, an attempt by name or an optional package's route (`_probe_nit`), asked last."""
     if reraises_same(handler):
         # the same exception goes on, `KeyboardInterrupt` included, after the handler's cleanup
         # (round 11: a bare `except:` here is `except BaseException: ...; raise`, nothing is lost)
@@ -2776,6 +2796,10 @@ def _broad(
     if _BEST_EFFORT.search(comment) and all(_value_at_hand(stmt) for stmt in handler.body):
         # a best-effort side channel, said in the handler as the docstring class says it (round 19)
         return None
+    shown = nit()
+    if shown is not None:
+        # a probe's "no", a dropped metrics write, an attempt, an optional route: a nit (round 24)
+        return _handler_finding(ctx, handler, "broad-except", Severity.P3, shown[0], {**params, **shown[1]}, ruff_note)
     if comment:
         return _handler_finding(
             ctx,
@@ -2944,6 +2968,7 @@ def _is_probe(
         or _discards_output(ctx, handler, imports)
         or _display_placeholder(ctx, handler, facts.display)
         or cache_miss(ctx.tree, node, handler)
+        or undoes_own_registration(ctx.tree, node, handler)
     ) and not _noqa_reason(ctx, handler)
 
 
@@ -2984,6 +3009,29 @@ def _unharmful(
     guessed = checked_default(ctx.tree, node, handler)
     if guessed is not None:
         return "broad-except.checked-default", {"name": guessed}
+    return None
+
+
+def _probe_nit(
+    ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler
+) -> tuple[str, dict[str, object]] | None:
+    """The P3 message id and parameters for a swallow that is a yes/no probe answering "no"
+    (`predicate_probe.negative_answer`), a shown and dropped metrics write
+    (`metrics_write.metrics_write`), a logged failure of a procedure that by its name only tries
+    (`named_attempt.named_attempt`) or an optional package's route falling through to the function's
+    other route (`optional_route.optional_route`), round 24; None otherwise."""
+    predicate = negative_answer(ctx.tree, node, handler)
+    if predicate is not None:
+        return "broad-except.predicate-probe", {"predicate": predicate}
+    write = metrics_write(node, handler)
+    if write is not None:
+        return "broad-except.metrics-write", {"write": write}
+    attempt = named_attempt(ctx.tree, node, handler)
+    if attempt is not None:
+        return "broad-except.named-attempt", {"where": attempt}
+    package = optional_route(ctx, node, handler)
+    if package is not None:
+        return "broad-except.optional-route", {"package": package}
     return None
 
 
@@ -3128,6 +3176,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     replaced=replaced_argument(ctx.tree, node, handler),
                     existing_route=functools.partial(_existing_route, ctx, node, handler),
                     base_route_catching_exit=functools.partial(base_code_catching_exit, ctx, node, handler),
+                    nit=functools.partial(_probe_nit, ctx, node, handler),
                 )
                 if finding is not None:
                     findings.append(finding)
