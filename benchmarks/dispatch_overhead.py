@@ -29,26 +29,38 @@ A layer's own cost is its figure less the next one's. It reaches into private to
 artifact's ``_compiled_fn``, AOTAutograd's and Inductor's wrappers); a layer it cannot find in
 this torch version is printed as ``n/a``.
 
+``--baseline DIR`` adds, for every Magi contender, its twin built by another checkout's
+``magi_compiler`` (``DIR/magi_compiler``, e.g. ``git archive <rev> magi_compiler | tar -x -C DIR``),
+timed in the same rounds of the same process: a copy of that package imported as
+``magi_baseline`` (its imports, and the namespace of the custom op it registers, renamed). Printed
+for each pair: the per-round ratio, median and 10th-90th percentile, which separates a change of a
+few percent from the machine's drift better than two runs can.
+
 Usage: ``python benchmarks/dispatch_overhead.py [--device cpu|cuda] [--rounds 30] [--calls 200]
-[--pieces 8] [--threads 1] [--cache-dir DIR] [--layers]`` (without ``--cache-dir`` the Magi cache is a fresh
-temporary directory: every piece is compiled in this process; run twice with one directory to
-time cache-loaded pieces).
+[--pieces 8] [--threads 1] [--cache-dir DIR] [--layers] [--baseline DIR]`` (without ``--cache-dir``
+the Magi cache is a fresh temporary directory: every piece is compiled in this process; run twice
+with one directory to time cache-loaded pieces).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 import types
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
+
+from magi_bench.stats import paired_ratios
 
 SPLIT_OP = "magi_dispatch_bench::ident"
 
@@ -91,31 +103,62 @@ def private_copy(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
-def magi(model: torch.nn.Module, **patch: object) -> Callable[[torch.Tensor], torch.Tensor]:
-    from magi_compiler import magi_compile
+BASELINE_SUFFIX = "_baseline"
 
+
+def magi(
+    model: torch.nn.Module, package: types.ModuleType | None = None, **patch: object
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``model``'s forward compiled by ``package`` (default: this checkout's ``magi_compiler``); a
+    baseline package's entries get their own model tag, so the two never share cache entries."""
+    if package is None:
+        import magi_compiler as package
+    tag = "baseline" if package.__name__ != "magi_compiler" else None
     instance = private_copy(model)
-    return magi_compile(instance, method_name="forward", dynamic_arg_dims={"x": 0}, config_patch=dict(patch))
+    return package.magi_compile(
+        instance, method_name="forward", dynamic_arg_dims={"x": 0}, model_tag=tag, config_patch=dict(patch)
+    )
 
 
-def contenders(model_name: str, pieces: int, batch: int, cuda: bool) -> dict[str, Callable[..., torch.Tensor]]:
+def load_baseline(directory: str, scratch: Path) -> types.ModuleType:
+    """``directory/magi_compiler`` importable beside this checkout's as ``magi_baseline``: a copy under
+    ``scratch`` whose imports and custom-op namespace are renamed (see the module doc)."""
+    source = Path(directory) / "magi_compiler"
+    if not (source / "__init__.py").is_file():
+        raise ValueError(f"--baseline {directory}: no magi_compiler package there ({source}/__init__.py)")
+    target = scratch / "baseline" / "magi_baseline"
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in target.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace("magi_compiler", "magi_baseline").replace('"magi::', '"magi_baseline::'))
+    sys.path.insert(0, str(target.parent))
+    return importlib.import_module("magi_baseline")
+
+
+def contenders(
+    model_name: str, pieces: int, batch: int, cuda: bool, baseline: types.ModuleType | None = None
+) -> dict[str, Callable[..., torch.Tensor]]:
     build: Callable[[], torch.nn.Module] = Tiny if model_name == "tiny" else (lambda: SplitChain(pieces))
     split_patch = {"splitting_ops": [SPLIT_OP]}
     runs: dict[str, Callable[..., torch.Tensor]] = {
         "eager": build(),
         "torch_compile": torch.compile(private_copy(build()), fullgraph=True),
     }
-    if model_name == "tiny":
-        runs["magi"] = magi(build())
-        if cuda:
-            runs["magi_full_cudagraph"] = magi(build(), cudagraph_mode="FULL", cudagraph_capture_sizes=[batch])
-    else:
-        runs["magi_split"] = magi(build(), **split_patch)
-        runs["magi_unsplit"] = magi(build(), **split_patch, disable_graph_split=True)
-        if cuda:
-            runs["magi_piecewise_cudagraph"] = magi(
-                build(), **split_patch, cudagraph_mode="PIECEWISE", cudagraph_capture_sizes=[batch]
-            )
+    graphs = {"cudagraph_capture_sizes": [batch]}
+    for package, suffix in ((None, ""), (baseline, BASELINE_SUFFIX)):
+        if suffix and package is None:
+            continue
+        if model_name == "tiny":
+            runs["magi" + suffix] = magi(build(), package)
+            if cuda:
+                runs["magi_full_cudagraph" + suffix] = magi(build(), package, cudagraph_mode="FULL", **graphs)
+        else:
+            runs["magi_split" + suffix] = magi(build(), package, **split_patch)
+            runs["magi_unsplit" + suffix] = magi(build(), package, **split_patch, disable_graph_split=True)
+            if cuda:
+                runs["magi_piecewise_cudagraph" + suffix] = magi(
+                    build(), package, **split_patch, cudagraph_mode="PIECEWISE", **graphs
+                )
     return runs
 
 
@@ -157,6 +200,13 @@ def report(title: str, samples: dict[str, list[float]], pieces: int | None) -> N
             f"per extra piece (compiled piece + eager splitting op), (magi_split - magi_unsplit) / {pieces - 1}: "
             f"{extra:.2f} us"
         )
+    for name, values in samples.items():
+        twin = samples.get(name + BASELINE_SUFFIX)
+        if twin is not None:
+            median, low, high = paired_ratios(values, twin)
+            print(
+                f"per round, {name} over {name}{BASELINE_SUFFIX}: {median:.3f}x (10th-90th percentile {low:.3f}-{high:.3f})"
+            )
 
 
 def _closure_value(fn: object, name: str) -> object:
@@ -297,6 +347,12 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     parser.add_argument("--cache-dir", default=None, help="Magi cache root (default: a fresh temporary directory)")
     parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        default=None,
+        help="also time every Magi contender as built by DIR/magi_compiler (another checkout), in the same rounds",
+    )
+    parser.add_argument(
         "--layers",
         action="store_true",
         help="also time each layer of the Magi call path on its own (CPU-side time per call; no CUDA synchronisation)",
@@ -310,6 +366,10 @@ def main() -> int:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     scratch = tempfile.TemporaryDirectory(prefix="magi-dispatch-")
+    try:
+        baseline = load_baseline(args.baseline, Path(scratch.name)) if args.baseline is not None else None
+    except ValueError as error:
+        parser.error(str(error))
     os.environ["MAGI_COMPILE_CACHE_ROOT_DIR"] = args.cache_dir or os.path.join(scratch.name, "magi")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
@@ -322,7 +382,7 @@ def main() -> int:
     with torch.no_grad():
         for model_name in ("tiny", "split"):
             x = torch.randn(batch, 64, device=args.device)
-            runs = contenders(model_name, args.pieces, batch, cuda)
+            runs = contenders(model_name, args.pieces, batch, cuda, baseline)
             expected = runs["eager"](x)
             for name, fn in runs.items():
                 out = fn(x)

@@ -43,7 +43,7 @@ import torch
 from magi_bench.contenders import build_contenders
 from magi_bench.harness import compare_outputs
 from magi_bench.models import ModelDims, attention_spec
-from magi_bench.stats import percentile
+from magi_bench.stats import paired_ratios
 from magi_bench.timers import Timer
 
 _COPY_OPS = ("copy_", "clone", "contiguous")
@@ -95,9 +95,8 @@ def _time_rounds(
 
 def _paired(label: str, numerator: list[float], denominator: list[float]) -> str:
     """The per-round ratios ``numerator / denominator``: median and 10th-90th percentile."""
-    ratios = [a / b for a, b in zip(numerator, denominator, strict=True)]
-    low, high = percentile(ratios, 10), percentile(ratios, 90)
-    return f"{label}{statistics.median(ratios):>10.3f}x  ({low:.3f} - {high:.3f})"
+    median, low, high = paired_ratios(numerator, denominator)
+    return f"{label}{median:>10.3f}x  ({low:.3f} - {high:.3f})"
 
 
 def _kernel_table(calls: dict[str, Callable], x: torch.Tensor, cuda: bool) -> None:

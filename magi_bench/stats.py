@@ -57,6 +57,13 @@ def percentile(samples: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+def paired_ratios(numerator: Sequence[float], denominator: Sequence[float]) -> tuple[float, float, float]:
+    """The per-round ratios ``numerator[i] / denominator[i]`` (samples of one round are paired):
+    their median, 10th and 90th percentile. The lists must be equally long and not empty."""
+    ratios = [a / b for a, b in zip(numerator, denominator, strict=True)]
+    return statistics.median(ratios), percentile(ratios, 10), percentile(ratios, 90)
+
+
 def blocks(samples: Sequence[float], count: int = STABILITY_BLOCKS) -> list[Sequence[float]]:
     """``samples`` cut into ``count`` consecutive blocks of equal size (the remainder of the
     division is dropped from the end; fewer samples than ``count`` make one block each)."""
