@@ -33,7 +33,7 @@ from __future__ import annotations
 import ast
 
 from reviewbot import pysource
-from reviewbot.rules.common import is_logging_call
+from reviewbot.rules.common import is_logging_call, none_comparison
 
 _CONTINUED = (ast.If, ast.With, ast.AsyncWith)
 
@@ -116,15 +116,7 @@ def _empty_test(test: ast.expr, name: str) -> bool:
     """`name is None` or `not name`."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return isinstance(test.operand, ast.Name) and test.operand.id == name
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == name
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Is)
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value is None
-    )
+    return none_comparison(test, name) is ast.Is
 
 
 def _fails_when_empty(stmt: ast.stmt, name: str) -> bool:
@@ -133,15 +125,7 @@ def _fails_when_empty(stmt: ast.stmt, name: str) -> bool:
         test = stmt.test
         if isinstance(test, ast.Name):
             return test.id == name
-        return (
-            isinstance(test, ast.Compare)
-            and isinstance(test.left, ast.Name)
-            and test.left.id == name
-            and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.IsNot)
-            and isinstance(test.comparators[0], ast.Constant)
-            and test.comparators[0].value is None
-        )
+        return none_comparison(test, name) is ast.IsNot
     return isinstance(stmt, ast.If) and _empty_test(stmt.test, name) and isinstance(stmt.body[-1], ast.Raise)
 
 

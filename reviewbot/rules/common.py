@@ -138,6 +138,21 @@ def shown_level(call: ast.Call) -> str | None:
     return match.group("level")
 
 
+def none_comparison(test: ast.expr, name: str) -> type[ast.cmpop] | None:
+    """``ast.Is`` for ``name is None``, ``ast.IsNot`` for ``name is not None``; None for any other test."""
+    if not (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == name
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        return None
+    return type(test.ops[0])
+
+
 def callee(call: ast.Call) -> str:
     """The called name: a method's or attribute's last part, a plain name, or "" for anything else."""
     func = call.func

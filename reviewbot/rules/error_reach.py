@@ -59,7 +59,14 @@ import re
 from collections.abc import Iterator
 
 from reviewbot import pysource
-from reviewbot.rules.common import callee, innermost_function, is_logging_call, paired_calls, statement_blocks
+from reviewbot.rules.common import (
+    callee,
+    innermost_function,
+    is_logging_call,
+    none_comparison,
+    paired_calls,
+    statement_blocks,
+)
 
 # calls a retry's handler may make besides logging: clean up what the failed attempt left, or wait
 _CLEANUPS = frozenset(["rmtree", "remove", "unlink", "rmdir", "removedirs", "sleep"])
@@ -352,15 +359,7 @@ def _tests_name(test: ast.expr, name: str) -> bool:
     """`name`, `name is not None` or `name is None`."""
     if isinstance(test, ast.Name):
         return test.id == name
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == name
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value is None
-    )
+    return none_comparison(test, name) is not None
 
 
 def _reads_attribute(node: ast.AST, attribute: str) -> bool:
