@@ -15,6 +15,11 @@ The severities below are what each finding claims; without confirming evidence t
 everything above `P2` (`findings.apply_evidence_policy`), and the exception-injection experiment
 may confirm or refute them.
 
+- any handler, narrow ones included (round 24, `reviewbot.rules.dropped_raise`): the base's handler
+  of the same try raised on every entry, the head's holds the same `raise` under a condition, and
+  some way through it falls off its end having bound nothing the code after the try reads and
+  changed nothing else: P2 `broad-except.raise-made-conditional` (optimum-intel's `except KeyError`
+  that stopped raising for every model but Mistral's), before everything below.
 - bare / `Exception` / `BaseException`:
   - falls through and leaves a name unbound: the handler binds nothing and does not leave, and the
     statement after the try reads a name only the try's body binds (`reviewbot.rules.fallthrough`):
@@ -98,6 +103,9 @@ may confirm or refute them.
     into a module-level map) is one write per turn, not one operation (round 16, `_fills_in_turns`):
     a failure part way keeps the first turns' writes, a partial result where a complete one is
     expected (diffusers' package map, cached for the process), so the comment does not exempt it;
+    since round 24 (`warned_flag.warned_flag_probe`) the warning may open the branch of the `if`
+    after the try that the handler's flag leads to (`is_remote = False`, then `if is_local or
+    is_remote: ... else: logger.warning(...)`: optimum-habana's PEFT base model check);
   - a *known answer* (round 15): a try that runs only library code (`runs_no_repository_code`),
     whose handler only logs or passes and answers with a constant the try itself answers with when
     nothing fails (`return None` where the try returns `None` for "not found"; `pass` falling
@@ -272,8 +280,11 @@ may confirm or refute them.
     (`except TimeoutError: return False`, then `except Exception as e: print(e); return False`): P2
     `broad-except.widens-fallback`; a handler that binds or returns a container of constants (`tmp =
     [""]`, `[0.0 for _ in batch]`) and is no failure record: P2 `broad-except.constant-data`. A log
-    line does not help: the value flows on as data. Neither is reported (round 21) when the base's
-    catch-all gave the same fallback over the same try in the same function
+    line does not help: the value flows on as data. Nothing (round 24,
+    `data_fallback.replaced_marker`) for `None`s that the next statement tests and replaces or turns
+    into an error: the next source answers or the function raises, alternatives tried in turn.
+    Neither is reported (round 21) when the base's catch-all gave the same fallback over the same
+    try in the same function
     (`previous_behaviour.fallback_at_base`): every error took that value before the change, which
     split a narrow case off or changed the report;
   - round 19, severity follows what the handler shows (`reviewbot.rules.other_path`): after the
@@ -320,7 +331,10 @@ may confirm or refute them.
   run again with the CPU as every device they name, unguarded or in a nested try that re-raises, is
   P3 `runtime-error-fallback.cpu-retry` (round 22, `device_retry.cpu_retry`, auto-round's RTN
   fallbacks): an error of the inputs fails again on the CPU and propagates; the nit is the missing
-  out-of-memory filter.
+  out-of-memory filter. The same for the try's one `with` statement's one statement run again
+  outside the context manager (`with torch.autocast(...): out = model(x)`, then `out = model(x)`):
+  P3 `runtime-error-fallback.context-retry` (round 24, `context_retry.retried_outside_context`,
+  optimum-intel's autocast retry).
   Not reported either (round 13; since round 16 for the catch-all too, through `_passes_error_on`):
   the handler's one statement is the try's one call again with another name among its string
   arguments (`same_call_other_name`: `Embedding(f"{p}.embedding")` after
@@ -379,9 +393,11 @@ from reviewbot.rules.common import (
     top_level_function,
     warns,
 )
+from reviewbot.rules.context_retry import retried_outside_context
 from reviewbot.rules.created_then_used import used_after_create
-from reviewbot.rules.data_fallback import constant_data, widened_handler
+from reviewbot.rules.data_fallback import constant_data, replaced_marker, widened_handler
 from reviewbot.rules.device_retry import cpu_retry
+from reviewbot.rules.dropped_raise import raise_made_conditional
 from reviewbot.rules.error_reach import (
     checked_attribute,
     deferred_reraise,
@@ -404,6 +420,7 @@ from reviewbot.rules.handler_reach import (
     runs_no_repository_code,
     substitutes_constant,
 )
+from reviewbot.rules.kept_error import raised_after_loop, raised_by_caller
 from reviewbot.rules.metrics_write import metrics_write
 from reviewbot.rules.named_attempt import named_attempt
 from reviewbot.rules.optional_route import optional_route
@@ -417,9 +434,11 @@ from reviewbot.rules.previous_behaviour import (
     fallback_at_base,
     flag_selects_base,
     gate_before_base,
+    unset_key_selects_base,
 )
 from reviewbot.rules.undo_registration import undoes_own_registration
 from reviewbot.rules.unread_result import unread_result
+from reviewbot.rules.warned_flag import warned_flag_probe
 
 BROAD = {"Exception", "BaseException"}
 OOM_NAMES = ("OutOfMemoryError",)
@@ -1591,25 +1610,31 @@ def _passes_error_on(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast
     """The caught error still reaches the caller by another way (round 13, `reviewbot.rules.error_reach`):
     kept and raised after the try, the last failure of a bounded retry ending the run, or (round 16
     for the catch-all too) any failure of the same call under another name, unguarded in the handler,
-    or (round 23) an attribute the try was to set, left unset and checked by every caller."""
+    or (round 23) an attribute the try was to set, left unset and checked by every caller, or (round
+    24, `reviewbot.rules.kept_error`) kept and raised after the loop the handler leaves or by every
+    caller its function returns it to."""
     return (
         deferred_reraise(ctx.tree, node, handler)
         or retry_fails_when_exhausted(ctx.tree, node, handler)
         or same_call_other_name(node, handler)
         or checked_attribute(ctx.tree, node, handler)
+        or raised_after_loop(ctx.tree, node, handler)
+        or raised_by_caller(ctx, node, handler)
     )
 
 
 def _existing_route(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
     """The handler falls back to a route the code already had (round 16): what the base revision did
     (`reviewbot.rules.previous_behaviour`: a flag whose fallback value selects the base's code, the
-    base's code run in the handler, a new gate in front of the base's code), or what its function does outside every handler
+    base's code run in the handler, a new gate in front of the base's code, since round 24 a key left
+    unset whose readers' default is the base's code), or what its function does outside every handler
     (`reviewbot.rules.own_route`), or (round 23) the function itself again with the optional step's
     flag off (`own_route.retried_without_step`)."""
     return (
         flag_selects_base(ctx, node, handler)
         or base_code_in_handler(ctx, node, handler)
         or gate_before_base(ctx, node, handler)
+        or unset_key_selects_base(ctx, node, handler)
         or own_route(ctx.tree, node, handler)
         or retried_without_step(ctx.tree, node, handler)
     )
@@ -2969,6 +2994,7 @@ def _is_probe(
         or _display_placeholder(ctx, handler, facts.display)
         or cache_miss(ctx.tree, node, handler)
         or undoes_own_registration(ctx.tree, node, handler)
+        or warned_flag_probe(ctx.tree, node, handler, facts.following.get(id(node)))
     ) and not _noqa_reason(ctx, handler)
 
 
@@ -3072,6 +3098,19 @@ def check(ctx: FileContext) -> list[Finding]:
                 ruff_note = "ruff E722"
             elif handler.type is not None and ("BLE001", handler.type.lineno) in ruff_lines:
                 ruff_note = "ruff BLE001"
+            if raise_made_conditional(ctx, node, handler):
+                # the base raised on every entry; now some entries pass with nothing done (round 24)
+                findings.append(
+                    _handler_finding(
+                        ctx,
+                        handler,
+                        "broad-except",
+                        Severity.P2,
+                        "broad-except.raise-made-conditional",
+                        {"label": label},
+                    )
+                )
+                continue
             if names is None or BROAD & set(names):
                 read = left_unbound(handler, functools.partial(facts.unbound_at, node))
                 if read is not None:
@@ -3131,6 +3170,8 @@ def check(ctx: FileContext) -> list[Finding]:
                 if constant_data(node, handler) and _error_record(handler) is None and not reraises_same(handler):
                     if fallback_at_base(ctx, node, handler):
                         continue  # the same batch for every error of the same try at the base (round 21)
+                    if replaced_marker(ctx.tree, node, handler):
+                        continue  # `None` markers the next source fills or an error ends (round 24)
                     # an empty or constant batch flows on as the result, reported or not (round 19)
                     findings.append(
                         _handler_finding(
@@ -3252,6 +3293,18 @@ def check(ctx: FileContext) -> list[Finding]:
                             "runtime-error-fallback",
                             Severity.P3,
                             "runtime-error-fallback.cpu-retry",
+                            {"label": label},
+                        )
+                    )
+                elif not oom and retried_outside_context(node, handler):
+                    # the same statement again outside its context manager, its failure propagated (round 24)
+                    findings.append(
+                        _handler_finding(
+                            ctx,
+                            handler,
+                            "runtime-error-fallback",
+                            Severity.P3,
+                            "runtime-error-fallback.context-retry",
                             {"label": label},
                         )
                     )

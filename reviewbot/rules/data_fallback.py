@@ -16,6 +16,17 @@ fallbacks and confined tries (both P2):
   exception (a failure kept in the results, `_keeps_error`);
 - `broad-except.widens-fallback`, below.
 
+Nothing, for `constant-data` or the swallow (round 24, `replaced_marker`; `broad_except` reads it
+like the alternatives tried in turn): a handler whose constant containers are only
+`None`s bound to names (`wav, sr = None, None`), when the next statement the fall-through runs
+(the one after the try, or after the `if` blocks whose last statement the try is) is `if <one of
+those names> is None:` (or `if not <name>:`), with no `else:`, whose body only assigns, logs and
+holds `if` blocks that end in `raise`, and rebinds every name the handler bound: the `None`s are a
+marker that the next source fills or an error ends, not data that flows on (optimum-habana's
+Whisper audio: a file that cannot be read is read from the in-memory bytes, or `RuntimeError`).
+Near misses: a test of another name, a body that leaves one of the names `None`, a statement
+between the try and the test.
+
 A catch-all that repeats a narrower handler's fallback (`broad-except.widens-fallback`):
 
 `except GetTimeoutError: print(...); return False` and then `except Exception as e: print(...);
@@ -118,3 +129,91 @@ def constant_data(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bo
     return any(
         isinstance(stmt, (ast.Assign, ast.Return)) and _constant_container(stmt.value) for stmt in handler.body
     ) or _adds_constant_in_place(node, handler)
+
+
+def _none_marks(handler: ast.ExceptHandler) -> set[str] | None:
+    """The names the handler's constant containers bind when each is a tuple of `None`s unpacked
+    into plain names (`a, b = None, None`); None when one is anything else (or there is none)."""
+    marked: set[str] = set()
+    for stmt in handler.body:
+        if not (isinstance(stmt, (ast.Assign, ast.Return)) and _constant_container(stmt.value)):
+            continue
+        if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Tuple):
+            return None
+        if not all(isinstance(elt, ast.Constant) and elt.value is None for elt in stmt.value.elts):
+            return None
+        for target in stmt.targets:
+            if not (isinstance(target, ast.Tuple) and all(isinstance(elt, ast.Name) for elt in target.elts)):
+                return None
+            marked.update(elt.id for elt in target.elts if isinstance(elt, ast.Name))
+    return marked or None
+
+
+def _next_statement(tree: ast.AST, stmt: ast.stmt) -> ast.stmt | None:
+    """The statement run after `stmt` when it completes: the next one of its block, or, when it ends
+    the body or `else:` of an `if`, the one after that `if` (repeated outwards); None at the end of a
+    function, loop or other block."""
+    while True:
+        holder = _holding(tree, stmt)
+        if holder is None:
+            return None
+        parent, block, index = holder
+        if index + 1 < len(block):
+            return block[index + 1]
+        if not isinstance(parent, ast.If):
+            return None
+        stmt = parent
+
+
+def _holding(tree: ast.AST, stmt: ast.stmt) -> tuple[ast.AST, list[ast.stmt], int] | None:
+    """(the node, its statement list that holds `stmt` directly, the index there)."""
+    for node in [tree, *pysource.statements(tree)]:
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                for index, item in enumerate(block):
+                    if item is stmt:
+                        return node, block, index
+        for inner in getattr(node, "handlers", []):
+            for index, item in enumerate(inner.body):
+                if item is stmt:
+                    return node, inner.body, index
+    return None
+
+
+def _tests_unset(test: ast.expr, names: set[str]) -> bool:
+    """`name is None` or `not name` for one of `names`."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return isinstance(test.operand, ast.Name) and test.operand.id in names
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id in names
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    )
+
+
+def replaced_marker(tree: ast.AST, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The handler's constants are `None` markers that the next statement tests and replaces or
+    turns into an error (see the module docstring)."""
+    marked = _none_marks(handler)
+    if marked is None:
+        return False
+    after = _next_statement(tree, node)
+    if not (isinstance(after, ast.If) and not after.orelse and _tests_unset(after.test, marked)):
+        return False
+    rebound: set[str] = set()
+    for stmt in after.body:
+        if isinstance(stmt, ast.Assign):
+            rebound.update(
+                sub.id for target in stmt.targets for sub in pysource.walk(target) if isinstance(sub, ast.Name)
+            )
+        elif isinstance(stmt, ast.If):
+            if stmt.orelse or not isinstance(stmt.body[-1], ast.Raise):
+                return False
+        elif not (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)):
+            return False
+    return marked <= rebound

@@ -22,7 +22,10 @@ before). In both shapes no statement of the try body that calls anything stands 
   calls and `pass` stands in the base version as it is, one at least with a call: the change put a
   new way in front of the old one and kept the old one as the fallback (xformers' address exchange:
   a private store API, then the `all_gather_object` the base used). Near miss: one handler statement
-  changed.
+  changed. Since round 24 a statement reading `self` counts as the base's only when the class
+  whose method holds the try is defined in the base version (`_new_class_self`): in a class the
+  change adds, `self._default(*args)` is a new object's call, not the old route (optimum-intel's
+  generation wrapper, a problem the class hid).
 
 - *a new gate in front of the base's code* (`gate_before_base`, round 20): the try stands directly
   in a function's body and only decides whether to leave it early (imports, assignments to plain
@@ -32,6 +35,16 @@ before). In both shapes no statement of the try body that calls anything stands 
   failing gate runs the function as the base revision ran it (TVM's Metal tag registration, which a
   new LLVM probe may skip). Near misses: a statement after the try changed, a handler that returns,
   a try that also does work (a call standing alone), a name the try binds read after it.
+
+- *a key left unset whose default is the base's code* (`unset_key_selects_base`, round 24): the try
+  ends by putting a new value under a constant key of a mapping (`kwargs["generation_config"] =
+  GenerationConfig.from_pretrained(...)`), its other statements only bind plain names, the handler
+  only logs or passes, and every read of that key in the changed files at head is `.get("key",
+  default)` (or `.pop`) whose default holds calls, each `ast.dump`-equal to a call of the changed
+  files' base versions (`GenerationConfig.from_model_config(config)`, what the base's constructor
+  computed): a failed load leaves the key unset and the reader computes what the base did
+  (optimum-intel's generation-config loads). Near misses: a read `d["key"]` or `"key" in d`, a
+  default the base did not compute, a handler that binds a substitute.
 
 Round 21 reads two more things from the base (tests in `test_engine_exception_round21.py`):
 
@@ -240,6 +253,8 @@ def _base_code_kept(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.
     ]
     if not any(_calls(stmt) for stmt in kept):
         return False
+    if _new_class_self(ctx.tree, base, node, kept):
+        return False
     simple, blocks = _base_statements(base), _base_blocks(base)
     return all(
         any(same_node(stmt, other) for other in blocks.get(type(stmt), []))
@@ -247,6 +262,27 @@ def _base_code_kept(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.
         else ast.dump(stmt) in simple
         for stmt in kept
     )
+
+
+def _new_class_self(tree: ast.Module, base: ast.Module, node: ast.stmt, kept: list[ast.stmt]) -> bool:
+    """A statement of `kept` reads `self` while the class whose method holds `node` is not defined
+    in the base version (by name, round 24): `self` is then an object the change introduced, so the
+    statement, though its text stands in the base (in another class), is no code the base ran here
+    (optimum-intel's new generation wrapper, whose catch-all reruns `self._default(...)` as an older
+    wrapper class does)."""
+    if not any(isinstance(sub, ast.Name) and sub.id == "self" for stmt in kept for sub in pysource.walk(stmt)):
+        return False
+    owner = None
+    for candidate in pysource.nodes(tree):
+        if (
+            isinstance(candidate, ast.ClassDef)
+            and candidate.lineno < node.lineno <= (candidate.end_lineno or candidate.lineno)
+            and (owner is None or candidate.lineno > owner.lineno)
+        ):
+            owner = candidate
+    if owner is None:
+        return False
+    return not any(isinstance(other, ast.ClassDef) and other.name == owner.name for other in pysource.nodes(base))
 
 
 def fallback_at_base(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
@@ -277,6 +313,72 @@ def fallback_at_base(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast
             if wide and (_catches_exit(earlier) or not _catches_exit(handler)) and same_node(kept, own):
                 return True
     return False
+
+
+def _key_store(stmt: ast.stmt) -> str | None:
+    """The key of `name["key"] = value`."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript)):
+        return None
+    target = stmt.targets[0]
+    key = target.slice
+    if isinstance(target.value, ast.Name) and isinstance(key, ast.Constant) and isinstance(key.value, str):
+        return key.value
+    return None
+
+
+def _key_reads(trees: tuple[tuple[str, ast.Module], ...], key: str) -> list[ast.expr] | None:
+    """The defaults of every read of `key` in `trees`, each a `.get(key, default)` or `.pop(key,
+    default)`; None when some other read of it (`d[key]`, `key in d`) stands there."""
+    defaults: list[ast.expr] = []
+    for _, tree in trees:
+        for sub in pysource.nodes(tree):
+            if isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Load):
+                if isinstance(sub.slice, ast.Constant) and sub.slice.value == key:
+                    return None
+            elif isinstance(sub, ast.Compare):
+                if isinstance(sub.left, ast.Constant) and sub.left.value == key:
+                    return None
+            elif (
+                isinstance(sub, ast.Call)
+                and isinstance(sub.func, ast.Attribute)
+                and sub.func.attr in ("get", "pop")
+                and sub.args
+                and isinstance(sub.args[0], ast.Constant)
+                and sub.args[0].value == key
+            ):
+                if len(sub.args) != 2 or sub.keywords:
+                    return None
+                defaults.append(sub.args[1])
+    return defaults
+
+
+def unset_key_selects_base(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The try ends by putting a new value under a constant key of a mapping (`kwargs["k"] = value`),
+    the handler only logs or passes, and every read of that key in the changed files is a
+    `.get("k", default)` (or `.pop`) whose default calls only what the base version calls (round
+    24, see the module docstring)."""
+    base = _base(ctx)
+    if base is None or node.orelse or node.finalbody or _catches_exit(handler) or not node.body:
+        return False
+    if not all(
+        isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value))
+        for stmt in handler.body
+    ):
+        return False
+    key = _key_store(node.body[-1])
+    if key is None or not all(_binds_names(stmt) for stmt in node.body[:-1]):
+        return False
+    if not _new(node.body, _base_statements(base)):
+        return False
+    defaults = _key_reads(ctx.changed_trees("head"), key)
+    if not defaults:
+        return False
+    base_calls = frozenset().union(*(_base_calls(tree) for _, tree in ctx.changed_trees("base")))
+    for default in defaults:
+        calls = [ast.dump(sub) for sub in pysource.walk(default) if isinstance(sub, ast.Call)]
+        if not calls or not all(call in base_calls for call in calls):
+            return False
+    return True
 
 
 def _leaves_early(stmt: ast.stmt) -> bool:

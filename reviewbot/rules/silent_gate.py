@@ -12,6 +12,22 @@ inside the body of a flag check, or `or`-ed with the flag in the same test. Retu
 value is the work itself, not a skip; raising is loud. A condition that calls a function of the same
 module which logs counts as logged (the helper says why it skips). Severity P2-MAINTAIN.
 
+Not a gate either (round 24 of the precision benchmark, optimum-habana's LLaVA LoRA targets):
+
+- *a loop filter*: a `continue` in a `for` loop whose body only filters and collects (`if`
+  statements, `continue`, and calls appending to or adding to a collection: `selected.append(name)`),
+  an unrolled `[name for name in names if ...]`. The loop chooses elements; the work happens on
+  what it collected, after it (`_collects_only`). Near miss: a loop whose body also calls anything
+  else (`convert(module)`): the skipped turn skips that work.
+- *a guard every caller has checked*: the gate is the first statement of a private function (its
+  name starts with `_`; a docstring aside), and every call of the function in the file stands in
+  the body of an `if` whose test, or one `and`-ed operand of it, is the negation of each condition
+  the gate adds to the flag (`if family == "llava": self._freeze()` before `if family != "llava":
+  return`, compared as code; `_checked_by_callers`), a `not X` or `X is None` counting as ruled out
+  by a test that reads an attribute of `X` (`if cfg.get("family") == "llava":` before `if not cfg
+  or ...`): no call from the file reaches the skip. Near misses: a public function (callers
+  elsewhere), one call outside such an `if`, a caller testing another value.
+
 Only new conditions count: at head, a gate whose condition (compared as code, `self.` dropped,
 the operands of `and`/`or` in any order) skipped silently as often in the base versions of the changed files (the same file, or a file the
 code moved from) as it does in their head versions was moved, not added, and is not reported.
@@ -208,6 +224,120 @@ def moved_conditions(
     return frozenset(key for key, count in head.items() if base[key] >= count)
 
 
+# methods that add an element to the collection they are called on
+_COLLECTS = frozenset({"append", "add", "extend", "insert", "appendleft"})
+
+
+def _collects_only(loop: ast.For | ast.AsyncFor) -> bool:
+    """The loop's body only filters and collects (see the module docstring): `if` statements whose
+    branches do the same, `continue`, and calls of `_COLLECTS` methods on a plain name; one such call
+    at least."""
+    collects = 0
+    pending: list[ast.stmt] = list(loop.body)
+    while pending:
+        stmt = pending.pop()
+        if isinstance(stmt, ast.If):
+            pending.extend([*stmt.body, *stmt.orelse])
+        elif (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Attribute)
+            and stmt.value.func.attr in _COLLECTS
+            and isinstance(stmt.value.func.value, ast.Name)
+        ):
+            collects += 1
+        elif not isinstance(stmt, ast.Continue):
+            return False
+    return collects > 0
+
+
+_NEGATED_OPS: dict[type, type] = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+}
+
+
+def _negation(test: ast.expr) -> str:
+    """The code of `not test`: the operand of a `not`, a single comparison with its operator
+    inverted, or `not (test)`."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return ast.unparse(test.operand)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        inverted = _NEGATED_OPS[type(test.ops[0])]()
+        return ast.unparse(ast.Compare(left=test.left, ops=[inverted], comparators=test.comparators))
+    return f"not ({ast.unparse(test)})"
+
+
+def _calls_function(node: ast.AST, name: str) -> bool:
+    """`name(...)` or `<anything>.name(...)`."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    return (isinstance(func, ast.Name) and func.id == name) or (isinstance(func, ast.Attribute) and func.attr == name)
+
+
+def _guarding_tests(tree: ast.Module, call: ast.Call) -> set[str]:
+    """The code of every test, and of each `and`-ed operand of it, of the `if` statements in whose
+    body (not `else:`) `call` stands."""
+    found: set[str] = set()
+    for node in pysource.statements(tree):
+        if not isinstance(node, ast.If):
+            continue
+        if any(stmt.lineno <= call.lineno <= (stmt.end_lineno or stmt.lineno) for stmt in node.body):
+            test = node.test
+            operands = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+            found.update(ast.unparse(operand) for operand in [test, *operands])
+    return found
+
+
+def _checked_by_callers(
+    tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef | None, gate: ast.If, added: list[ast.expr]
+) -> bool:
+    """The gate opens a private function and every call of it in `tree` stands under an `if` that
+    tests the negation of each condition in `added` (see the module docstring)."""
+    if function is None or not function.name.startswith("_") or not added:
+        return False
+    body = function.body[1:] if ast.get_docstring(function) is not None else function.body
+    if not body or body[0] is not gate:
+        return False
+    calls = [
+        node for node in pysource.nodes(tree) if isinstance(node, ast.Call) and _calls_function(node, function.name)
+    ]
+    return bool(calls) and all(
+        all(_ruled_out(condition, _guarding_tests(tree, call)) for condition in added) for call in calls
+    )
+
+
+def _ruled_out(condition: ast.expr, tests: set[str]) -> bool:
+    """A caller's guarding `tests` (code, `_guarding_tests`) rule `condition` out: one of them is its
+    negation, or `condition` is `not X` / `X is None` and a test reads an attribute of `X` (the
+    caller's check dereferences `X`: `X.get("family") == "llava"` holds only for a set `X`)."""
+    if _negation(condition) in tests:
+        return True
+    if isinstance(condition, ast.UnaryOp) and isinstance(condition.op, ast.Not):
+        subject = condition.operand
+    elif (
+        isinstance(condition, ast.Compare)
+        and len(condition.ops) == 1
+        and isinstance(condition.ops[0], ast.Is)
+        and isinstance(condition.comparators[0], ast.Constant)
+        and condition.comparators[0].value is None
+    ):
+        subject = condition.left
+    else:
+        return False
+    prefix = ast.unparse(subject) + "."
+    return any(test.startswith(prefix) for test in tests)
+
+
 def _gate_finding(ctx: FileContext, node: ast.If) -> Finding:
     cond = ast.unparse(node.test)
     if len(cond) > 80:
@@ -231,6 +361,7 @@ class _Scanner:
         self.findings: list[Finding] = []
         self.function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
         self.configured_by_function: dict[int, frozenset[str]] = {}
+        self.loop: ast.For | ast.AsyncFor | ast.While | None = None
 
     def _configured(self) -> frozenset[str]:
         """The configured locals of the function being scanned (read only for a gate in focus,
@@ -262,14 +393,19 @@ class _Scanner:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 args = stmt.args
                 inner = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-                outer = self.function
-                self.function = stmt
+                outer, outer_loop = self.function, self.loop
+                self.function, self.loop = stmt, None
                 self.scan(stmt.body, False, inner)
-                self.function = outer
+                self.function, self.loop = outer, outer_loop
             elif isinstance(stmt, ast.ClassDef):
                 self.scan(stmt.body, False, set())
             elif isinstance(stmt, ast.If):
                 active = self._visit_if(stmt, active, params)
+            elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+                outer_loop, self.loop = self.loop, stmt
+                self.scan(stmt.body, active, params)
+                self.loop = outer_loop
+                self.scan(stmt.orelse, active, params)
             else:
                 for field in ("body", "orelse", "finalbody"):
                     inner_body = getattr(stmt, field, None)
@@ -277,6 +413,20 @@ class _Scanner:
                         self.scan(inner_body, active, params)
                 for handler in getattr(stmt, "handlers", []):
                     self.scan(handler.body, active, params)
+
+    def _chooses_or_checked(self, stmt: ast.If) -> bool:
+        """A loop filter's `continue` or a guard every caller has checked (round 24, see the module
+        docstring)."""
+        if (
+            isinstance(stmt.body[-1], ast.Continue)
+            and isinstance(self.loop, (ast.For, ast.AsyncFor))
+            and _collects_only(self.loop)
+        ):
+            return True
+        test = stmt.test
+        operands = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
+        added = [operand for operand in operands if not _only_config(operand, self.names)]
+        return _checked_by_callers(self.ctx.tree, self.function, stmt, added)
 
     def _visit_if(self, stmt: ast.If, active: bool, params: set[str]) -> bool:
         reads = _reads_config(stmt.test, self.names)
@@ -291,6 +441,7 @@ class _Scanner:
             and not _only_config(stmt.test, self.names, self._configured())
             and not _calls_logging_helper(stmt.test, self.logging_helpers)
             and condition_key(stmt.test) not in self.moved
+            and not self._chooses_or_checked(stmt)
         ):
             self.findings.append(_gate_finding(self.ctx, stmt))
         if reads:
