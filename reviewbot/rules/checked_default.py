@@ -33,7 +33,7 @@ from __future__ import annotations
 import ast
 
 from reviewbot import pysource
-from reviewbot.rules.common import is_logging_call, none_comparison
+from reviewbot.rules.common import is_logging_call, named_none_test
 
 _CONTINUED = (ast.If, ast.With, ast.AsyncWith)
 
@@ -116,7 +116,7 @@ def _empty_test(test: ast.expr, name: str) -> bool:
     """`name is None` or `not name`."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return isinstance(test.operand, ast.Name) and test.operand.id == name
-    return none_comparison(test, name) is ast.Is
+    return named_none_test(test, (name,)) is ast.Is
 
 
 def _fails_when_empty(stmt: ast.stmt, name: str) -> bool:
@@ -125,7 +125,7 @@ def _fails_when_empty(stmt: ast.stmt, name: str) -> bool:
         test = stmt.test
         if isinstance(test, ast.Name):
             return test.id == name
-        return none_comparison(test, name) is ast.IsNot
+        return named_none_test(test, (name,)) is ast.IsNot
     return isinstance(stmt, ast.If) and _empty_test(stmt.test, name) and isinstance(stmt.body[-1], ast.Raise)
 
 

@@ -138,19 +138,26 @@ def shown_level(call: ast.Call) -> str | None:
     return match.group("level")
 
 
-def none_comparison(test: ast.expr, name: str) -> type[ast.cmpop] | None:
-    """``ast.Is`` for ``name is None``, ``ast.IsNot`` for ``name is not None``; None for any other test."""
+def none_comparison(test: ast.expr) -> tuple[ast.expr, type[ast.cmpop]] | None:
+    """``(X, ast.Is)`` for ``X is None``, ``(X, ast.IsNot)`` for ``X is not None``; None for any other test."""
     if not (
         isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == name
         and len(test.ops) == 1
         and isinstance(test.ops[0], (ast.Is, ast.IsNot))
         and isinstance(test.comparators[0], ast.Constant)
         and test.comparators[0].value is None
     ):
         return None
-    return type(test.ops[0])
+    return test.left, type(test.ops[0])
+
+
+def named_none_test(test: ast.expr, names: Collection[str]) -> type[ast.cmpop] | None:
+    """``ast.Is`` for ``name is None``, ``ast.IsNot`` for ``name is not None``, where ``name`` is one of
+    ``names`` (a collection of names, not one name as a string); None for any other test."""
+    found = none_comparison(test)
+    if found is None or not isinstance(found[0], ast.Name) or found[0].id not in names:
+        return None
+    return found[1]
 
 
 def callee(call: ast.Call) -> str:

@@ -48,7 +48,7 @@ import ast
 
 from reviewbot import pysource
 from reviewbot.exception_index import caught_names
-from reviewbot.rules.common import is_logging_call, same_node
+from reviewbot.rules.common import is_logging_call, named_none_test, same_node
 
 _BROAD = frozenset(["Exception", "BaseException"])
 
@@ -185,15 +185,7 @@ def _tests_unset(test: ast.expr, names: set[str]) -> bool:
     """`name is None` or `not name` for one of `names`."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return isinstance(test.operand, ast.Name) and test.operand.id in names
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id in names
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Is)
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value is None
-    )
+    return named_none_test(test, names) is ast.Is
 
 
 def replaced_marker(tree: ast.AST, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:

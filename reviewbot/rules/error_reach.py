@@ -63,7 +63,7 @@ from reviewbot.rules.common import (
     callee,
     innermost_function,
     is_logging_call,
-    none_comparison,
+    named_none_test,
     paired_calls,
     statement_blocks,
 )
@@ -159,15 +159,7 @@ def _raises_kept(stmt: ast.stmt, kept: set[str]) -> bool:
     if not isinstance(stmt, ast.If):
         return False
     test = stmt.test
-    tests_kept = (isinstance(test, ast.Name) and test.id in kept) or (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id in kept
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.IsNot)
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value is None
-    )
+    tests_kept = (isinstance(test, ast.Name) and test.id in kept) or named_none_test(test, kept) is ast.IsNot
     return tests_kept and any(raises(item) for item in stmt.body)
 
 
@@ -359,7 +351,7 @@ def _tests_name(test: ast.expr, name: str) -> bool:
     """`name`, `name is not None` or `name is None`."""
     if isinstance(test, ast.Name):
         return test.id == name
-    return none_comparison(test, name) is not None
+    return named_none_test(test, (name,)) is not None
 
 
 def _reads_attribute(node: ast.AST, attribute: str) -> bool:

@@ -35,7 +35,14 @@ import ast
 from collections.abc import Iterator
 
 from reviewbot import pysource
-from reviewbot.rules.common import FileContext, callee, innermost_function, is_logging_call, statement_blocks
+from reviewbot.rules.common import (
+    FileContext,
+    callee,
+    innermost_function,
+    is_logging_call,
+    named_none_test,
+    statement_blocks,
+)
 
 
 def _kept(body: list[ast.stmt], caught: str | None, flags: bool) -> set[str] | None:
@@ -73,15 +80,7 @@ def _tests_set(test: ast.expr, name: str) -> bool:
     """`name` or `name is not None`."""
     if isinstance(test, ast.Name):
         return test.id == name
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == name
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.IsNot)
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value is None
-    )
+    return named_none_test(test, (name,)) is ast.IsNot
 
 
 def _raises_kept(stmt: ast.stmt, kept: set[str]) -> bool:

@@ -42,7 +42,7 @@ from collections import Counter
 from reviewbot import pysource
 from reviewbot.findings import Finding, Severity
 from reviewbot.keychange.closure import unwind_attributes
-from reviewbot.rules.common import FileContext, contains_logging
+from reviewbot.rules.common import FileContext, contains_logging, none_comparison
 
 EXITS = (ast.Return, ast.Continue, ast.Break)
 
@@ -322,16 +322,11 @@ def _ruled_out(condition: ast.expr, tests: set[str]) -> bool:
     caller's check dereferences `X`: `X.get("family") == "llava"` holds only for a set `X`)."""
     if _negation(condition) in tests:
         return True
+    compared = none_comparison(condition)
     if isinstance(condition, ast.UnaryOp) and isinstance(condition.op, ast.Not):
         subject = condition.operand
-    elif (
-        isinstance(condition, ast.Compare)
-        and len(condition.ops) == 1
-        and isinstance(condition.ops[0], ast.Is)
-        and isinstance(condition.comparators[0], ast.Constant)
-        and condition.comparators[0].value is None
-    ):
-        subject = condition.left
+    elif compared is not None and compared[1] is ast.Is:
+        subject = compared[0]
     else:
         return False
     prefix = ast.unparse(subject) + "."
