@@ -387,6 +387,7 @@ from reviewbot.rules.common import (
     callee,
     contains_logging,
     hands_back_nothing,
+    imports_any,
     is_logging_call,
     shown_level,
     statement_blocks,
@@ -2131,14 +2132,7 @@ def _optional_dependency(ctx: FileContext, node: ast.Try | ast.TryStar, handler:
     }
     guarded = {id(sub) for t in pysource.nodes(ctx.tree) if isinstance(t, (ast.Try, ast.TryStar)) for sub in t.body}
     guarded.update(_under_flag(ctx.tree, handler))
-    for sub in pysource.nodes(ctx.tree):
-        if id(sub) in guarded:
-            continue
-        if isinstance(sub, ast.ImportFrom) and not sub.level and (sub.module or "").split(".")[0] in tops:
-            return False
-        if isinstance(sub, ast.Import) and any(alias.name.split(".")[0] in tops for alias in sub.names):
-            return False
-    return True
+    return not imports_any(ctx.tree, tops, guarded)
 
 
 def _under_flag(tree: ast.Module, handler: ast.ExceptHandler) -> set[int]:

@@ -160,6 +160,19 @@ def named_none_test(test: ast.expr, names: Collection[str]) -> type[ast.cmpop] |
     return found[1]
 
 
+def imports_any(tree: ast.AST, tops: Collection[str], skipped: Collection[int]) -> bool:
+    """Some absolute import statement of ``tree`` whose id is not in ``skipped`` imports a module
+    whose top-level package is one of ``tops``."""
+    for sub in pysource.nodes(tree):
+        if id(sub) in skipped:
+            continue
+        if isinstance(sub, ast.ImportFrom) and not sub.level and (sub.module or "").split(".")[0] in tops:
+            return True
+        if isinstance(sub, ast.Import) and any(alias.name.split(".")[0] in tops for alias in sub.names):
+            return True
+    return False
+
+
 def callee(call: ast.Call) -> str:
     """The called name: a method's or attribute's last part, a plain name, or "" for anything else."""
     func = call.func

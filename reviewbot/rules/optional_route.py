@@ -27,7 +27,7 @@ import ast
 import sys
 
 from reviewbot import pysource
-from reviewbot.rules.common import FileContext, innermost_function, is_logging_call
+from reviewbot.rules.common import FileContext, imports_any, innermost_function, is_logging_call
 
 _OWN_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
@@ -58,14 +58,7 @@ def _imported_unguarded(tree: ast.Module, tops: set[str]) -> bool:
         for stmt in node.body
         for sub in pysource.walk(stmt)
     }
-    for sub in pysource.nodes(tree):
-        if id(sub) in guarded:
-            continue
-        if isinstance(sub, ast.ImportFrom) and not sub.level and (sub.module or "").split(".")[0] in tops:
-            return True
-        if isinstance(sub, ast.Import) and any(alias.name.split(".")[0] in tops for alias in sub.names):
-            return True
-    return False
+    return imports_any(tree, tops, guarded)
 
 
 def _returns_computed(body: list[ast.stmt]) -> bool:
