@@ -32,8 +32,14 @@ from the entry's arguments or from another piece's graph already have stable add
 alternative, an out-parameter contract on splitting ops, would spare these copies but constrain
 every splitting op; the copies cost one device copy per eager output per call.)
 
-Outputs. A replay returns (slices of) tensors owned by the graphs: they stay valid until the
-entry's next call, which overwrites them. Clone what must outlive it.
+Outputs. A graph keeps its outputs as aliases that do not own their memory
+(:func:`weak_alias`), as vLLM does: once a capturing pass is over, the memory its outputs and
+intermediates hold goes back to the shared pool, so every later capture (smaller sizes, other
+pieces) reuses what the largest size reserved instead of growing the pool by its own outputs. A
+replay returns (slices of) those aliases: they are valid until the entry's next call, which
+overwrites them or hands their memory to another graph, and they do not keep the memory alive.
+Clone what must outlive the call. The call that captures a size returns its capturing pass's own
+tensors (they own their memory while the caller holds them).
 
 Reallocation. Every tensor argument not passed as a plain local argument of the entry
 (parameters, buffers, globals) is baked into the graphs by address. Each call compares their
@@ -58,6 +64,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 from torch import fx
 from torch._dynamo.source import LocalSource
 
@@ -239,6 +246,20 @@ def unstable_piece_args(split_gm: fx.GraphModule, splitting_pieces: set[str]) ->
     return unstable
 
 
+def weak_alias(value: Any) -> Any:
+    """``value`` with every tensor in it replaced by a tensor of the same dtype, device, size,
+    strides and storage offset over the same memory that does not own that memory: freeing the
+    original returns the memory to its allocator (or pool) while the alias still points at it."""
+
+    def alias(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        unowned = torch._C._construct_storage_from_data_pointer(storage.data_ptr(), tensor.device, storage.nbytes())
+        empty = torch.empty(0, dtype=tensor.dtype, device=tensor.device)
+        return empty.set_(unowned, tensor.storage_offset(), tensor.shape, tensor.stride())
+
+    return pytree.tree_map_only(torch.Tensor, alias, value)
+
+
 def reserved_bytes() -> int:
     """CUDA memory reserved by this process's caching allocator on the current device, as
     ``torch.cuda.memory_reserved()`` reports it, without flattening and sorting every statistic
@@ -324,7 +345,7 @@ class PieceGraphs:
         assert self.session.stream is not None, "a piece captures only inside its dispatcher's capture"
         graph, outputs = record_graph(self.session.pool, self.session.stream, self.compiled, inputs)
         graph.replay()  # capturing runs nothing: the eager ops after this piece need real values
-        self.graphs[size] = _Captured(graph, inputs, outputs)
+        self.graphs[size] = _Captured(graph, inputs, weak_alias(outputs))
         return outputs
 
     def _static_copy(self, position: int, value: torch.Tensor) -> torch.Tensor:
@@ -518,7 +539,7 @@ class GraphDispatcher:
             self.runner(*static_args)  # warm-up
             assert self.session.stream is not None
             graph, recorded = record_graph(self.session.pool, self.session.stream, self.runner, static_args)
-            self.full_graphs[size] = _Captured(graph, static_args, recorded)
+            self.full_graphs[size] = _Captured(graph, static_args, weak_alias(recorded))
         else:
             self.session.size = size
             self.session.capturing = True

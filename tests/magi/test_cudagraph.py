@@ -1,12 +1,15 @@
 """CUDA graph settings and the CPU-testable parts of magi_compiler.cudagraph: config parsing,
-padding and slicing arithmetic, graph plans, the reallocation check, and the no-op on CPU.
+padding and slicing arithmetic, graph plans, the reallocation check, unowned output aliases, and
+the no-op on CPU.
 The captures themselves are tested on a GPU in tests/regression/test_cudagraph.py."""
 
+import gc
 import logging
 
 import pytest
 import torch
 from torch import fx
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from magi_compiler import compilation_counter, get_entry_state, magi_compile
 from magi_compiler.config import (
@@ -23,6 +26,7 @@ from magi_compiler.cudagraph import (
     slice_outputs,
     static_addresses,
     unstable_piece_args,
+    weak_alias,
     wrap_compiled_graph,
 )
 from magi_compiler.splitting import split_graph
@@ -242,6 +246,30 @@ def test_an_out_parameter_splitting_op_leaves_nothing_to_copy():
     x = torch.randn(3, 4)
     model = Blocks()
     torch.testing.assert_close(split_graph(fx.symbolic_trace(model), ops)[0](x), model(x))
+
+
+def test_weak_aliases_view_the_same_memory_without_keeping_it_alive():
+    """What a graph keeps of its outputs: same memory and layout, but freeing the original
+    releases the memory (to the graphs' pool, on a GPU), so later captures can reuse it."""
+    base = torch.arange(24.0).view(4, 6)
+    rows = base[1:3]
+    weak = weak_alias((rows, 7, [rows.t()], None))
+    assert weak[1] == 7 and weak[3] is None
+    for alias, original in ((weak[0], rows), (weak[2][0], rows.t())):
+        assert alias is not original
+        assert alias.data_ptr() == original.data_ptr()
+        assert (alias.shape, alias.stride(), alias.storage_offset()) == (
+            original.shape,
+            original.stride(),
+            original.storage_offset(),
+        )
+        assert torch.equal(alias, original)
+    base.add_(1)
+    assert torch.equal(weak[0], rows), "an alias sees later writes to the memory"
+    storage = StorageWeakRef(base.untyped_storage())
+    del base, rows, original
+    gc.collect()
+    assert storage.expired(), "the aliases must not own the memory"
 
 
 def test_reallocated_parameters_change_the_captured_addresses():

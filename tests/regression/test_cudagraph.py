@@ -1,7 +1,8 @@
 """CUDA graphs on a GPU (cudagraph_mode PIECEWISE and FULL): outputs equal the uncaptured
 outputs at every capture size and at padded sizes, sizes above the largest run without graphs,
-random ops draw fresh numbers on each replay, a reallocated weight is never replayed stale, and
-the output contract (outputs are overwritten by the entry's next call)."""
+random ops draw fresh numbers on each replay, a reallocated weight is never replayed stale, the
+output contract (outputs are overwritten by the entry's next call), and sizes captured after the
+largest reuse its memory."""
 
 import itertools
 import logging
@@ -203,6 +204,38 @@ def test_output_contract_outputs_are_overwritten_by_the_next_call(cache_env):
         assert torch.equal(y1, y2), "the next call overwrites the previous outputs"
         z1 = compiled(torch.randn(3, 16, HIDDEN, device="cuda"))
         assert z1.data_ptr() == y1.data_ptr(), "a padded size's output is a slice of the same memory"
+
+
+class Pooled(torch.nn.Module):
+    """A model of its own (see ``Wide``), four pieces between three eager splitting ops, whose
+    activations at (batch, 16384, 64) are 4 MiB per row of batch: the caching allocator's large
+    blocks, which a capture of another size can reuse once no graph owns them."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(HIDDEN, HIDDEN) for _ in range(4))
+
+    def forward(self, x):
+        h = x
+        for layer in self.layers[:-1]:
+            h = torch.ops.magi_cg_gpu_test.mix(layer(h))
+        return self.layers[-1](h) + x
+
+
+@pytest.mark.parametrize("name", ["piecewise", "full"])
+def test_sizes_captured_after_the_largest_reserve_no_more_memory(cache_env, name):
+    """Graphs keep unowned aliases of their outputs, so what the largest size's capture reserved
+    is reused by every smaller size's capture (PIECEWISE: if each graph owned its outputs, the
+    four pieces' outputs at size 4, 64 MiB, would not fit in what size 8 left free)."""
+    model, compiled = compiled_net(name, Pooled)
+    first = len(capture_records)
+    with torch.no_grad():
+        for batch in (8, 4, 2, 4):
+            x = torch.randn(batch, 16384, HIDDEN, device="cuda")
+            close(compiled(x), eager(model, x))
+    grown = {record.size: record.bytes for record in capture_records[first:]}
+    assert list(grown) == [8, 4, 2], grown
+    assert grown[8] > 0 and grown[4] == grown[2] == 0, grown
 
 
 class Noisy(torch.nn.Module):
