@@ -32,8 +32,8 @@ from the entry's arguments or from another piece's graph already have stable add
 alternative, an out-parameter contract on splitting ops, would spare these copies but constrain
 every splitting op; the copies cost one device copy per eager output per call.)
 
-Outputs. A graph keeps its outputs as aliases that do not own their memory
-(:func:`weak_alias`), as vLLM does: once a capturing pass is over, the memory its outputs and
+Outputs. A graph keeps its CUDA outputs as aliases that do not own their memory
+(:func:`unowned_outputs`), as vLLM does: once a capturing pass is over, the memory its outputs and
 intermediates hold goes back to the shared pool, so every later capture (smaller sizes, other
 pieces) reuses what the largest size reserved instead of growing the pool by its own outputs. A
 replay returns (slices of) those aliases: they are valid until the entry's next call, which
@@ -246,18 +246,21 @@ def unstable_piece_args(split_gm: fx.GraphModule, splitting_pieces: set[str]) ->
     return unstable
 
 
-def weak_alias(value: Any) -> Any:
-    """``value`` with every tensor in it replaced by a tensor of the same dtype, device, size,
-    strides and storage offset over the same memory that does not own that memory: freeing the
-    original returns the memory to its allocator (or pool) while the alias still points at it."""
+def weak_alias(tensor: torch.Tensor) -> torch.Tensor:
+    """A tensor of ``tensor``'s dtype, device, size, strides and storage offset over the same
+    memory that does not own that memory: freeing ``tensor`` (and every other owner) returns the
+    memory to its allocator, or graph pool, while the alias still points at it."""
+    storage = tensor.untyped_storage()
+    unowned = torch._C._construct_storage_from_data_pointer(storage.data_ptr(), tensor.device, storage.nbytes())
+    empty = torch.empty(0, dtype=tensor.dtype, device=tensor.device)
+    return empty.set_(unowned, tensor.storage_offset(), tensor.shape, tensor.stride())
 
-    def alias(tensor: torch.Tensor) -> torch.Tensor:
-        storage = tensor.untyped_storage()
-        unowned = torch._C._construct_storage_from_data_pointer(storage.data_ptr(), tensor.device, storage.nbytes())
-        empty = torch.empty(0, dtype=tensor.dtype, device=tensor.device)
-        return empty.set_(unowned, tensor.storage_offset(), tensor.shape, tensor.stride())
 
-    return pytree.tree_map_only(torch.Tensor, alias, value)
+def unowned_outputs(outputs: Any) -> Any:
+    """What a graph keeps of its outputs: every CUDA tensor in ``outputs`` as its
+    :func:`weak_alias`; anything else (a CPU tensor the capture computed on the host, a
+    non-tensor) as it is, since only the graph's CUDA memory is rewritten by a replay."""
+    return pytree.tree_map_only(torch.Tensor, lambda t: weak_alias(t) if t.is_cuda else t, outputs)
 
 
 def reserved_bytes() -> int:
@@ -345,7 +348,7 @@ class PieceGraphs:
         assert self.session.stream is not None, "a piece captures only inside its dispatcher's capture"
         graph, outputs = record_graph(self.session.pool, self.session.stream, self.compiled, inputs)
         graph.replay()  # capturing runs nothing: the eager ops after this piece need real values
-        self.graphs[size] = _Captured(graph, inputs, weak_alias(outputs))
+        self.graphs[size] = _Captured(graph, inputs, unowned_outputs(outputs))
         return outputs
 
     def _static_copy(self, position: int, value: torch.Tensor) -> torch.Tensor:
@@ -539,7 +542,7 @@ class GraphDispatcher:
             self.runner(*static_args)  # warm-up
             assert self.session.stream is not None
             graph, recorded = record_graph(self.session.pool, self.session.stream, self.runner, static_args)
-            self.full_graphs[size] = _Captured(graph, static_args, weak_alias(recorded))
+            self.full_graphs[size] = _Captured(graph, static_args, unowned_outputs(recorded))
         else:
             self.session.size = size
             self.session.capturing = True

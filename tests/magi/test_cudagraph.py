@@ -25,6 +25,7 @@ from magi_compiler.cudagraph import (
     plan_graph,
     slice_outputs,
     static_addresses,
+    unowned_outputs,
     unstable_piece_args,
     weak_alias,
     wrap_compiled_graph,
@@ -253,23 +254,27 @@ def test_weak_aliases_view_the_same_memory_without_keeping_it_alive():
     releases the memory (to the graphs' pool, on a GPU), so later captures can reuse it."""
     base = torch.arange(24.0).view(4, 6)
     rows = base[1:3]
-    weak = weak_alias((rows, 7, [rows.t()], None))
-    assert weak[1] == 7 and weak[3] is None
-    for alias, original in ((weak[0], rows), (weak[2][0], rows.t())):
+    for original in (rows, rows.t()):
+        alias = weak_alias(original)
         assert alias is not original
         assert alias.data_ptr() == original.data_ptr()
-        assert (alias.shape, alias.stride(), alias.storage_offset()) == (
-            original.shape,
-            original.stride(),
-            original.storage_offset(),
-        )
+        layout = (original.shape, original.stride(), original.storage_offset())
+        assert (alias.shape, alias.stride(), alias.storage_offset()) == layout
         assert torch.equal(alias, original)
     base.add_(1)
-    assert torch.equal(weak[0], rows), "an alias sees later writes to the memory"
+    assert torch.equal(alias, rows.t()), "an alias sees later writes to the memory"
     storage = StorageWeakRef(base.untyped_storage())
     del base, rows, original
     gc.collect()
-    assert storage.expired(), "the aliases must not own the memory"
+    assert storage.expired(), "an alias must not own the memory"
+
+
+def test_unowned_outputs_alias_cuda_tensors_only():
+    """A CPU tensor a capture computed on the host is not rewritten by a replay: the graph keeps
+    it (and any non-tensor) as it is, owned, rather than an alias of memory freed after capture."""
+    cpu = torch.ones(3)
+    kept = unowned_outputs((cpu, 2, [None]))
+    assert kept[0] is cpu and kept[1:] == (2, [None])
 
 
 def test_reallocated_parameters_change_the_captured_addresses():
