@@ -22,17 +22,20 @@ name, or as a method of `self` or `cls`) stands as one conjunct of an `if` test 
 an operand of its `and`), negated or not, or binds a plain name that such a conjunct reads in the
 same function; when the handler's constant makes that conjunct true, the `if` body runs on it. If
 that body removes files or directories (`shutil.rmtree`, `os.remove`, `os.unlink`, `os.rmdir`,
-`os.removedirs`, a `.unlink()`, `.rmdir()` or `.rmtree()` method), the check guards a deletion and
-answers "go ahead" when it cannot tell: the deletion runs on exactly the machines where the check
-is broken (optimum-neuron's lock clean-up, which deletes a running compiler's lock files when
+`os.removedirs`, a `.unlink()`, `.rmdir()` or `.rmtree()` method) whose target reads no name the
+check was handed (the check asks about something else than what is removed), the check guards a
+deletion and answers "go ahead" when it cannot tell: the deletion runs on exactly the machines
+where the check is broken (optimum-neuron's lock clean-up, which deletes a running compiler's lock files when
 `pgrep` is not installed). `broad_except` reports it as `P2` `broad-except.fails-open`, before the
 width of the handler is read: the harm is the answer, whatever the handler catches.
 
 The criterion is general: it reads the fallback's use (a removal the answer lets through), not a
 name or a project; a deletion cannot be undone, so a check in front of one has to fail closed.
 Near misses, silent: the same handler answering the value that skips the removal (fails closed), a
-check whose `if` body only reports or computes, and a guard read only as an early exit (`if
-running: return` before the removal), which this class does not follow.
+check whose `if` body only reports or computes, a check about the removed thing itself (`if not
+is_valid(path): shutil.rmtree(path)`: a cache that cannot be read is removed on purpose, the failure
+says the thing is broken), and a guard read only as an early exit (`if running: return` before the
+removal), which this class does not follow.
 """
 
 from __future__ import annotations
@@ -85,29 +88,45 @@ def _conjuncts(test: ast.expr) -> list[tuple[ast.expr, bool]]:
     return found
 
 
-def _removal(body: list[ast.stmt]) -> str | None:
-    """The first call in `body` that removes files or directories, as written."""
+def _names(nodes: list[ast.expr]) -> set[str]:
+    return {sub.id for node in nodes for sub in pysource.walk(node) if isinstance(sub, ast.Name)}
+
+
+def _arguments(call: ast.Call) -> list[ast.expr]:
+    return [*call.args, *(keyword.value for keyword in call.keywords)]
+
+
+def _removal(body: list[ast.stmt], asked: set[str]) -> str | None:
+    """The first call in `body` that removes files or directories, as written, whose target reads
+    none of the names in `asked` (the names the check was handed)."""
     for stmt in body:
         for sub in pysource.walk(stmt):
             if not isinstance(sub, ast.Call):
                 continue
             text = ast.unparse(sub.func)
-            if text in _REMOVAL_CALLS or (isinstance(sub.func, ast.Attribute) and sub.func.attr in _REMOVAL_METHODS):
+            method = isinstance(sub.func, ast.Attribute) and sub.func.attr in _REMOVAL_METHODS
+            if text not in _REMOVAL_CALLS and not method:
+                continue
+            target = [*_arguments(sub), *([sub.func.value] if isinstance(sub.func, ast.Attribute) else [])]
+            if not _names(target) & asked:
                 return text
     return None
 
 
-def _bound_names(tree: ast.Module, name: str) -> list[tuple[str, ast.AST]]:
-    """(the plain name, its function or the module) for each `target = name(...)` of the file."""
-    found: list[tuple[str, ast.AST]] = []
+def _bound_names(tree: ast.Module, name: str) -> list[tuple[str, ast.AST, set[str]]]:
+    """(the plain name, its function or the module, the names the call is handed) for each `target =
+    name(...)` of the file."""
+    found: list[tuple[str, ast.AST, set[str]]] = []
     for stmt in pysource.nodes(tree):
         if (
             isinstance(stmt, ast.Assign)
             and len(stmt.targets) == 1
             and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Call)
             and _calls_function(stmt.value, name)
         ):
-            found.append((stmt.targets[0].id, innermost_function(tree, stmt) or tree))
+            scope = innermost_function(tree, stmt) or tree
+            found.append((stmt.targets[0].id, scope, _names(_arguments(stmt.value))))
     return found
 
 
@@ -125,15 +144,24 @@ def fails_open(tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.Excep
         if not isinstance(stmt, ast.If):
             continue
         for operand, negated in _conjuncts(stmt.test):
-            reads = _calls_function(operand, function.name) or (
-                isinstance(operand, ast.Name)
-                and any(
-                    operand.id == bound and scope in (tree, innermost_function(tree, stmt)) for bound, scope in holders
+            if answer is negated:
+                continue  # the handler's answer makes this conjunct false: the body is skipped
+            if isinstance(operand, ast.Call) and _calls_function(operand, function.name):
+                asked: set[str] | None = _names(_arguments(operand))
+            else:
+                asked = next(
+                    (
+                        handed
+                        for bound, scope, handed in holders
+                        if isinstance(operand, ast.Name)
+                        and operand.id == bound
+                        and scope in (tree, innermost_function(tree, stmt))
+                    ),
+                    None,
                 )
-            )
-            if not reads or answer is negated:
-                continue  # not the check, or its answer here skips the body (fails closed)
-            removal = _removal(stmt.body)
+            if asked is None:
+                continue  # not the check
+            removal = _removal(stmt.body, asked)
             if removal is not None:
                 return function.name, removal
     return None

@@ -3,7 +3,8 @@ their near misses, on real git repos reviewed statically (`--suites none`).
 
 - A check whose handler answers the value that lets a removal run (`fails_open.fails_open`) is `P2`
   `broad-except.fails-open`, narrow handlers included (optimum-neuron's lock clean-up). Near misses:
-  the answer that skips the removal, a check guarding only a report: nothing.
+  the answer that skips the removal, a check guarding only a report, a check about the removed
+  entry itself (an unreadable cache entry removed on purpose): nothing.
 - A bare `except:` around a version shim (`version_shim.version_shim`) is `P3`
   `broad-except.shim-catches-exit`; under `except Exception` nothing (brevitas's `LinAlgError`). Near
   miss: a handler that binds only some of the imported names: `broad-except.swallows` as before.
@@ -35,6 +36,7 @@ from reviewbot.findings import Finding
 from reviewbot.severity import Severity
 
 CLEANUP = """
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -87,6 +89,20 @@ def clean_closed(root: Path) -> int:
 def status() -> None:
     if not _worker_busy():
         print("idle")
+
+
+def _entry_valid(entry: Path) -> bool:
+    try:
+        with open(entry / "index") as f:
+            return int(f.read()) > 0
+    except (OSError, ValueError):
+        return False
+
+
+def prune(root: Path) -> None:
+    for entry in root.iterdir():
+        if not _entry_valid(entry):
+            shutil.rmtree(entry)
 """
 
 SHIM = """
@@ -383,8 +399,10 @@ def test_a_check_failing_open_before_a_removal_is_p2(review: list[Finding]) -> N
     assert finding.params["removal"] == "lock.unlink"
 
 
-@pytest.mark.parametrize("qualname", ["_builder_running_closed", "_worker_busy"])
-def test_a_check_failing_closed_or_guarding_a_report_gives_nothing(review: list[Finding], qualname: str) -> None:
+@pytest.mark.parametrize("qualname", ["_builder_running_closed", "_worker_busy", "_entry_valid"])
+def test_a_check_failing_closed_guarding_a_report_or_asking_about_the_removed_thing_gives_nothing(
+    review: list[Finding], qualname: str
+) -> None:
     assert findings_by_rule(review, "pkg/cleanup.py", qualname) == {}
 
 
