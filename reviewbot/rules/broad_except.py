@@ -20,6 +20,9 @@ may confirm or refute them.
   some way through it falls off its end having bound nothing the code after the try reads and
   changed nothing else: P2 `broad-except.raise-made-conditional` (optimum-intel's `except KeyError`
   that stopped raising for every model but Mistral's), before everything below.
+- any handler, narrow ones included (round 25, `reviewbot.rules.fails_open`): it returns the boolean
+  whose value, where the file uses the check, lets a removal of files run (`if not running:
+  lock.unlink()`): P2 `broad-except.fails-open`, a safety check that fails open, next.
 - bare / `Exception` / `BaseException`:
   - falls through and leaves a name unbound: the handler binds nothing and does not leave, and the
     statement after the try reads a name only the try's body binds (`reviewbot.rules.fallthrough`):
@@ -208,7 +211,9 @@ may confirm or refute them.
     programmer error of it (an `AssertionError`, a `TypeError` of a wrong call) can be swallowed; what
     is caught is the library's failure of that operation (an unreadable file, a text that is no
     literal). A bare `except:` or `except BaseException:` there is P3
-    `broad-except.confined-catches-exit`: it also takes `KeyboardInterrupt` and `SystemExit`. Dunder
+    `broad-except.confined-catches-exit`: it also takes `KeyboardInterrupt` and `SystemExit` (round 25:
+    `broad-except.lookup-catches-exit` when the body calls nothing and reads an attribute of a value,
+    which may run that object's own code, `_object_lookup`). Dunder
     methods the builtins run on their values (`__str__`, `__hash__`) and properties read in the body
     are not counted as the repository's code;
   - cleanup on the way out: a handler that only passes, returns or logs, in a try standing in a
@@ -309,7 +314,17 @@ may confirm or refute them.
     the comment's P2;
   - swallows with a comment in the handler saying why that is fine (safe, fallback, best effort,
     expected, optional, "we never want to break user code", ...; "# flag the error" is not a reason): P2 `broad-except.documented`;
-  - swallows otherwise: P0 `broad-except.swallows`.
+  - round 25: a version shim (`reviewbot.rules.version_shim`: the handler binds the imported names
+    again to stand-ins at hand) is nothing, or P3 `broad-except.shim-catches-exit` for a bare
+    `except:` or `BaseException`, read after the probes; a handler recording the unit's failure as
+    its status without the error (`_failure_status`) is P3 `broad-except.failure-status`, after the
+    error record; a call of a function of this file that handles its own expected failures
+    (`reviewbot.rules.handled_callee`) is P3 `broad-except.handled-callee`, among the classes whose
+    outcome reaches no result; a widened fallback nothing in the file reads, the error shown
+    (`data_fallback.discarded_return`), is P3 `broad-except.widens-discarded`;
+  - swallows otherwise: P0 `broad-except.swallows`, worded `broad-except.decides-route` (round 25,
+    `reviewbot.rules.route_decision`) when the handler's silent constant picks the branch of the
+    `if` right after the try.
 - `except RuntimeError` that swallows, with no `torch.OutOfMemoryError` re-raise before it (an
   earlier handler or an `isinstance` check that raises): P0; with the OOM re-raise but a try body
   holding more than one call: P2. Filters and guarded probes (above) are not reported: a filter
@@ -388,6 +403,7 @@ from reviewbot.rules.common import (
     contains_logging,
     hands_back_nothing,
     imports_any,
+    innermost_function,
     is_logging_call,
     shown_level,
     statement_blocks,
@@ -396,7 +412,7 @@ from reviewbot.rules.common import (
 )
 from reviewbot.rules.context_retry import retried_outside_context
 from reviewbot.rules.created_then_used import used_after_create
-from reviewbot.rules.data_fallback import constant_data, replaced_marker, widened_handler
+from reviewbot.rules.data_fallback import constant_data, discarded_return, replaced_marker, widened_handler
 from reviewbot.rules.device_retry import cpu_retry
 from reviewbot.rules.dropped_raise import raise_made_conditional
 from reviewbot.rules.error_reach import (
@@ -407,8 +423,10 @@ from reviewbot.rules.error_reach import (
     unrolled_alternatives,
 )
 from reviewbot.rules.error_text import names_device_error, silent_filter
+from reviewbot.rules.fails_open import fails_open
 from reviewbot.rules.fallthrough import UnboundRead, left_unbound, unbound_reads
 from reviewbot.rules.filtered_out import filtered_out
+from reviewbot.rules.handled_callee import handled_callee
 from reviewbot.rules.handler_reach import (
     enclosing_function,
     handler_key,
@@ -437,8 +455,10 @@ from reviewbot.rules.previous_behaviour import (
     gate_before_base,
     unset_key_selects_base,
 )
+from reviewbot.rules.route_decision import decides_route
 from reviewbot.rules.undo_registration import undoes_own_registration
 from reviewbot.rules.unread_result import unread_result
+from reviewbot.rules.version_shim import version_shim
 from reviewbot.rules.warned_flag import warned_flag_probe
 
 BROAD = {"Exception", "BaseException"}
@@ -769,6 +789,26 @@ def _library_values(body: list[ast.stmt], imports: Mapping[str, str], neutral: f
                 bound.add(target.id)
                 grown = True
     return frozenset(bound)
+
+
+def _object_lookup(body: list[ast.stmt], imports: Mapping[str, str]) -> str | None:
+    """The first attribute a try body without calls reads from a name that is no imported module
+    (`quant_injector.update_state_dict_impl`, round 25), as written; None when there is none or the
+    body calls anything. Such a read may run the object's own code (a property, `__getattr__`, an
+    injector resolving a dependency): the confined try's "only builtins and the standard library
+    run" is then not so, and `broad-except.lookup-catches-exit` says what runs instead."""
+    if any(isinstance(sub, ast.Call) for stmt in body for sub in pysource.walk(stmt)):
+        return None
+    for stmt in body:
+        for sub in pysource.walk(stmt):
+            if (
+                isinstance(sub, ast.Attribute)
+                and isinstance(sub.ctx, ast.Load)
+                and isinstance(sub.value, ast.Name)
+                and sub.value.id not in imports
+            ):
+                return ast.unparse(sub)
+    return None
 
 
 def _call_statements(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -1800,6 +1840,52 @@ def _error_record(handler: ast.ExceptHandler) -> bool | None:
     return not (traceback_kept or any("traceback.format_exc" in ast.unparse(value) for value in values))
 
 
+def _failure_status(tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
+    """The handler's value is the unit's failure, recorded as its status without the error (round 25):
+    besides logging calls and `pass`, it only binds plain names to dict displays built without calls
+    (`_record_built`), one of which maps a key to a status string (one or two words) holding a failure
+    word (`{"status": "crashed", "elapsed_time": -1.0}`), and its function reads one of those names
+    after the try. Whoever reads the record sees that the unit failed (brevitas's benchmark table
+    shows the job as crashed), not why: `P3` `broad-except.failure-status`. General because it reads
+    what the fallback value says (a failure, not a substitute result), not where it is used. A
+    handler that names the caught exception is `_error_record`'s; near misses, still the swallow: a
+    failure word only in a message or a target's name, a record nothing reads after the try."""
+    if handler.name is not None and any(
+        isinstance(sub, ast.Name) and sub.id == handler.name for stmt in handler.body for sub in pysource.walk(stmt)
+    ):
+        return False
+    bound: set[str] = set()
+    status = False
+    for stmt in handler.body:
+        if isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)):
+            continue
+        if not (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Dict)
+            and _record_built(stmt.value)
+        ):
+            return False
+        bound.add(stmt.targets[0].id)
+        status = status or any(
+            isinstance(key, ast.Constant)
+            and isinstance(value, ast.Constant)
+            and isinstance(value.value, str)
+            and len([part for part in _WORD_SPLIT.split(value.value) if part]) <= 2
+            and _says_failed(value)
+            for key, value in zip(stmt.value.keys, stmt.value.values)
+        )
+    function = innermost_function(tree, node)
+    if not status or function is None:
+        return False
+    end = node.end_lineno or node.lineno
+    return any(
+        isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in bound and sub.lineno > end
+        for sub in pysource.walk(function)
+    )
+
+
 def _hands_error_on(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
     """The handler returns the caught exception, or its text, as one element of a tuple result
     (`return str(e), float("inf")`, `return None, e`), its other statements only logging, and no
@@ -2684,6 +2770,7 @@ def _broad(
     existing_route: Callable[[], bool] = lambda: False,
     base_route_catching_exit: Callable[[], bool] = lambda: False,
     nit: Callable[[], tuple[str, dict[str, object]] | None] = lambda: None,
+    failure_status: bool = False,
 ) -> Finding | None:
     """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring);
     `boundary`: the handler ends a unit of work and reports its error; `teardown`: `_teardown`;
@@ -2698,7 +2785,8 @@ def _broad(
     whether a bare or `BaseException` handler falls back to the base's code
     (`previous_behaviour.base_code_catching_exit`), asked after it; `nit`: the message id and
     parameters of the P3 a swallow with no comment gets as a probe's answer, a dropped metrics
-    write, an attempt by name or an optional package's route (`_probe_nit`), asked last."""
+    write, an attempt by name or an optional package's route (`_probe_nit`), asked last;
+    `failure_status`: the handler records the unit as failed without the error (`_failure_status`)."""
     if reraises_same(handler):
         # the same exception goes on, `KeyboardInterrupt` included, after the handler's cleanup
         # (round 11: a bare `except:` here is `except BaseException: ...; raise`, nothing is lost)
@@ -2745,6 +2833,11 @@ def _broad(
             return None
         return _handler_finding(
             ctx, handler, "broad-except", Severity.P3, "broad-except.error-record", params, ruff_note
+        )
+    if failure_status:
+        # the fallback records the unit as failed, without the error (round 25)
+        return _handler_finding(
+            ctx, handler, "broad-except", Severity.P3, "broad-except.failure-status", params, ruff_note
         )
     if exit_path and all(_logs_or_leaves(stmt) for stmt in handler.body):
         # cleanup on the way out: raising here would mask the error being handled or stop the
@@ -2832,12 +2925,16 @@ def _broad(
             wide_calls=wide_calls,
             try_line=try_line,
         )
+    route = decides_route(handler, after)
+    if route is not None:
+        # the same swallow, worded by its harm: the constant picks the branch after the try (round 25)
+        params["name"], params["line"] = route
     return _handler_finding(
         ctx,
         handler,
         "broad-except",
         Severity.P0,
-        "broad-except.swallows",
+        "broad-except.swallows" if route is None else "broad-except.decides-route",
         params,
         ruff_note,
         wide_calls=wide_calls,
@@ -3010,7 +3107,9 @@ def _unharmful(
     (`reviewbot.rules.unread_result`); or, shown with its traceback, an element its filter drops
     (`reviewbot.rules.filtered_out`); or a creation whose failure a later use of the created name
     shows (`reviewbot.rules.created_then_used`); or a guessed default the code checks right after
-    the try (`reviewbot.rules.checked_default`). None when the outcome may reach a result."""
+    the try (`reviewbot.rules.checked_default`); or (round 25) a call of a function of this file
+    that handles its own expected failures (`reviewbot.rules.handled_callee`). None when the
+    outcome may reach a result."""
     lost = nothing_substituted(ctx, node, handler, imports)
     if lost == "announced":
         return "broad-except.announced-skip", {}
@@ -3029,6 +3128,9 @@ def _unharmful(
     guessed = checked_default(ctx.tree, node, handler)
     if guessed is not None:
         return "broad-except.checked-default", {"name": guessed}
+    handled = handled_callee(ctx.tree, node, _NEUTRAL_BUILTINS)
+    if handled is not None:
+        return "broad-except.handled-callee", {"callee": handled}
     return None
 
 
@@ -3079,7 +3181,8 @@ def check(ctx: FileContext) -> list[Finding]:
     for node in tries:
         calls = _call_statements(node.body)
         wide_calls = len(calls) if len(calls) > 1 else 0
-        confined = stdlib_call_count(node.body, imports, BUILTINS_AT_HAND) is not None
+        library_calls = stdlib_call_count(node.body, imports, BUILTINS_AT_HAND)
+        confined = library_calls is not None
         in_loop = id(node) in loop_tries
         for i, handler in enumerate(node.handlers):
             if handler_key(node, handler) in moved:
@@ -3103,6 +3206,14 @@ def check(ctx: FileContext) -> list[Finding]:
                         "broad-except.raise-made-conditional",
                         {"label": label},
                     )
+                )
+                continue
+            opened = fails_open(ctx.tree, node, handler)
+            if opened is not None:
+                # the check's answer on failure lets a removal run (round 25), whatever the width
+                params = {"label": label, "check": opened[0], "removal": opened[1]}
+                findings.append(
+                    _handler_finding(ctx, handler, "broad-except", Severity.P2, "broad-except.fails-open", params)
                 )
                 continue
             if names is None or BROAD & set(names):
@@ -3131,8 +3242,23 @@ def check(ctx: FileContext) -> list[Finding]:
                         # every error of this try took this value at the base: the change split the
                         # narrow case off or changed the report (round 21)
                         continue
-                    # the fallback was written for the narrow failure; every other error now reads as it
                     params = {"label": label, "narrow": narrow}
+                    unread = discarded_return(ctx.tree, handler)
+                    if unread is not None:
+                        # no caller in the file reads the value, and the report names the error (round 25)
+                        findings.append(
+                            _handler_finding(
+                                ctx,
+                                handler,
+                                "broad-except",
+                                Severity.P3,
+                                "broad-except.widens-discarded",
+                                {**params, "where": unread},
+                                ruff_note,
+                            )
+                        )
+                        continue
+                    # the fallback was written for the narrow failure; every other error now reads as it
                     findings.append(
                         _handler_finding(
                             ctx, handler, "broad-except", Severity.P0, "broad-except.widens-fallback", params, ruff_note
@@ -3161,7 +3287,29 @@ def check(ctx: FileContext) -> list[Finding]:
                     or _passes_error_on(ctx, node, handler)
                 ):
                     continue
-                if constant_data(node, handler) and _error_record(handler) is None and not reraises_same(handler):
+                shim = version_shim(ctx.path, node, handler)
+                if shim is not None:
+                    # the same names bound to the author's stand-ins for another version (round 25)
+                    if names is None or "BaseException" in names:
+                        params = {"label": label, "names": shim}
+                        findings.append(
+                            _handler_finding(
+                                ctx,
+                                handler,
+                                "broad-except",
+                                Severity.P3,
+                                "broad-except.shim-catches-exit",
+                                params,
+                                ruff_note,
+                            )
+                        )
+                    continue
+                if (
+                    constant_data(node, handler)
+                    and _error_record(handler) is None
+                    and not _failure_status(ctx.tree, node, handler)
+                    and not reraises_same(handler)
+                ):
                     if fallback_at_base(ctx, node, handler):
                         continue  # the same batch for every error of the same try at the base (round 21)
                     if replaced_marker(ctx.tree, node, handler):
@@ -3181,14 +3329,17 @@ def check(ctx: FileContext) -> list[Finding]:
                     continue
                 if confined and not reraises_same(handler) and not _noqa_reason(ctx, handler):
                     if names is None or "BaseException" in names:
+                        lookup = _object_lookup(node.body, imports) if not library_calls else None
                         findings.append(
                             _handler_finding(
                                 ctx,
                                 handler,
                                 "broad-except",
                                 Severity.P3,
-                                "broad-except.confined-catches-exit",
-                                {"label": label},
+                                "broad-except.confined-catches-exit"
+                                if lookup is None
+                                else "broad-except.lookup-catches-exit",
+                                {"label": label} if lookup is None else {"label": label, "attribute": lookup},
                                 ruff_note,
                             )
                         )
@@ -3212,6 +3363,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     existing_route=functools.partial(_existing_route, ctx, node, handler),
                     base_route_catching_exit=functools.partial(base_code_catching_exit, ctx, node, handler),
                     nit=functools.partial(_probe_nit, ctx, node, handler),
+                    failure_status=_failure_status(ctx.tree, node, handler),
                 )
                 if finding is not None:
                     findings.append(finding)

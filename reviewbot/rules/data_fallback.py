@@ -40,6 +40,18 @@ The handlers are compared with their logging, `print` and warning calls set asid
 that does something else (re-raises, returns another value) is not this class, nor one whose
 fallback keeps the caught exception (`last_exception = e` in a retry loop that raises it when
 exhausted: verl's reward request): the error travels on.
+
+`P3` `broad-except.widens-discarded` in its place (round 25, `discarded_return`): the widened
+fallback is a returned constant that nothing reads, and the catch-all shows the caught exception
+itself (`print(f"Unexpected error: {e}")` in optimum-neuron's demo `main`, whose only call is the
+statement `main()`). The harm of the class is a value that flows on and cannot be told from the
+expected failure's; here no value flows (every call of the function in the file is a statement
+of its own, and the name is read nowhere else) and the report tells the errors apart. Left: the
+caller outside the file that reads the value (a `sys.exit(main())` entry point exits 0) and the
+width. General because it reads what the fallback value is used for, not which function it is.
+Near misses, still `widens-fallback`: a call whose value is bound, returned or passed on
+(`sys.exit(main())`), the name handed somewhere as a callback, a method, a handler that prints
+only a fixed text.
 """
 
 from __future__ import annotations
@@ -48,7 +60,8 @@ import ast
 
 from reviewbot import pysource
 from reviewbot.exception_index import caught_names
-from reviewbot.rules.common import is_logging_call, named_none_test, same_node
+from reviewbot.rules.common import is_logging_call, named_none_test, same_node, top_level_function
+from reviewbot.rules.other_path import report_names_caught
 
 _BROAD = frozenset(["Exception", "BaseException"])
 
@@ -75,6 +88,36 @@ def widened_handler(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> 
         if same_node(_fallback(earlier), own):
             return f"except {ast.unparse(earlier.type)}"
     return None
+
+
+def discarded_return(tree: ast.Module, handler: ast.ExceptHandler) -> str | None:
+    """The module-level function whose constant the widened `handler` returns, when the handler
+    reports the caught exception itself and every use of the function's name in the file is a call
+    standing as a statement of its own, at least one (see the module docstring); None otherwise."""
+    own = _fallback(handler)
+    if not (
+        len(own) == 1
+        and isinstance(own[0], ast.Return)
+        and (own[0].value is None or isinstance(own[0].value, ast.Constant))
+        and report_names_caught(handler)
+    ):
+        return None
+    functions = [
+        stmt
+        for stmt in tree.body
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and stmt.lineno < handler.lineno <= (stmt.end_lineno or stmt.lineno)
+    ]
+    if len(functions) != 1 or top_level_function(tree, functions[0].name) is not functions[0]:
+        return None
+    name = functions[0].name
+    alone = {
+        id(stmt.value.func)
+        for stmt in pysource.nodes(tree)
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name)
+    }
+    uses = [sub for sub in pysource.nodes(tree) if isinstance(sub, ast.Name) and sub.id == name]
+    return name if uses and all(id(sub) in alone for sub in uses) else None
 
 
 def _constant_container(value: ast.expr | None) -> bool:

@@ -434,7 +434,9 @@ def test_a_flag_whose_off_branch_runs_the_base_calls_gives_nothing(review: list[
 def test_near_misses_an_off_branch_calling_something_new_or_the_flag_passed_on(
     review: list[Finding], qualname: str
 ) -> None:
-    _swallow(review, "pkg/worker.py", qualname)
+    # round 25: the same swallow, worded by the branch its flag picks (`route_decision`)
+    found = findings_by_rule(review, "pkg/worker.py", qualname)["broad-except"]
+    assert (found.message_id, found.severity) == ("broad-except.decides-route", Severity.P2)
 
 
 def test_the_base_code_kept_as_the_handler_gives_nothing(review: list[Finding]) -> None:
