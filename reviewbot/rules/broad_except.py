@@ -396,6 +396,7 @@ from reviewbot.exception_index import (
 from reviewbot.findings import Finding, Severity
 from reviewbot.rules.cache_read import cache_miss
 from reviewbot.rules.checked_default import checked_default
+from reviewbot.rules.collective_try import collective_call
 from reviewbot.rules.common import (
     LOUD_LEVELS,
     FileContext,
@@ -424,6 +425,12 @@ from reviewbot.rules.error_reach import (
 )
 from reviewbot.rules.error_text import names_device_error, silent_filter
 from reviewbot.rules.fails_open import fails_open
+from reviewbot.rules.fallback_use import (
+    callers_skip_value,
+    hands_error_to_owner,
+    import_for_else_only,
+    older_query,
+)
 from reviewbot.rules.fallthrough import UnboundRead, left_unbound, unbound_reads
 from reviewbot.rules.filtered_out import filtered_out
 from reviewbot.rules.handled_callee import handled_callee
@@ -439,6 +446,7 @@ from reviewbot.rules.handler_reach import (
     runs_no_repository_code,
     substitutes_constant,
 )
+from reviewbot.rules.import_unbound import import_left_unbound
 from reviewbot.rules.kept_error import raised_after_loop, raised_by_caller
 from reviewbot.rules.metrics_write import metrics_write
 from reviewbot.rules.named_attempt import named_attempt
@@ -456,6 +464,7 @@ from reviewbot.rules.previous_behaviour import (
     unset_key_selects_base,
 )
 from reviewbot.rules.route_decision import decides_route
+from reviewbot.rules.spent_retry import raises_when_spent, repeats_statement
 from reviewbot.rules.undo_registration import undoes_own_registration
 from reviewbot.rules.unread_result import unread_result
 from reviewbot.rules.version_shim import version_shim
@@ -1661,6 +1670,9 @@ def _passes_error_on(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast
         or checked_attribute(ctx.tree, node, handler)
         or raised_after_loop(ctx.tree, node, handler)
         or raised_by_caller(ctx, node, handler)
+        or hands_error_to_owner(handler)
+        or repeats_statement(node, handler)
+        or raises_when_spent(ctx.tree, node, handler)
     )
 
 
@@ -2929,6 +2941,7 @@ def _broad(
     if route is not None:
         # the same swallow, worded by its harm: the constant picks the branch after the try (round 25)
         params["name"], params["line"] = route
+    collective = collective_call(try_body)
     return _handler_finding(
         ctx,
         handler,
@@ -2937,6 +2950,7 @@ def _broad(
         "broad-except.swallows" if route is None else "broad-except.decides-route",
         params,
         ruff_note,
+        {"collective": collective} if collective is not None else None,
         wide_calls=wide_calls,
         try_line=try_line,
     )
@@ -3086,6 +3100,8 @@ def _is_probe(
         or cache_miss(ctx.tree, node, handler)
         or undoes_own_registration(ctx.tree, node, handler)
         or warned_flag_probe(ctx.tree, node, handler, facts.following.get(id(node)))
+        or import_for_else_only(ctx.tree, node, handler)
+        or older_query(ctx.tree, node, handler)
     ) and not _noqa_reason(ctx, handler)
 
 
@@ -3314,6 +3330,8 @@ def check(ctx: FileContext) -> list[Finding]:
                         continue  # the same batch for every error of the same try at the base (round 21)
                     if replaced_marker(ctx.tree, node, handler):
                         continue  # `None` markers the next source fills or an error ends (round 24)
+                    if callers_skip_value(ctx.tree, node, handler):
+                        continue  # what every caller has when it skips the call (round 25)
                     # an empty or constant batch flows on as the result, reported or not (round 19)
                     findings.append(
                         _handler_finding(
@@ -3367,6 +3385,14 @@ def check(ctx: FileContext) -> list[Finding]:
                 )
                 if finding is not None:
                     findings.append(finding)
+                continue
+            unbound_import = import_left_unbound(ctx.tree, node, handler) if "ImportError" in names else None
+            if unbound_import is not None:
+                # every other ImportError ends later in a NameError that names neither (round 25)
+                params = {"label": label, "name": unbound_import.name, "line": unbound_import.line}
+                findings.append(
+                    _handler_finding(ctx, handler, "broad-except", Severity.P2, "broad-except.import-unbound", params)
+                )
                 continue
             builtin = [n for n in names if n in RUNTIME_FAMILY]
             around_call = bool(calls) and not reraises_same(handler)
