@@ -9,7 +9,8 @@ paths and severity labels stay in English in every language.
 
 The fingerprint hashes (rule, path after renames, enclosing qualified name, message id, normalised
 params), so a finding keeps its fingerprint when lines move, unrelated code changes or a message is
-reworded; digits and whitespace are removed from the params before hashing for the same reason.
+reworded; digits and whitespace are removed from the params before hashing for the same reason, and a
+message id worded by a property the change can alter is hashed as the id it rewords (`SAME_FINDING`).
 
 `evidence` says what backs the finding: `pattern` (a static pattern only), `test` (a failing test),
 `probe` (the cache-key probe) or `experiment` (an experiment the bot ran). Severity follows the
@@ -109,6 +110,11 @@ PATTERN_ONLY = Evidence(EvidenceKind.PATTERN, "evidence.pattern")
 # The most severe label a finding without confirming evidence may carry.
 UNCONFIRMED_CAP = Severity.P2
 
+# Message ids that word a finding by a property the change itself can alter, each hashed into the
+# fingerprint as the id it rewords: the finding keeps its fingerprint across base and head (round 26:
+# a catch-all's try guarding one operation or several, `broad_except._swallow_message`).
+SAME_FINDING = {"broad-except.swallows-one-operation": "broad-except.swallows"}
+
 
 def apply_evidence_policy(finding: Finding) -> Finding:
     """The one place severity meets evidence: a finding more severe than its cap
@@ -156,7 +162,8 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        text = "\x1f".join((self.rule, self.path, self.qualname, self.message_id, _canonical(self.params)))
+        message_id = SAME_FINDING.get(self.message_id, self.message_id)
+        text = "\x1f".join((self.rule, self.path, self.qualname, message_id, _canonical(self.params)))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property

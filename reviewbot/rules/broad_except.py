@@ -324,7 +324,9 @@ may confirm or refute them.
     (`data_fallback.discarded_return`), is P3 `broad-except.widens-discarded`;
   - swallows otherwise: P0 `broad-except.swallows`, worded `broad-except.decides-route` (round 25,
     `reviewbot.rules.route_decision`) when the handler's silent constant picks the branch of the
-    `if` right after the try.
+    `if` right after the try; otherwise, over a try that guards one operation and holds no
+    collective (`_operations`, round 26), `broad-except.swallows-one-operation`, capped at P3 while
+    unconfirmed.
 - `except RuntimeError` that swallows, with no `torch.OutOfMemoryError` re-raise before it (an
   earlier handler or an `isinstance` check that raises): P0; with the OOM re-raise but a try body
   holding more than one call: P2. Filters and guarded probes (above) are not reported: a filter
@@ -2942,18 +2944,68 @@ def _broad(
         # the same swallow, worded by its harm: the constant picks the branch after the try (round 25)
         params["name"], params["line"] = route
     collective = collective_call(try_body)
-    return _handler_finding(
+    # a collective in the try names its harm (ranks that hang), as a route does: no nit then
+    one_operation = route is None and collective is None and _operations(try_body) <= 1
+    finding = _handler_finding(
         ctx,
         handler,
         "broad-except",
         Severity.P0,
-        "broad-except.swallows" if route is None else "broad-except.decides-route",
+        _swallow_message(route is not None, one_operation),
         params,
         ruff_note,
         {"collective": collective} if collective is not None else None,
         wide_calls=wide_calls,
         try_line=try_line,
     )
+    if one_operation:
+        # round 26: the claim stays the swallow's P0 for the injection experiment; unconfirmed, a
+        # catch-all around one operation is a P3 (`_swallow_message`)
+        return dataclasses.replace(finding, unconfirmed_cap=Severity.P3)
+    return finding
+
+
+def _swallow_message(decides_route: bool, one_operation: bool) -> str:
+    """The message id of a plain swallow (`_broad`'s last case): `broad-except.decides-route` when
+    its constant picks the branch after the try (round 25), (round 26)
+    `broad-except.swallows-one-operation` when its try guards one operation (`_operations`), which
+    `_broad` caps at P3 while unconfirmed (the same fingerprint, `findings.SAME_FINDING`), else
+    `broad-except.swallows`. A try that guards one operation had its fallback written for that
+    operation's failure: what is left is to catch the exception that failure raises, a nit; in a
+    wider try every other statement's failure, a bug included, takes the fallback too. The width is
+    a proxy for the harm, which no syntax shows: a one-operation fallback used as data or deciding a
+    route stays a real problem, shown at P3 (docs/reviewbot.md, round 26)."""
+    if decides_route:
+        return "broad-except.decides-route"
+    return "broad-except.swallows-one-operation" if one_operation else "broad-except.swallows"
+
+
+def _operations(body: list[ast.stmt]) -> int:
+    """The operations of a try body (round 26): its imports and its simple statements with a call
+    other than a report (`is_logging_call`: logging, `print`, a warning), the statements of a
+    compound one (a loop, `if`, `with`, a nested try) counted one by one, and a `with` whose context
+    manager is a call (`with torch.autocast(...)`) as one more (a loop's or an `if`'s header is
+    not: `for name, value in options.items()`); a nested function or class counts as none. Unlike
+    `wide_calls` (the annotation), a try around one `while` loop of several calls, or around a
+    logged call, is read as what it guards."""
+    count = 0
+    for stmt in body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            count += 1
+            continue
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        blocks = list(statement_blocks(stmt))
+        if not blocks:
+            calls = (sub for sub in pysource.walk(stmt) if isinstance(sub, ast.Call))
+            count += 1 if any(not is_logging_call(call) for call in calls) else 0
+            continue
+        if isinstance(stmt, (ast.With, ast.AsyncWith)) and any(
+            isinstance(i.context_expr, ast.Call) for i in stmt.items
+        ):
+            count += 1
+        count += sum(_operations(block) for block in blocks)
+    return count
 
 
 class _FileFacts:

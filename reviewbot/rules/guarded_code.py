@@ -49,7 +49,7 @@ import ast
 import dataclasses
 
 from reviewbot import pysource
-from reviewbot.findings import Finding
+from reviewbot.findings import UNCONFIRMED_CAP, Finding
 from reviewbot.rules.common import innermost_function
 from reviewbot.severity import Severity
 
@@ -164,11 +164,14 @@ def new_name_fed(head_tree: ast.Module, head_line: int, base_tree: ast.AST, base
 
 def new_binding_finding(finding: Finding, name: str) -> Finding:
     """`finding` (on an unchanged handler the base has too) as the round-22 `P2`: its try now binds
-    `name`, which the code after the try reads. Not anchored to a changed line (`in_diff` False)."""
+    `name`, which the code after the try reads. Not anchored to a changed line (`in_diff` False);
+    `P2` unconfirmed whatever cap the handler's own finding had (round 26: a catch-all around one
+    operation is capped at `P3`, its new binding is not)."""
     assert finding.rule in HANDLER_RULES, finding.rule
     return dataclasses.replace(
         finding,
         severity=Severity.P2,
+        unconfirmed_cap=UNCONFIRMED_CAP,
         message_id=f"{finding.rule}.guards-new-binding",
         params={"label": finding.params["label"], "name": name},
         extra={},

@@ -117,7 +117,7 @@ def test_unlabelled_findings_are_listed_and_misses_lower_recall(
     assert bench_precision.main(["--corpus", str(corpus)]) == 0
     out = capsys.readouterr().out
     assert "1 labelled, 1 unlabelled, 1 missed" in out
-    assert "unlabelled: broad-except P2 pkg/other.py:" in out
+    assert "unlabelled: broad-except P3 pkg/other.py:" in out  # round 26: a try around one operation
     assert "missed: silent-gate pkg/load.py:2 (crafted miss)" in out
     rows = _table(out)
     assert rows["rule broad-except"] == ["1", "0", "100.0%", "1", "1", "100.0%"]
@@ -125,7 +125,7 @@ def test_unlabelled_findings_are_listed_and_misses_lower_recall(
     assert rows["all"] == ["1", "0", "100.0%", "2", "1", "50.0%"]
 
 
-@pytest.mark.parametrize(("judged", "true_false"), [("P0", ["1", "0"]), ("P2", ["0", "1"])])
+@pytest.mark.parametrize(("judged", "true_false"), [("P0", ["1", "0"]), ("P3", ["0", "1"])])
 def test_a_finding_label_judges_its_own_severity(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], judged: str, true_false: list[str]
 ) -> None:
@@ -139,7 +139,8 @@ def test_a_finding_label_judges_its_own_severity(
     labels.write_text(yaml.safe_dump(data))
     assert bench_precision.main(["--corpus", str(corpus)]) == 0
     out = capsys.readouterr().out
-    # the static review's P2 at the problem's line: the problem found, unless a label judged that P2 false
+    # the static review's P3 at the problem's line (round 26: its try guards one operation): the problem
+    # found, unless a label judged that P3 false
     assert _table(out)["rule broad-except"][:2] == true_false
 
 
@@ -326,12 +327,13 @@ def test_experiments_run_only_with_the_flag_and_for_cases_that_opt_in(
     corpus = tmp_path / "corpus"
     _experiments_case(corpus, tmp_path, True)
     _set_case(corpus, "static-only", None, tmp_path)
-    # default: every case static, the finding capped at P2 (pattern evidence only)
+    # default: every case static, the finding capped at P3 (pattern evidence only; round 26: its try
+    # guards one operation)
     assert bench_precision.main(["--corpus", str(corpus)]) == 0
     out = capsys.readouterr().out
     assert "case exp: static review" in out and "case static-only: static review" in out
     assert "evidence:" not in out
-    assert _table(out)["severity P2"][:2] == ["2", "0"] and "severity P0" not in _table(out)
+    assert _table(out)["severity P3"][:2] == ["2", "0"] and "severity P0" not in _table(out)
     # --experiments: the opted-in case runs its suite and the injection; the other stays static
     assert bench_precision.main(["--corpus", str(corpus), "--experiments"]) == 0
     out = capsys.readouterr().out
@@ -346,7 +348,7 @@ def test_experiments_run_only_with_the_flag_and_for_cases_that_opt_in(
     assert "1 test(s) reached it (`tests/test.py::test_double`); 1 still passed" in evidence[0]
     rows = _table(out)
     assert rows["severity P0"][:3] == ["1", "0", "100.0%"]
-    assert rows["severity P2"][:2] == ["1", "0"]
+    assert rows["severity P3"][:2] == ["1", "0"]
 
 
 def test_experiments_flag_must_be_a_bool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -189,8 +189,9 @@ def test_blind_and_bare_handlers_are_unconfirmed_without_evidence(repo: Repo) ->
     # a pattern alone never blocks: the P0 it would be is capped at P2 and says it is unconfirmed
     review = _review(repo, "blind")
     found = {(f.rule, f.severity, f.qualname, f.line_start) for f in review.findings}
-    assert ("broad-except", Severity.P2, "new_fallback", 20) in found  # ruff exempts it: it logs
-    assert ("broad-except", Severity.P2, "silent", 28) in found
+    # round 26: both trys guard one operation, a P3 (claiming P0)
+    assert ("broad-except", Severity.P3, "new_fallback", 20) in found  # ruff exempts it: it logs
+    assert ("broad-except", Severity.P3, "silent", 28) in found
     bare = next(f for f in review.findings if f.qualname == "silent")
     assert bare.details == "ruff E722"
     assert "AssertionError" in bare.why

@@ -125,7 +125,7 @@ def test_zh_rendering_keeps_identifiers_paths_and_severities_in_english(repo: Re
     text = render_markdown(review, "zh")
     assert "结论：阻塞合并" in text and "1. 改动概述" in text and "4. 未经审阅的生成代码迹象" in text
     assert "`P0-BLOCKER`" in text and "`pkg/mod.py:8-9`" in text and "`broad-except`" in text
-    assert "`except Exception` 把所有错误变成了回退路径或静默" in text
+    assert "`except Exception` 只保护一个操作：请写明回退所针对的异常类型" in text
     assert "| 过宽的异常处理 | 1 | `pkg/mod.py:8-9` |" in text
     en = render_markdown(review, "en")
     assert (

@@ -77,12 +77,12 @@ def test_a_failure_recorded_by_an_assigned_or_returned_call_is_a_unit_boundary(r
     assert _at(review, "Worker.run") == []
     # near miss: a substitute computed in the handler is a fallback, whatever the log says
     (quiet,) = _at(review, "ingest_quietly")
-    assert (quiet.rule, quiet.message_id) == ("broad-except", "broad-except.swallows")
+    assert (quiet.rule, quiet.message_id) == ("broad-except", "broad-except.swallows-one-operation")
 
 
 def test_a_hash_inside_a_string_is_no_comment(review: list[Finding]) -> None:
     (again,) = _at(review, "Worker.run_again")
     assert again.rule == "broad-except"
     # the words after the `#` are in the log format, not a comment that documents the fallback
-    assert again.message_id == "broad-except.swallows"
+    assert again.message_id == "broad-except.swallows-one-operation"
     assert "reason" not in again.params

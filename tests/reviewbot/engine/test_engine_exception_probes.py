@@ -200,14 +200,14 @@ def test_a_filter_on_the_caught_exception_is_not_a_swallow(found: dict[tuple[str
     assert _rules(found, "retry_on_oom") == set()
     assert _rules(found, "retry_unless_not_oom") == set()
     # near misses: the test does not look at the error, or re-raises what it recognises and keeps the rest
-    assert found[("retry_by_count", "broad-except")].message_id == "broad-except.swallows"
-    assert found[("keeps_all_but_oom", "broad-except")].message_id == "broad-except.swallows"
+    assert found[("retry_by_count", "broad-except")].message_id == "broad-except.swallows-one-operation"
+    assert found[("keeps_all_but_oom", "broad-except")].message_id == "broad-except.swallows-one-operation"
 
 
 def test_a_documented_probe_is_not_reported(found: dict[tuple[str, str], Finding]) -> None:
     assert _rules(found, "has_ext_documented") == set()
     for near_miss in ("has_ext_undocumented", "has_ext_no_expectation"):
-        assert found[(near_miss, "broad-except")].message_id == "broad-except.swallows"
+        assert found[(near_miss, "broad-except")].message_id == "broad-except.swallows-one-operation"
     # documented, but the try holds two operations: the comment covers only the import
     assert "broad-except" in _rules(found, "has_ext_two_operations")
     # documented, but the handler falls off the function: None replaces the try's result
@@ -217,8 +217,8 @@ def test_a_documented_probe_is_not_reported(found: dict[tuple[str, str], Finding
 def test_a_fallback_announced_by_a_warning_is_not_reported(found: dict[tuple[str, str], Finding]) -> None:
     # the try is the last statement of an `elif`: the warning after the `if` is what runs next
     assert _rules(found, "free_memory") == set()
-    assert found[("free_memory_quiet", "broad-except")].message_id == "broad-except.swallows"
-    assert found[("free_memory_implicit_none", "broad-except")].message_id == "broad-except.swallows"
+    assert found[("free_memory_quiet", "broad-except")].message_id == "broad-except.swallows-one-operation"
+    assert found[("free_memory_implicit_none", "broad-except")].message_id == "broad-except.swallows-one-operation"
 
 
 def test_a_documented_runtime_error_probe_is_not_a_missing_oom_reraise(

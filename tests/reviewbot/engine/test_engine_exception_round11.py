@@ -257,7 +257,7 @@ def test_a_reported_fallback_that_prepares_its_report_gives_nothing(review: list
 
 def test_near_miss_a_prepared_name_that_reaches_the_code_after_the_try(review: list[Finding]) -> None:
     found = findings_by_rule(review, "pkg/arch.py", "is_supported_falls_through")["broad-except"]
-    assert found.message_id == "broad-except.swallows" and found.severity == Severity.P2
+    assert found.message_id == "broad-except.swallows-one-operation" and found.severity == Severity.P3
 
 
 def test_a_failure_that_can_only_cost_a_warning_is_a_p3(review: list[Finding]) -> None:
@@ -280,7 +280,7 @@ def test_a_helper_whose_answer_only_words_an_error_raised_anyway_gives_nothing(r
 def test_near_misses_a_helper_also_used_where_the_code_goes_on(review: list[Finding]) -> None:
     for qualname in ("wheel_tag_too", "slow_tag"):
         found = findings_by_rule(review, "pkg/gui.py", qualname)["broad-except"]
-        assert found.message_id == "broad-except.swallows" and found.severity == Severity.P2, qualname
+        assert found.message_id == "broad-except.swallows-one-operation" and found.severity == Severity.P3, qualname
 
 
 def test_a_confined_read_of_a_file_objects_lines(review: list[Finding]) -> None:

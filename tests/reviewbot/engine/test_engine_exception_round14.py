@@ -371,7 +371,7 @@ def test_a_record_that_keeps_the_traceback_gives_nothing(review: list[Finding]) 
 @pytest.mark.parametrize("qualname", ["text_only", "with_substitute", "Compiler.compile"])
 def test_near_misses_stay_the_p2_swallow(review: list[Finding], qualname: str) -> None:
     found = findings_by_rule(review, "pkg/near.py", qualname)["broad-except"]
-    assert (found.message_id, found.severity) == ("broad-except.swallows", Severity.P2), qualname
+    assert (found.message_id, found.severity) == ("broad-except.swallows-one-operation", Severity.P3), qualname
 
 
 @pytest.mark.parametrize("qualname", ["load_strict", "any_failure"])
@@ -408,7 +408,7 @@ def test_a_reported_or_best_effort_fallback_to_a_value_at_hand_gives_nothing(
         # since round 19 a warned fallback to another path (the value at hand, a rebuilt one) is a P3
         ("remote_matches_traceback_only", ("broad-except.reported-other-path", Severity.P3)),
         ("remote_matches_rebuilt", ("broad-except.reported-other-path", Severity.P3)),
-        ("plain_hash", ("broad-except.swallows", Severity.P2)),
+        ("plain_hash", ("broad-except.swallows-one-operation", Severity.P3)),
     ],
 )
 def test_near_misses_a_traceback_alone_a_computed_substitute_or_no_documentation(

@@ -412,18 +412,32 @@ def review(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     )
 
 
-def _swallow(review: list[Finding], path: str, qualname: str) -> Finding:
+def _swallow(review: list[Finding], path: str, qualname: str, one_operation: bool = True) -> Finding:
+    """The plain swallow: round 26's P3 over a try that guards one operation, else the P2 (or the
+    documented P2)."""
     found = findings_by_rule(review, path, qualname)["broad-except"]
-    assert found.severity is Severity.P2 and found.message_id in ("broad-except.swallows", "broad-except.documented")
+    if one_operation:
+        assert (found.message_id, found.severity) == ("broad-except.swallows-one-operation", Severity.P3), qualname
+    else:
+        assert found.severity is Severity.P2 and found.message_id in (
+            "broad-except.swallows",
+            "broad-except.documented",
+        )
     return found
 
 
 @pytest.mark.parametrize(
-    "qualname",
-    ["Trainer.bind_numa", "Trainer.warm", "Trainer.bind_quietly", "Trainer.check_health", "Trainer.group_gemm"],
+    ("qualname", "one_operation"),
+    [
+        ("Trainer.bind_numa", False),
+        ("Trainer.warm", False),
+        ("Trainer.bind_quietly", False),
+        ("Trainer.check_health", False),
+        ("Trainer.group_gemm", True),
+    ],
 )
-def test_a_new_step_skipped_stays_the_swallow(review: list[Finding], qualname: str) -> None:
-    _swallow(review, "pkg/trainer.py", qualname)
+def test_a_new_step_skipped_stays_the_swallow(review: list[Finding], qualname: str, one_operation: bool) -> None:
+    _swallow(review, "pkg/trainer.py", qualname, one_operation)
 
 
 def test_a_flag_whose_off_branch_runs_the_base_calls_gives_nothing(review: list[Finding]) -> None:
@@ -441,7 +455,7 @@ def test_near_misses_an_off_branch_calling_something_new_or_the_flag_passed_on(
 
 def test_the_base_code_kept_as_the_handler_gives_nothing(review: list[Finding]) -> None:
     assert findings_by_rule(review, "pkg/exchange.py", "exchange") == {}
-    _swallow(review, "pkg/exchange.py", "exchange_changed")
+    _swallow(review, "pkg/exchange.py", "exchange_changed", one_operation=False)
 
 
 def test_a_route_the_function_takes_outside_handlers_gives_nothing(review: list[Finding]) -> None:

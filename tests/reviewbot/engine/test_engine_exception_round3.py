@@ -288,10 +288,13 @@ def test_a_swallow_on_the_way_out_is_cleanup(review: list[Finding]) -> None:
         assert findings_by_rule(review, "pkg/locks.py", name) == {}, name
     # near misses: the same swallow outside an exit path (of a method call: `os.remove` alone runs no code of
     # the repository, a confined try since round 8), and a substitute result computed in a finally
-    assert findings_by_rule(review, "pkg/locks.py", "drop_file")["broad-except"].message_id == "broad-except.swallows"
+    assert (
+        findings_by_rule(review, "pkg/locks.py", "drop_file")["broad-except"].message_id
+        == "broad-except.swallows-one-operation"
+    )
     assert (
         findings_by_rule(review, "pkg/locks.py", "result_in_finally")["broad-except"].message_id
-        == "broad-except.swallows"
+        == "broad-except.swallows-one-operation"
     )
 
 
@@ -301,7 +304,8 @@ def test_a_reported_fallback_to_a_default_is_not_a_finding(review: list[Finding]
     # near misses: silent, reported at debug level only, an implicit None result
     for name in ("simd_flag_silent", "simd_flag_debug", "convert_or_none"):
         assert (
-            findings_by_rule(review, "pkg/reported.py", name)["broad-except"].message_id == "broad-except.swallows"
+            findings_by_rule(review, "pkg/reported.py", name)["broad-except"].message_id
+            == "broad-except.swallows-one-operation"
         ), name
     # a substitute computed in the handler from the same input, the failure warned: since round 19 a
     # reported fallback to another path, P3 unconfirmed

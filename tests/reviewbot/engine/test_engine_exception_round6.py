@@ -201,13 +201,13 @@ def test_an_error_handed_on_counts_only_when_the_caller_keeps_it(review: list[Fi
     assert findings_by_rule(review, "pkg/backends.py", "Backend.check") == {}
     # near miss: the only caller unpacks the error into `_`
     found = findings_by_rule(review, "pkg/backends.py", "Backend.verify")["broad-except"]
-    assert found.message_id == "broad-except.swallows"
+    assert found.message_id == "broad-except.swallows-one-operation"
 
 
 def test_a_fallback_reported_with_the_type_only_drops_the_cause(review: list[Finding]) -> None:
     assert findings_by_rule(review, "pkg/kernels.py", "run_kernel") == {}
     found = findings_by_rule(review, "pkg/kernels.py", "run_kernel_type_only")["broad-except"]
-    assert found.message_id == "broad-except.swallows"
+    assert found.message_id == "broad-except.swallows-one-operation"
 
 
 def test_an_optional_third_party_import_recorded_in_a_flag(review: list[Finding]) -> None:
@@ -215,16 +215,16 @@ def test_an_optional_third_party_import_recorded_in_a_flag(review: list[Finding]
     # near misses: the repository's own extension, and an internal of a package the file needs
     # anyway whose handler only returns
     own = findings_by_rule(review, "pkg/own_extension.py", "")["broad-except"]
-    assert own.message_id == "broad-except.swallows"
+    assert own.message_id == "broad-except.swallows-one-operation"
     patch = findings_by_rule(review, "pkg/patch.py", "patch_codegen")["broad-except"]
-    assert patch.message_id == "broad-except.swallows"
+    assert patch.message_id == "broad-except.swallows-one-operation"
 
 
 def test_an_announced_import_failure_whose_names_stay_unbound(review: list[Finding]) -> None:
     assert findings_by_rule(review, "pkg/deferred.py", "") == {}
     # near miss: a default bound above the try, so the feature quietly goes missing
     found = findings_by_rule(review, "pkg/deferred_with_default.py", "")["broad-except"]
-    assert found.message_id == "broad-except.swallows"
+    assert found.message_id == "broad-except.swallows-one-operation"
 
 
 def test_a_wrapper_that_cannot_be_built_at_import_keeps_the_original(review: list[Finding]) -> None:

@@ -251,23 +251,23 @@ def test_a_conversion_through_a_returned_helper_or_after_the_try(review: list[Fi
     assert findings_by_rule(review, "pkg/render.py", "lookup") == {}
     # near misses: the helper returns a substitute; the code after the try returns the message
     substitute = findings_by_rule(review, "pkg/render.py", "Environment.render_or_plain")["broad-except"]
-    assert substitute.message_id == "broad-except.swallows"
+    assert substitute.message_id == "broad-except.swallows-one-operation"
     returned = findings_by_rule(review, "pkg/render.py", "describe")["broad-except"]
-    assert returned.message_id == "broad-except.swallows"
+    assert returned.message_id == "broad-except.swallows-one-operation"
 
 
 def test_an_optional_extension_that_warns_with_every_error_but_its_absence(review: list[Finding]) -> None:
     assert findings_by_rule(review, "pkg/extension.py", "") == {}
     # near miss: only the absence is warned about, any other failure of the import is silent
     found = findings_by_rule(review, "pkg/extension_silent.py", "")["broad-except"]
-    assert found.message_id == "broad-except.swallows"
+    assert found.message_id == "broad-except.swallows-one-operation"
 
 
 def test_alternatives_tried_in_turn_until_the_loop_raises(review: list[Finding]) -> None:
     assert findings_by_rule(review, "pkg/validators.py", "one_of") == {}
     # near miss: the exhausted loop answers False, every error of a validator reads as "invalid"
     found = findings_by_rule(review, "pkg/validators.py", "any_accepts")["broad-except"]
-    assert found.message_id == "broad-except.swallows"
+    assert found.message_id == "broad-except.swallows-one-operation"
 
 
 def test_a_rebuilt_exception_is_a_note(review: list[Finding]) -> None:
@@ -282,4 +282,4 @@ def test_a_swallow_the_docstring_states(review: list[Finding]) -> None:
     # near misses: the same handler under a docstring that says nothing of it, or that denies it
     for name in ("save_quietly", "save_strictly"):
         found = findings_by_rule(review, "pkg/autosave.py", name)["broad-except"]
-        assert found.message_id == "broad-except.swallows", name
+        assert found.message_id == "broad-except.swallows-one-operation", name

@@ -347,7 +347,7 @@ def test_the_callee_names_the_predicate_when_the_function_is_none(review: list[F
 
 @pytest.mark.parametrize("qualname", ["is_safe", "shutdown", "has_fast_kernels", "cuda_available"])
 def test_near_misses_of_the_predicate_probe_stay_swallows(review: list[Finding], qualname: str) -> None:
-    assert _shown(review, "pkg/probes.py", qualname) == ("broad-except.swallows", Severity.P2)
+    assert _shown(review, "pkg/probes.py", qualname) == ("broad-except.swallows-one-operation", Severity.P3)
 
 
 def test_a_shown_and_dropped_metrics_write_is_a_p3(review: list[Finding]) -> None:
@@ -358,7 +358,7 @@ def test_a_shown_and_dropped_metrics_write_is_a_p3(review: list[Finding]) -> Non
 
 @pytest.mark.parametrize("qualname", ["Writer.add_counted", "Writer.add_quiet"])
 def test_near_misses_of_the_metrics_write_stay_swallows(review: list[Finding], qualname: str) -> None:
-    assert _shown(review, "pkg/writer.py", qualname) == ("broad-except.swallows", Severity.P2)
+    assert _shown(review, "pkg/writer.py", qualname) == ("broad-except.swallows-one-operation", Severity.P3)
 
 
 def test_a_logged_failure_of_a_procedure_that_only_tries_is_a_p3(review: list[Finding]) -> None:
@@ -367,11 +367,19 @@ def test_a_logged_failure_of_a_procedure_that_only_tries_is_a_p3(review: list[Fi
 
 
 @pytest.mark.parametrize(
-    "qualname",
-    ["Trainer.bind_numa", "Trainer.try_pick_node", "Trainer._try_bind_quiet", "Trainer._try_bind_or_default"],
+    ("qualname", "expected"),
+    [
+        # round 26: a try around one operation is a P3 swallow, a wider one the P2
+        ("Trainer.bind_numa", ("broad-except.swallows", Severity.P2)),
+        ("Trainer.try_pick_node", ("broad-except.swallows", Severity.P2)),
+        ("Trainer._try_bind_quiet", ("broad-except.swallows-one-operation", Severity.P3)),
+        ("Trainer._try_bind_or_default", ("broad-except.swallows", Severity.P2)),
+    ],
 )
-def test_near_misses_of_the_named_attempt_stay_swallows(review: list[Finding], qualname: str) -> None:
-    assert _shown(review, "pkg/trainer.py", qualname) == ("broad-except.swallows", Severity.P2)
+def test_near_misses_of_the_named_attempt_stay_swallows(
+    review: list[Finding], qualname: str, expected: tuple[str, Severity]
+) -> None:
+    assert _shown(review, "pkg/trainer.py", qualname) == expected
 
 
 def test_an_optional_package_route_before_the_functions_other_route_is_a_p3(review: list[Finding]) -> None:

@@ -415,7 +415,7 @@ def test_a_version_shim_under_except_exception_gives_nothing(review: list[Findin
 
 
 def test_a_shim_binding_only_some_names_stays_a_swallow(review: list[Finding]) -> None:
-    assert _module_level(review, "pkg/shim_partly.py") == [("broad-except.swallows", Severity.P2)]
+    assert _module_level(review, "pkg/shim_partly.py") == [("broad-except.swallows-one-operation", Severity.P3)]
 
 
 def test_a_failure_status_read_after_the_try_is_p3(review: list[Finding]) -> None:
@@ -424,7 +424,7 @@ def test_a_failure_status_read_after_the_try_is_p3(review: list[Finding]) -> Non
 
 @pytest.mark.parametrize("qualname", ["collect_unknown", "collect_unread"])
 def test_near_misses_of_the_failure_status_stay_swallows(review: list[Finding], qualname: str) -> None:
-    assert _shown(review, "pkg/results.py", qualname) == ("broad-except.swallows", Severity.P2)
+    assert _shown(review, "pkg/results.py", qualname) == ("broad-except.swallows-one-operation", Severity.P3)
 
 
 def test_a_catch_all_around_a_callee_handling_its_failures_is_p3(review: list[Finding]) -> None:
@@ -435,7 +435,7 @@ def test_a_catch_all_around_a_callee_handling_its_failures_is_p3(review: list[Fi
 
 @pytest.mark.parametrize("qualname", ["read_all_opens", "read_all_wide"])
 def test_near_misses_of_the_handled_callee_stay_swallows(review: list[Finding], qualname: str) -> None:
-    assert _shown(review, "pkg/counters.py", qualname) == ("broad-except.swallows", Severity.P2)
+    assert _shown(review, "pkg/counters.py", qualname) == ("broad-except.swallows-one-operation", Severity.P3)
 
 
 def test_a_widened_fallback_nothing_reads_is_p3(review: list[Finding]) -> None:
@@ -455,7 +455,7 @@ def test_a_constant_picking_the_next_branch_is_worded_as_the_route(review: list[
 
 
 def test_a_statement_between_the_try_and_the_branch_stays_a_swallow(review: list[Finding]) -> None:
-    assert _shown(review, "pkg/route.py", "serve_later") == ("broad-except.swallows", Severity.P2)
+    assert _shown(review, "pkg/route.py", "serve_later") == ("broad-except.swallows-one-operation", Severity.P3)
 
 
 def test_a_bare_except_around_an_attribute_read_names_the_lookup(review: list[Finding]) -> None:
