@@ -402,6 +402,7 @@ from reviewbot.rules.collective_try import collective_call
 from reviewbot.rules.common import (
     LOUD_LEVELS,
     FileContext,
+    bound_by_import,
     callee,
     contains_logging,
     hands_back_nothing,
@@ -2344,7 +2345,7 @@ def _deferred_import_failure(tree: ast.AST, node: ast.Try | ast.TryStar, handler
         elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound = {sub.name}
         elif isinstance(sub, (ast.Import, ast.ImportFrom)):
-            bound = {alias.asname or alias.name.split(".")[0] for alias in sub.names}
+            bound = bound_by_import(sub)
         if bound & names:
             return False
     return True

@@ -160,6 +160,21 @@ def named_none_test(test: ast.expr, names: Collection[str]) -> type[ast.cmpop] |
     return found[1]
 
 
+def bound_by_import(stmt: ast.Import | ast.ImportFrom) -> set[str]:
+    """The names an import statement binds: each alias's ``as`` name, else its first dotted part."""
+    return {alias.asname or alias.name.split(".")[0] for alias in stmt.names}
+
+
+def imported_names(body: list[ast.stmt]) -> set[str] | None:
+    """The names a block of import statements only binds; None when another statement is in it."""
+    names: set[str] = set()
+    for stmt in body:
+        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            return None
+        names |= bound_by_import(stmt)
+    return names
+
+
 def imports_any(tree: ast.AST, tops: Collection[str], skipped: Collection[int]) -> bool:
     """Some absolute import statement of ``tree`` whose id is not in ``skipped`` imports a module
     whose top-level package is one of ``tops``."""

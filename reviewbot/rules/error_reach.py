@@ -102,7 +102,7 @@ def _span(item: ast.AST) -> tuple[int, int]:
     return start, getattr(item, "end_lineno", None) or start
 
 
-def _block_holding(tree: ast.AST, stmt: ast.stmt) -> tuple[ast.AST, list[ast.stmt], int] | None:
+def block_holding(tree: ast.AST, stmt: ast.stmt) -> tuple[ast.AST, list[ast.stmt], int] | None:
     """(the node, the statement list of it that holds `stmt` directly, `stmt`'s index there), found by
     descending from `tree` into the statement whose lines hold `stmt`'s."""
     parent = tree
@@ -181,7 +181,7 @@ def deferred_reraise(tree: ast.AST, node: ast.Try | ast.TryStar, handler: ast.Ex
     kept = _kept_names(handler)
     if not kept:
         return False
-    found = _block_holding(tree, node)
+    found = block_holding(tree, node)
     if found is None:
         return False
     _, block, index = found
@@ -248,7 +248,7 @@ def retry_fails_when_exhausted(tree: ast.AST, node: ast.Try | ast.TryStar, handl
     """The try is a retry of a bounded loop whose exhaustion fails (see the module docstring)."""
     if not _retry_handler(handler, None):
         return False
-    found = _block_holding(tree, node)
+    found = block_holding(tree, node)
     if found is None:
         return False
     loop = found[0]
@@ -264,7 +264,7 @@ def retry_fails_when_exhausted(tree: ast.AST, node: ast.Try | ast.TryStar, handl
         return _fails(loop.orelse)
     if flag is None:
         return False
-    outer = _block_holding(tree, loop)
+    outer = block_holding(tree, loop)
     if outer is None:
         return False
     _, block, index = outer

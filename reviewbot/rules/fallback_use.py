@@ -50,7 +50,15 @@ import ast
 import builtins
 
 from reviewbot import pysource
-from reviewbot.rules.common import callee, innermost_function, is_logging_call, same_node, statement_blocks
+from reviewbot.rules.common import (
+    bound_by_import,
+    callee,
+    imported_names,
+    innermost_function,
+    is_logging_call,
+    same_node,
+    statement_blocks,
+)
 
 _FAILURE_PARTS = frozenset(["error", "errors", "exception", "exceptions", "fail", "failed", "failure", "abort"])
 _BUILTINS = frozenset(dir(builtins))
@@ -100,20 +108,9 @@ def hands_error_to_owner(handler: ast.ExceptHandler) -> bool:
     return handed and shown
 
 
-def _imported(body: list[ast.stmt]) -> set[str] | None:
-    """The names a try body of import statements only binds; None for any other body."""
-    names: set[str] = set()
-    for stmt in body:
-        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            return None
-        for alias in stmt.names:
-            names.add(alias.asname or alias.name.split(".")[0])
-    return names
-
-
 def import_for_else_only(tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
     """The try imports names read only in its `else:` block (see the module docstring)."""
-    names = _imported(node.body)
+    names = imported_names(node.body)
     if not names or not node.orelse:
         return False
     if not all(isinstance(stmt, ast.Pass) or _logs(stmt) for stmt in handler.body):
@@ -143,10 +140,10 @@ def _query(call: ast.expr) -> tuple[str, str] | None:
 def _module_names(tree: ast.Module) -> set[str]:
     """The names the module's own import statements bind."""
     return {
-        alias.asname or alias.name.split(".")[0]
+        name
         for stmt in pysource.walk(tree)
         if isinstance(stmt, (ast.Import, ast.ImportFrom))
-        for alias in stmt.names
+        for name in bound_by_import(stmt)
     }
 
 

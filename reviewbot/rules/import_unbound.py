@@ -36,19 +36,11 @@ from __future__ import annotations
 import ast
 
 from reviewbot import pysource
-from reviewbot.rules.common import statement_blocks
+from reviewbot.rules.common import bound_by_import, imported_names
+from reviewbot.rules.error_reach import block_holding
 from reviewbot.rules.fallthrough import UnboundRead
 
 _LEAVES = (ast.Return, ast.Raise, ast.Continue, ast.Break)
-
-
-def _imported(body: list[ast.stmt]) -> set[str]:
-    names: set[str] = set()
-    for stmt in body:
-        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            return set()
-        names |= {alias.asname or alias.name.split(".")[0] for alias in stmt.names}
-    return names
 
 
 def _way_through(body: list[ast.stmt]) -> bool:
@@ -70,7 +62,7 @@ def _binds(node: ast.AST) -> set[str]:
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
             found.add(sub.id)
         elif isinstance(sub, (ast.Import, ast.ImportFrom)):
-            found |= {alias.asname or alias.name.split(".")[0] for alias in sub.names}
+            found |= bound_by_import(sub)
         elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.add(sub.name)
     return found
@@ -82,27 +74,18 @@ def _flag(stmt: ast.stmt) -> tuple[str, object] | None:
     return (stmt.targets[0].id, stmt.value.value) if isinstance(stmt.value, ast.Constant) else None
 
 
-def _block_of(tree: ast.AST, node: ast.stmt) -> tuple[list[ast.stmt], int] | None:
-    for holder in pysource.walk(tree):
-        for block in statement_blocks(holder):
-            for index, stmt in enumerate(block):
-                if stmt is node:
-                    return block, index
-    return None
-
-
 def import_left_unbound(
     tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler
 ) -> UnboundRead | None:
     """The first read after the try of a name the try imports, on the way `handler` lets through
     (see the module docstring); None when there is none."""
-    names = _imported(node.body)
+    names = imported_names(node.body)
     if not names or not _way_through(handler.body) or _binds(ast.Module(body=handler.body, type_ignores=[])):
         return None
-    found = _block_of(tree, node)
+    found = block_holding(tree, node)
     if found is None:
         return None
-    block, index = found
+    _, block, index = found
     before = {flag[0]: flag[1] for flag in map(_flag, block[:index]) if flag is not None}
     flags = {
         flag[0]

@@ -31,6 +31,7 @@ import ast
 
 from reviewbot import pysource
 from reviewbot.rules.common import is_logging_call, same_node
+from reviewbot.rules.error_reach import block_holding
 
 _WAITS = frozenset(["time.sleep", "sleep"])
 
@@ -57,12 +58,10 @@ def repeats_statement(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -
     return same_node(last, node.body[0])
 
 
-def _loop_body_holding(tree: ast.AST, node: ast.stmt) -> ast.For | ast.AsyncFor | ast.While | None:
-    """The loop whose body holds `node` directly."""
-    for holder in pysource.walk(tree):
-        if isinstance(holder, (ast.For, ast.AsyncFor, ast.While)) and any(stmt is node for stmt in holder.body):
-            return holder
-    return None
+def _in_loop_body(tree: ast.AST, node: ast.stmt) -> bool:
+    """`node` stands directly in the body of a loop (not in its `else:`)."""
+    found = block_holding(tree, node)
+    return found is not None and isinstance(found[0], (ast.For, ast.AsyncFor, ast.While)) and found[1] is found[0].body
 
 
 def _counters(handler: ast.ExceptHandler) -> set[str]:
@@ -77,7 +76,7 @@ def _counters(handler: ast.ExceptHandler) -> set[str]:
 def raises_when_spent(tree: ast.AST, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> bool:
     """A counted retry of a loop's body that raises when its attempts are spent (see the module
     docstring)."""
-    if not node.body or not isinstance(node.body[-1], ast.Break) or _loop_body_holding(tree, node) is None:
+    if not node.body or not isinstance(node.body[-1], ast.Break) or not _in_loop_body(tree, node):
         return False
     if any(isinstance(sub, (ast.Return, ast.Break)) for stmt in handler.body for sub in pysource.walk(stmt)):
         return False

@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import ast
 
-
-def _bound(stmt: ast.Import | ast.ImportFrom) -> set[str]:
-    return {alias.asname or alias.name.split(".")[0] for alias in stmt.names}
+from reviewbot.rules.common import bound_by_import
 
 
 def _at_hand(value: ast.expr) -> bool:
@@ -60,11 +58,11 @@ def version_shim(path: str, node: ast.Try | ast.TryStar, handler: ast.ExceptHand
     for stmt in node.body:
         if not isinstance(stmt, (ast.Import, ast.ImportFrom)) or not _outside(stmt, folders):
             return None
-        imported |= _bound(stmt)
+        imported |= bound_by_import(stmt)
     rebound: set[str] = set()
     for stmt in handler.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)) and _outside(stmt, folders):
-            rebound |= _bound(stmt)
+            rebound |= bound_by_import(stmt)
         elif (
             isinstance(stmt, ast.Assign)
             and len(stmt.targets) == 1
