@@ -78,6 +78,8 @@ logger = EntryLevelLogger(logging.getLogger(__name__))
 STATIC_SIZE = 0
 """The size key of a graph without a dynamic size."""
 
+_LEAVES = (torch.Tensor, int, float, bool, torch.SymInt)
+
 
 @dataclasses.dataclass(frozen=True)
 class CaptureRecord:
@@ -256,11 +258,20 @@ def weak_alias(tensor: torch.Tensor) -> torch.Tensor:
     return empty.set_(unowned, tensor.storage_offset(), tensor.shape, tensor.stride())
 
 
+def _unowned(value: Any) -> Any:
+    return weak_alias(value) if isinstance(value, torch.Tensor) and value.is_cuda else value
+
+
 def unowned_outputs(outputs: Any) -> Any:
     """What a graph keeps of its outputs: every CUDA tensor in ``outputs`` as its
     :func:`weak_alias`; anything else (a CPU tensor the capture computed on the host, a
-    non-tensor) as it is, since only the graph's CUDA memory is rewritten by a replay."""
-    return pytree.tree_map_only(torch.Tensor, lambda t: weak_alias(t) if t.is_cuda else t, outputs)
+    non-tensor) as it is, since only the graph's CUDA memory is rewritten by a replay.
+
+    A plain list or tuple of leaves, what a compiled piece returns, is mapped directly;
+    anything nested goes through pytree (a tenth of a millisecond more per capture)."""
+    if type(outputs) in (list, tuple) and all(value is None or isinstance(value, _LEAVES) for value in outputs):
+        return type(outputs)(_unowned(value) for value in outputs)
+    return pytree.tree_map_only(torch.Tensor, _unowned, outputs)
 
 
 def reserved_bytes() -> int:
@@ -281,14 +292,18 @@ def record_graph(
     recording before later work, without synchronizing the device; the allocator's cache is
     kept, so memory it holds is not returned to the device for the graph."""
     graph = torch.cuda.CUDAGraph()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
+    current = torch.cuda.current_stream()
+    stream.wait_stream(current)
+    torch.cuda.set_stream(stream)
+    try:
         graph.capture_begin(pool)
         try:
             outputs = fn(*args)
         finally:
             graph.capture_end()
-    torch.cuda.current_stream().wait_stream(stream)
+    finally:
+        torch.cuda.set_stream(current)
+    current.wait_stream(stream)
     return graph, outputs
 
 

@@ -275,6 +275,8 @@ def test_unowned_outputs_alias_cuda_tensors_only():
     cpu = torch.ones(3)
     kept = unowned_outputs((cpu, 2, [None]))
     assert kept[0] is cpu and kept[1:] == (2, [None])
+    flat = unowned_outputs([cpu, None, 3])  # a compiled piece's plain list: mapped without pytree
+    assert type(flat) is list and flat[0] is cpu and flat[1:] == [None, 3]
 
 
 def test_reallocated_parameters_change_the_captured_addresses():
