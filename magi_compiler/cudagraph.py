@@ -268,7 +268,7 @@ def unowned_outputs(outputs: Any) -> Any:
     non-tensor) as it is, since only the graph's CUDA memory is rewritten by a replay.
 
     A plain list or tuple of leaves, what a compiled piece returns, is mapped directly;
-    anything nested goes through pytree (a tenth of a millisecond more per capture)."""
+    anything nested goes through pytree, which costs more per capture."""
     if type(outputs) in (list, tuple) and all(value is None or isinstance(value, _LEAVES) for value in outputs):
         return type(outputs)(_unowned(value) for value in outputs)
     return pytree.tree_map_only(torch.Tensor, _unowned, outputs)
