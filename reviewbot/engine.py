@@ -233,7 +233,9 @@ def _kept(finding: Finding, change: FileChange, base_prints: BasePrints, head_tr
     guard at the base (round 20, `guarded_code`), a handler's finding is new when the base's
     handler tested the caught exception and the head's does not (round 22), and a handler finding off
     the changed lines, the same at the base, is reported as `guarded_code.new_binding_finding` when
-    its changed try now binds a name the code after it reads (round 22)."""
+    its changed try now binds a name the code after it reads (round 22); a handler finding whose harm
+    is read outside the handler (`guarded_code.harm_outside`) is reported anywhere in the file when the
+    base does not have it (round 27)."""
     if (
         _compared(finding, change)
         and finding.fingerprint in base_prints
@@ -241,6 +243,8 @@ def _kept(finding: Finding, change: FileChange, base_prints: BasePrints, head_tr
         and not (finding.rule in guarded_code.HANDLER_RULES and base_prints.drops_exception_test(finding, head_tree))
     ):
         return None
+    if guarded_code.harm_outside(finding) and finding.fingerprint not in base_prints:
+        return finding  # the harm is read outside the handler, and the base does not have it (round 27)
     if _on_changed_try(finding, change, head_tree):
         name = base_prints.new_name_fed(finding, head_tree)
         return None if name is None else guarded_code.new_binding_finding(finding, name)
@@ -610,7 +614,9 @@ def _file_findings(
                 moved_conditions,
             ),
             frozenset(
-                f.qualname for f in head_findings if _compared(f, change) or _on_changed_try(f, change, head_tree)
+                f.qualname
+                for f in head_findings
+                if _compared(f, change) or _on_changed_try(f, change, head_tree) or guarded_code.harm_outside(f)
             ),
         )
         findings += [kept for f in head_findings if (kept := _kept(f, change, base_prints, head_tree)) is not None]

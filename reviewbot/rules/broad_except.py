@@ -396,6 +396,7 @@ from reviewbot.exception_index import (
     reraises_same,
 )
 from reviewbot.findings import Finding, Severity
+from reviewbot.rules.background_work import dropped_starts, end_on_error_channel, in_dropped_start
 from reviewbot.rules.cache_read import cache_miss
 from reviewbot.rules.checked_default import checked_default
 from reviewbot.rules.collective_try import collective_call
@@ -1022,8 +1023,12 @@ def _records_failure(stmt: ast.stmt) -> bool:
     `return self._job_failed(job, exc)`), a returned or yielded response
     that carries a failure marker as a keyword (`yield Response(..., finish_reason="error")`), a
     returned response carrying an HTTP error status (`_error_status`, positional or keyword), or the
-    end of the process with a failing status (`_ends_process_failed`)."""
+    end of the process with a failing status (`_ends_process_failed`), and (round 27) a returned tuple
+    of values at hand whose one boolean is `False` (`return (hostname, False)`: the unit's result
+    with its success flag down, as a pool's collector reads it)."""
     if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return)) and _failure_marker(stmt.value):
+        return True
+    if isinstance(stmt, ast.Return) and _flag_down(stmt.value):
         return True
     if _ends_process_failed(stmt):
         return True
@@ -1041,6 +1046,16 @@ def _records_failure(stmt: ast.stmt) -> bool:
     return any(
         _failure_marker(keyword.value) or _error_status(keyword.value) for keyword in value.keywords if keyword.arg
     )
+
+
+def _flag_down(node: ast.expr | None) -> bool:
+    """A tuple of names and constants whose only boolean is `False` (round 27: `(hostname, False)`)."""
+    if not isinstance(node, ast.Tuple) or len(node.elts) < 2:
+        return False
+    if not all(isinstance(item, (ast.Name, ast.Constant)) for item in node.elts):
+        return False
+    flags = [item.value for item in node.elts if isinstance(item, ast.Constant) and isinstance(item.value, bool)]
+    return flags == [False]
 
 
 def _error_status(node: ast.expr) -> bool:
@@ -1745,27 +1760,42 @@ def _queues_error(handler: ast.ExceptHandler) -> bool:
     """The handler hands the caught exception object itself to a consumer through a queue or a
     future (`await self.queue.put(e)`, `future.set_exception(e)`), whose reader raises it, and
     returns no substitute result. Putting anything else there (a sentinel, `None`, the error's
-    text) stays reported: the reader cannot tell a failure from the end of the data."""
-    if handler.name is None:
-        return False
+    text) stays reported: the reader cannot tell a failure from the end of the data. Since round 27
+    the hand-over may stand in a loop or an `if` of the handler (`for future in futures: if not
+    future.done(): future.set_exception(error)`, each waiting caller failed with the error), and
+    `set_exception` may be handed any exception the handler holds (`set_exception(exception)`, the
+    original error when a copy of it could not be built): a future takes only an exception, so its
+    reader fails whichever it is."""
     if any(
         isinstance(sub, ast.Return) and sub.value is not None for stmt in handler.body for sub in pysource.walk(stmt)
     ):
         return False
-    for stmt in handler.body:
+    for stmt in _branches_flattened(_loops_opened(handler.body)):
         value = stmt.value if isinstance(stmt, ast.Expr) else None
         if isinstance(value, ast.Await):
             value = value.value
-        if (
+        if not (
             isinstance(value, ast.Call)
             and isinstance(value.func, ast.Attribute)
             and value.func.attr in _HAND_OVER_METHODS
             and len(value.args) == 1
             and isinstance(value.args[0], ast.Name)
-            and value.args[0].id == handler.name
         ):
+            continue
+        if value.args[0].id == handler.name or value.func.attr == "set_exception":
             return True
     return False
+
+
+def _loops_opened(body: list[ast.stmt]) -> list[ast.stmt]:
+    """`body` with each `for` loop replaced by the statements of its body, at any depth (round 27)."""
+    opened: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, (ast.For, ast.AsyncFor)) and not stmt.orelse:
+            opened.extend(_loops_opened(stmt.body))
+        else:
+            opened.append(stmt)
+    return opened
 
 
 # what a failure record may be built with: the error's text, its type's name, the traceback
@@ -1777,6 +1807,17 @@ _SUCCESS_KEYS = frozenset({"ok", "success", "succeeded"})
 def _record_built(value: ast.AST) -> bool:
     """`value` calls nothing but `_RECORD_CALLS`: no substitute result is computed in it."""
     return all(not isinstance(sub, ast.Call) or ast.unparse(sub.func) in _RECORD_CALLS for sub in pysource.walk(value))
+
+
+def _failure_record_call(value: ast.AST) -> bool:
+    """`value` builds a record of a type named for a failure (`_Error(str(e))`, `FailedItem(msg=repr(e))`:
+    a failure word among the called name's words) from arguments `_record_built` takes (round 27):
+    the reader tells it from a result by its type, as it does a dict with an error key."""
+    if not isinstance(value, ast.Call):
+        return False
+    words = {word.lower() for word in _WORD_SPLIT.split(callee(value)) if word}
+    arguments = [*value.args, *(keyword.value for keyword in value.keywords)]
+    return bool(words & _FAILURE_WORDS) and all(_record_built(argument) for argument in arguments)
 
 
 def _says_failed(value: ast.AST) -> bool:
@@ -1812,7 +1853,8 @@ def _error_record(handler: ast.ExceptHandler) -> bool | None:
     any call but `_RECORD_CALLS` (no substitute is computed); one of the values names the caught
     exception other than by its class, and one says the unit failed (`_says_failed`; a failure word
     in a target's name is no record: `self.compile_error = str(e)`): `queue.put({
-    "kind": "error", "error": repr(e)})`, `status = STATUS_INFRA_ERROR; reason = f"...{e}"`. The
+    "kind": "error", "error": repr(e)})`, `status = STATUS_INFRA_ERROR; reason = f"...{e}"`, and
+    since round 27 a value of a type named for a failure (`_failure_record_call`: `q.put(_Error(str(e)))`). The
     reader of the record sees the failure and its message. True when neither the record nor a log
     call keeps the traceback (the one thing lost), False when one does, None for any other handler."""
     name = handler.name
@@ -1848,7 +1890,9 @@ def _error_record(handler: ast.ExceptHandler) -> bool | None:
             values += [*call.args, *(keyword.value for keyword in call.keywords)]
         else:
             return None
-    if not values or not all(_record_built(node) for node in (*values, *targets)):
+    if not values or not all(_record_built(node) or _failure_record_call(node) for node in values):
+        return None
+    if not all(_record_built(node) for node in targets):
         return None
     if not any(_names_exception(value, name) for value in values) or not any(_says_failed(v) for v in values):
         return None
@@ -2731,7 +2775,10 @@ def _teardown_tries(tree: ast.AST, callbacks: set[str] | None = None) -> frozens
     `__del__`/`__exit__`/`__aexit__` method, in a function `_registered_callbacks` names
     (`callbacks`: those of the file when `tree` is a part of it; by default `tree`'s own), or (round
     20) before the unconditional `raise` that ends an `except` handler: clean-up on an error path
-    that raises right after (`_raising_handler_cleanup`)."""
+    that raises right after (`_raising_handler_cleanup`), or (round 27) in a function whose last
+    statement ends the process with a failing status written as a number (`os._exit(1)`,
+    `sys.exit(2)`: `_exits_failed`): what runs before it is on the process's way out, and the exit
+    status reports the failure whatever a best-effort step before it does."""
     found: set[int] = set()
     callbacks = _registered_callbacks(tree) if callbacks is None else callbacks
     for node in pysource.statements(tree):
@@ -2742,11 +2789,23 @@ def _teardown_tries(tree: ast.AST, callbacks: set[str] | None = None) -> frozens
             node.name in _EXIT_METHODS or node.name in callbacks
         ):
             scopes = list(node.body)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _exits_failed(node.body[-1]):
+            scopes = list(node.body[:-1])
         for scope in scopes:
             found.update(
                 id(sub) for sub in (scope, *pysource.statements(scope)) if isinstance(sub, (ast.Try, ast.TryStar))
             )
     return frozenset(found)
+
+
+def _exits_failed(stmt: ast.stmt) -> bool:
+    """`stmt` ends the process with a failing status written as an integer other than 0
+    (`os._exit(1)`, `sys.exit(2)`; round 27): `sys.exit(main())` says nothing of the outcome."""
+    if not _ends_process_failed(stmt):
+        return False
+    assert isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+    status = stmt.value.args[0] if stmt.value.args else None
+    return isinstance(status, ast.Constant) and type(status.value) is int and status.value != 0
 
 
 def _raising_handler_cleanup(node: ast.Try | ast.TryStar) -> list[ast.stmt]:
@@ -2786,6 +2845,7 @@ def _broad(
     base_route_catching_exit: Callable[[], bool] = lambda: False,
     nit: Callable[[], tuple[str, dict[str, object]] | None] = lambda: None,
     failure_status: bool = False,
+    background: str | None = None,
 ) -> Finding | None:
     """The finding for a bare / `Exception` / `BaseException` handler (see the module docstring);
     `boundary`: the handler ends a unit of work and reports its error; `teardown`: `_teardown`;
@@ -2801,7 +2861,9 @@ def _broad(
     (`previous_behaviour.base_code_catching_exit`), asked after it; `nit`: the message id and
     parameters of the P3 a swallow with no comment gets as a probe's answer, a dropped metrics
     write, an attempt by name or an optional package's route (`_probe_nit`), asked last;
-    `failure_status`: the handler records the unit as failed without the error (`_failure_status`)."""
+    `failure_status`: the handler records the unit as failed without the error (`_failure_status`);
+    `background`: the name of the function holding the handler when the file starts it on another
+    thread with its handle dropped (`background_work.in_dropped_start`)."""
     if reraises_same(handler):
         # the same exception goes on, `KeyboardInterrupt` included, after the handler's cleanup
         # (round 11: a bare `except:` here is `except BaseException: ...; raise`, nothing is lost)
@@ -2858,7 +2920,17 @@ def _broad(
         # cleanup on the way out: raising here would mask the error being handled or stop the
         # rest of the teardown
         return None
-    if _reported_fallback(handler, try_body, after):
+    # a rank's report is its own: a collective's peers never see it and go on without it (round 27)
+    if _reported_fallback(handler, try_body, after) and collective_call(try_body) is None:
+        if background is not None and all(_logs_or_leaves(stmt) for stmt in handler.body):
+            # only a log learns that work started with its handle dropped failed (round 27)
+            params["function"] = background
+            end = end_on_error_channel(ctx.tree, handler, after)
+            if end is not None:
+                params["end"] = end  # a new finding where the change gave the channel its errors
+            return _handler_finding(
+                ctx, handler, "broad-except", Severity.P2, "broad-except.background-report", params, ruff_note
+            )
         if replaced is None:
             return None
         # the stated default replaces what the caller passed (round 13)
@@ -3061,6 +3133,10 @@ class _FileFacts:
     @functools.cached_property
     def import_tries(self) -> frozenset[int]:
         return _module_level_tries(self._tree)
+
+    @functools.cached_property
+    def dropped_starts(self) -> frozenset[str]:
+        return dropped_starts(self._tree)
 
     @functools.cached_property
     def report_only(self) -> dict[str, str]:
@@ -3435,6 +3511,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     base_route_catching_exit=functools.partial(base_code_catching_exit, ctx, node, handler),
                     nit=functools.partial(_probe_nit, ctx, node, handler),
                     failure_status=_failure_status(ctx.tree, node, handler),
+                    background=in_dropped_start(ctx.tree, handler, facts.dropped_starts),
                 )
                 if finding is not None:
                     findings.append(finding)

@@ -58,6 +58,16 @@ DATA_FALLBACKS = frozenset(["broad-except.widens-fallback", "broad-except.consta
 # the rules whose findings stand on a handler that does not pass the error on (`drops_exception_test`,
 # `new_binding_finding`)
 HANDLER_RULES = frozenset(["broad-except", "runtime-error-fallback"])
+# the parameters that name code outside the handler in which the harm is read (round 27: the end a
+# handler falls through to, sent on a channel that carries errors, `background_work.end_on_error_channel`)
+OUTSIDE_PARAMS = frozenset(["end"])
+
+
+def harm_outside(finding: Finding) -> bool:
+    """A handler finding whose harm is read in code outside the handler's lines (`OUTSIDE_PARAMS`): a
+    change there (a channel now carrying errors) makes it new on an unchanged handler, so the engine
+    reports it off the changed lines when the base does not have its fingerprint (round 27)."""
+    return finding.rule in HANDLER_RULES and not OUTSIDE_PARAMS.isdisjoint(finding.params)
 
 
 def try_of_handler(tree: ast.AST, line: int) -> ast.Try | ast.TryStar | None:
