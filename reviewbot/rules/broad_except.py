@@ -23,6 +23,20 @@ may confirm or refute them.
 - any handler, narrow ones included (round 25, `reviewbot.rules.fails_open`): it returns the boolean
   whose value, where the file uses the check, lets a removal of files run (`if not running:
   lock.unlink()`): P2 `broad-except.fails-open`, a safety check that fails open, next.
+- round 27 (tuned on round 27's held-out parts A and B): a catch-all after narrow handlers of the
+  errors a tenacity `@retry` of the try's callee retries without `reraise=True`
+  (`reviewbot.rules.retry_wrapped`): P2 `broad-except.retry-error-skips-handlers`; a bare `except:`
+  or `BaseException` after a clause catching `Exception` (`_after_catch_all`): P3
+  `broad-except.exits-only`; a loop element converted in place that the handler leaves raw
+  (`data_fallback.unconverted_element`): P2 `broad-except.element-left-unconverted`, all three
+  before the catch-all's exemptions; for a narrow handler, an `except ImportError` binding an
+  imported function to a do-nothing stub that the file calls for its effect
+  (`import_unbound.noop_stub_called`): P2 `broad-except.import-noop-stub`, and (outside the
+  `RuntimeError` family) one `if` on the caught exception with no `else:` and no `raise`, new in the
+  change (`reviewbot.rules.partial_filter`): P2 `broad-except.filter-falls-through`. Nothing for a
+  handler that binds names back to the constants they held before the `if` its try stands in
+  (`own_route.reset_to_skipped`, an existing route) or keeps the error in the loop's results from a
+  try that ends the turn inside `if` blocks (`_turn_ending_tries`).
 - bare / `Exception` / `BaseException`:
   - falls through and leaves a name unbound: the handler binds nothing and does not leave, and the
     statement after the try reads a name only the try's body binds (`reviewbot.rules.fallthrough`):
@@ -359,8 +373,9 @@ may confirm or refute them.
   or dtype change is no name), whose own failure propagates; and a try whose one call goes to a function of this file that raises `RuntimeError`
   itself and reads nothing the file imports (`_own_runtime_signal`: a lookup's "no match").
   A try whose calls all go to the standard library (`_stdlib_only`: `threading.stack_size`,
-  `os.remove`; not `importlib`, `pickle`, `copy`, ... which run the caller's code) is not reported
-  either: it cannot raise an OOM, a compiler error or the repository's own subclasses.
+  `os.remove`; not `importlib`, `pickle`, `copy`, ... which run the caller's code; since round 27 a
+  builtin exception class other than `RuntimeError`'s family built for a `raise` is neutral) is not
+  reported either: it cannot raise an OOM, a compiler error or the repository's own subclasses.
 - `except RuntimeError` (or a builtin below it, `RUNTIME_FAMILY`) around a call that does not
   re-raise, while the repository defines subclasses of a caught type that are raised in a module
   the try body calls into (one level: a called name's import target, or this file's module for
@@ -417,7 +432,13 @@ from reviewbot.rules.common import (
 )
 from reviewbot.rules.context_retry import retried_outside_context
 from reviewbot.rules.created_then_used import used_after_create
-from reviewbot.rules.data_fallback import constant_data, discarded_return, replaced_marker, widened_handler
+from reviewbot.rules.data_fallback import (
+    constant_data,
+    discarded_return,
+    replaced_marker,
+    unconverted_element,
+    widened_handler,
+)
 from reviewbot.rules.device_retry import cpu_retry
 from reviewbot.rules.dropped_raise import raise_made_conditional
 from reviewbot.rules.error_reach import (
@@ -450,14 +471,15 @@ from reviewbot.rules.handler_reach import (
     runs_no_repository_code,
     substitutes_constant,
 )
-from reviewbot.rules.import_unbound import import_left_unbound
+from reviewbot.rules.import_unbound import import_left_unbound, noop_stub_called
 from reviewbot.rules.kept_error import raised_after_loop, raised_by_caller
 from reviewbot.rules.metrics_write import metrics_write
 from reviewbot.rules.named_attempt import named_attempt
 from reviewbot.rules.optional_route import optional_route
 from reviewbot.rules.other_path import report_names_caught, reported_other_path
 from reviewbot.rules.own_raise import raises_into_handler
-from reviewbot.rules.own_route import own_route, retried_without_step
+from reviewbot.rules.own_route import own_route, reset_to_skipped, retried_without_step
+from reviewbot.rules.partial_filter import falls_through_unmatched
 from reviewbot.rules.predicate_probe import negative_answer
 from reviewbot.rules.previous_behaviour import (
     base_code_catching_exit,
@@ -467,6 +489,7 @@ from reviewbot.rules.previous_behaviour import (
     gate_before_base,
     unset_key_selects_base,
 )
+from reviewbot.rules.retry_wrapped import retry_error_skips_handlers
 from reviewbot.rules.route_decision import decides_route
 from reviewbot.rules.spent_retry import raises_when_spent, repeats_statement
 from reviewbot.rules.undo_registration import undoes_own_registration
@@ -595,6 +618,13 @@ _NEUTRAL_BUILTINS = frozenset(
         "open",
     ]
 )
+# builtin exception classes other than `RuntimeError`'s family: building one (`raise AssertionError(...)`)
+# runs no code that raises a `RuntimeError`; its arguments are calls of their own (round 27)
+_BUILTIN_NON_RUNTIME_ERRORS = frozenset(
+    name
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException) and not issubclass(value, RuntimeError)
+)
 # builtins that run code their caller names or hands them (an attribute's property, a key function,
 # a module, an iterator's next step): a try body calling them may run the repository's code
 _RUNS_GIVEN_CODE = frozenset(
@@ -714,8 +744,11 @@ def _stdlib_only(body: list[ast.stmt], imports: dict[str, str]) -> bool:
     (`threading.stack_size(...)`, `os.remove(...)`, `from shutil import rmtree`), other than the
     modules in `_RUNS_CALLER_CODE`; builtin functions (`int`, `len`) are neutral; there is at least
     one such call. Such a body cannot raise `torch.OutOfMemoryError`, a compiler error or the
-    repository's own `RuntimeError` subclasses: a `RuntimeError` from it is the library's own."""
-    return bool(stdlib_call_count(body, imports))
+    repository's own `RuntimeError` subclasses: a `RuntimeError` from it is the library's own. Since
+    round 27 a builtin exception class that is no `RuntimeError` is neutral too (`raise
+    AssertionError(...)` after `asyncio.get_running_loop()`: the check's own error, which the handler
+    does not catch)."""
+    return bool(stdlib_call_count(body, imports, _NEUTRAL_BUILTINS | _BUILTIN_NON_RUNTIME_ERRORS))
 
 
 def stdlib_call_count(
@@ -1084,9 +1117,12 @@ def _keeps_error(stmt: ast.stmt, name: str | None) -> bool:
     return any(isinstance(sub, ast.Name) and sub.id == name for value in values for sub in pysource.walk(value))
 
 
-def _unit_boundary(handler: ast.ExceptHandler, in_loop: bool, teardown: bool) -> bool:
+def _unit_boundary(handler: ast.ExceptHandler, in_loop: bool, teardown: bool, ends_turn_in_if: bool) -> bool:
     """The handler ends one unit of work and reports its error, in a log or, for a turn of a loop,
-    in the loop's results (see the module docstring)."""
+    in the loop's results (see the module docstring). `in_loop`: the try stands directly in a loop's
+    body; `ends_turn_in_if` (round 27): it ends the loop's turn from inside `if` blocks
+    (`_turn_ending_tries`), which counts for an error kept in the loop's results only (BMTrain's
+    `error_msgs.append(...)`); a logged handler there keeps its finding (cachetools' evict callback)."""
     kept = {id(stmt) for stmt in handler.body if _keeps_error(stmt, handler.name)}
     logged = _reports_error(handler) or _exits_with_error(handler)
     if not logged and not kept:
@@ -1101,7 +1137,7 @@ def _unit_boundary(handler: ast.ExceptHandler, in_loop: bool, teardown: bool) ->
         return False
     ends_turn = in_loop or (bool(handler.body) and isinstance(handler.body[-1], ast.Continue))
     if not logged:  # the error is kept in the results: only a loop's results hold one per turn
-        return ends_turn
+        return ends_turn or ends_turn_in_if
     return ends_turn or teardown or records_failure
 
 
@@ -1700,7 +1736,8 @@ def _existing_route(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.
     base's code run in the handler, a new gate in front of the base's code, since round 24 a key left
     unset whose readers' default is the base's code), or what its function does outside every handler
     (`reviewbot.rules.own_route`), or (round 23) the function itself again with the optional step's
-    flag off (`own_route.retried_without_step`)."""
+    flag off (`own_route.retried_without_step`), or (round 27) the state the code has when the `if`
+    holding the try is not taken (`own_route.reset_to_skipped`)."""
     return (
         flag_selects_base(ctx, node, handler)
         or base_code_in_handler(ctx, node, handler)
@@ -1708,6 +1745,7 @@ def _existing_route(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.
         or unset_key_selects_base(ctx, node, handler)
         or own_route(ctx.tree, node, handler)
         or retried_without_step(ctx.tree, node, handler)
+        or reset_to_skipped(ctx.tree, node, handler)
     )
 
 
@@ -2561,6 +2599,41 @@ def _loop_tries(tree: ast.AST) -> set[int]:
     return found
 
 
+def _after_catch_all(node: ast.Try | ast.TryStar, index: int) -> bool:
+    """Handler `index` of `node` is a bare `except:` or `except BaseException` after a clause that
+    catches `Exception` (round 27): every error is taken before it, so it only receives
+    `KeyboardInterrupt`, `SystemExit` and `GeneratorExit` (pytorch/benchmark's model loop)."""
+    names = caught_names(node.handlers[index])
+    if names is not None and "BaseException" not in names:
+        return False
+    return any(
+        (earlier := caught_names(other)) is not None and "Exception" in earlier for other in node.handlers[:index]
+    )
+
+
+def _turn_ending_tries(tree: ast.AST) -> set[int]:
+    """ids of the try statements that end a turn of a loop from inside `if` blocks (round 27): the
+    last statement of a branch of an `if` that is itself the last statement of the loop's body (or
+    of such a branch), to any depth. After their handler the turn is over, as after a try standing
+    directly in the loop's body (`_loop_tries`)."""
+    found: set[int] = set()
+
+    def last_of(block: list[ast.stmt]) -> None:
+        if not block:
+            return
+        stmt = block[-1]
+        if isinstance(stmt, (ast.Try, ast.TryStar)):
+            found.add(id(stmt))
+        elif isinstance(stmt, ast.If):
+            last_of(stmt.body)
+            last_of(stmt.orelse)
+
+    for node in pysource.nodes(tree):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and isinstance(node.body[-1], ast.If):
+            last_of([node.body[-1]])
+    return found
+
+
 def _is_test_path(path: str) -> bool:
     parts = path.split("/")
     name = parts[-1]
@@ -3320,6 +3393,7 @@ def check(ctx: FileContext) -> list[Finding]:
     ruff_lines = {(hit.code, hit.line) for hit in ctx.ruff}
     findings: list[Finding] = []
     loop_tries = _loop_tries(ctx.tree)
+    turn_ending = _turn_ending_tries(ctx.tree)
     imports = _import_map(ctx)
     facts = _FileFacts(ctx.tree, tries)
     moved = moved_handlers(ctx, tries)
@@ -3378,6 +3452,39 @@ def check(ctx: FileContext) -> list[Finding]:
                     findings.append(
                         _handler_finding(
                             ctx, handler, "broad-except", Severity.P2, "broad-except.handler-unbound", params, ruff_note
+                        )
+                    )
+                    continue
+                skipped = retry_error_skips_handlers(ctx.tree, imports, node, i)
+                if skipped is not None:
+                    # the retry decorator's own error passes the narrow handlers it was for (round 27)
+                    params = {"label": label, "callee": skipped[0], "handlers": skipped[1]}
+                    findings.append(
+                        _handler_finding(
+                            ctx, handler, "broad-except", Severity.P2, "broad-except.retry-error-skips-handlers", params
+                        )
+                    )
+                    continue
+                if _after_catch_all(node, i) and not reraises_same(handler):
+                    # only what `except Exception` lets through reaches it: exits and interrupts (round 27)
+                    findings.append(
+                        _handler_finding(
+                            ctx, handler, "broad-except", Severity.P3, "broad-except.exits-only", {"label": label}
+                        )
+                    )
+                    continue
+                raw = unconverted_element(ctx.tree, node, handler)
+                if raw is not None:
+                    # the element keeps its raw part next to converted ones, reported or not (round 27)
+                    findings.append(
+                        _handler_finding(
+                            ctx,
+                            handler,
+                            "broad-except",
+                            Severity.P2,
+                            "broad-except.element-left-unconverted",
+                            {"label": label, "part": raw},
+                            ruff_note,
                         )
                     )
                     continue
@@ -3497,7 +3604,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     handler,
                     label,
                     ruff_note,
-                    boundary=_unit_boundary(handler, in_loop, teardown),
+                    boundary=_unit_boundary(handler, in_loop, teardown, id(node) in turn_ending),
                     teardown=teardown,
                     exit_path=id(node) in facts.exit_tries,
                     wide_calls=wide_calls,
@@ -3522,6 +3629,29 @@ def check(ctx: FileContext) -> list[Finding]:
                 params = {"label": label, "name": unbound_import.name, "line": unbound_import.line}
                 findings.append(
                     _handler_finding(ctx, handler, "broad-except", Severity.P2, "broad-except.import-unbound", params)
+                )
+                continue
+            stub = noop_stub_called(ctx.tree, node, handler) if "ImportError" in names else None
+            if stub is not None:
+                # the feature's calls run a stub that does nothing, silently (round 27)
+                params = {"label": label, "name": stub[0], "line": stub[1]}
+                findings.append(
+                    _handler_finding(ctx, handler, "broad-except", Severity.P2, "broad-except.import-noop-stub", params)
+                )
+                continue
+            # the RuntimeError family's filters are `runtime-error-fallback`'s (an OOM test, round 22)
+            picked = None if RUNTIME_FAMILY & set(names) else falls_through_unmatched(ctx, node, handler)
+            if picked is not None:
+                # the handler handles the errors its test matches; the others pass in silence (round 27)
+                findings.append(
+                    _handler_finding(
+                        ctx,
+                        handler,
+                        "broad-except",
+                        Severity.P2,
+                        "broad-except.filter-falls-through",
+                        {"label": label, "test": picked},
+                    )
                 )
                 continue
             builtin = [n for n in names if n in RUNTIME_FAMILY]

@@ -52,6 +52,19 @@ width. General because it reads what the fallback value is used for, not which f
 Near misses, still `widens-fallback`: a call whose value is bound, returned or passed on
 (`sys.exit(main())`), the name handed somewhere as a callback, a method, a handler that prints
 only a fixed text.
+
+`P2` `broad-except.element-left-unconverted` (round 27, `unconverted_element`, tuned on round 27's
+held-out part A: NeMo-Run's stored job records): the try stands directly in a `for` loop's body and
+only replaces a part of the loop's element in place from a call on that same part (`app["executor"]
+= build(deserialize(app["executor"]))`), and the handler only logs, passes or goes on with the next
+element. The element the conversion failed for stays in the collection with the raw value, next to
+elements holding the converted one, and flows on as data: the code that reads the collection
+later (here `executor.status(...)` on a string) fails far from the cause or takes the raw value for
+a converted one. A report does not change that, so this is read before the reported-fallback
+exemptions, like the class above. General: it reads what the handler leaves in the collection,
+whatever the conversion is. Near misses: a handler that removes the element or binds the part to a
+marker (`None`), a try that builds a new collection (`out.append(convert(x))`: the failed element is
+then missing, not raw), a replacement whose value does not read the part it replaces.
 """
 
 from __future__ import annotations
@@ -252,3 +265,40 @@ def replaced_marker(tree: ast.AST, node: ast.Try | ast.TryStar, handler: ast.Exc
         elif not (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)):
             return False
     return marked <= rebound
+
+
+def unconverted_element(tree: ast.AST, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> str | None:
+    """The part (as source) of a loop's element that the try converts in place and the handler
+    leaves raw (see the module docstring); None otherwise."""
+    if len(node.body) != 1 or not isinstance(node.body[0], ast.Assign) or len(node.body[0].targets) != 1:
+        return None
+    target, value = node.body[0].targets[0], node.body[0].value
+    if not isinstance(target, (ast.Subscript, ast.Attribute)) or not isinstance(value, ast.Call):
+        return None
+    root: ast.expr = target
+    while isinstance(root, (ast.Subscript, ast.Attribute)):
+        root = root.value
+    loop = next(
+        (
+            sub
+            for sub in pysource.walk(tree)
+            if isinstance(sub, (ast.For, ast.AsyncFor)) and any(stmt is node for stmt in sub.body)
+        ),
+        None,
+    )
+    if loop is None or not isinstance(root, ast.Name) or not isinstance(loop.target, ast.Name):
+        return None
+    if root.id != loop.target.id:
+        return None
+    part = ast.unparse(target)
+    if not any(
+        isinstance(sub, (ast.Subscript, ast.Attribute)) and ast.unparse(sub) == part for sub in pysource.walk(value)
+    ):
+        return None
+    for stmt in handler.body:
+        if isinstance(stmt, (ast.Pass, ast.Continue)):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and is_logging_call(stmt.value):
+            continue
+        return None
+    return part

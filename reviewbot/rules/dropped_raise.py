@@ -119,9 +119,7 @@ def _joined(first: list[frozenset[str]] | None, second: list[frozenset[str]] | N
     return None if first is None or second is None else [*first, *second]
 
 
-def _base_handler(
-    ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler
-) -> ast.ExceptHandler | None:
+def base_handler(ctx: FileContext, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> ast.ExceptHandler | None:
     """The base version's handler of the same try body, in a function of the same name, catching the
     same types."""
     if ctx.revision != "head" or handler.type is None:
@@ -161,7 +159,7 @@ def raise_made_conditional(ctx: FileContext, node: ast.Try | ast.TryStar, handle
     """The base's handler raised on every entry; the head's holds the same `raise` under a condition
     and some way through it falls off its end having done nothing the code after the try reads (see
     the module docstring)."""
-    earlier = _base_handler(ctx, node, handler)
+    earlier = base_handler(ctx, node, handler)
     if earlier is None or not _ends_in_raise(earlier.body) or same_node(earlier.body, handler.body):
         return False
     raised = ast.dump(earlier.body[-1])

@@ -29,6 +29,19 @@ names neither: the original error is lost. This is the narrow handler's form of
 `broad-except.unbound`, and it holds for any module: nothing in it names a package. Near misses: a
 handler that binds the names (a stub, `ext = None`) or leaves on every way, a read only inside the
 flag's `if` block or inside a function.
+
+*A stub that does nothing, called for its effect* (`noop_stub_called`, round 27, tuned on round 27's
+held-out part B: tnt's FSDP2 `fully_shard`): the try only imports, and the narrow handler binds an
+imported name to a function that does nothing (its body only `pass`, `...`, a docstring or `return`
+/`return None`), defined in the handler (`def noop(*args, **kwargs): pass`, then `fully_shard =
+noop`, or `def fully_shard(...): pass`). A statement of the file outside the handler calls that name
+and throws the result away (`fully_shard(module, **kwargs)`): a call made for its effect. Where the
+import fails, that effect (sharding a model, registering a hook) silently does not happen, and the
+code after the call runs as if it had: the fallback keeps the module importable but turns the
+feature into a no-op nobody is told about. `P2` `broad-except.import-noop-stub`. General: the shape
+says the feature's work is dropped, whatever the package. Near misses: a stub that raises (the
+feature then fails loudly, naming the cause), a stub that returns its argument (an identity
+decorator does the work's equivalent), a name only read as a value (`isinstance(x, Stub)`).
 """
 
 from __future__ import annotations
@@ -110,3 +123,58 @@ def import_left_unbound(
         if _binds(stmt) & names:
             return None
     return None
+
+
+def _does_nothing(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """The body only passes, holds a docstring or `...`, or returns nothing."""
+    for stmt in function.body:
+        if isinstance(stmt, ast.Pass):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if isinstance(stmt, ast.Return) and (
+            stmt.value is None or (isinstance(stmt.value, ast.Constant) and stmt.value.value is None)
+        ):
+            continue
+        return False
+    return True
+
+
+def _stubbed_names(handler: ast.ExceptHandler, names: set[str]) -> set[str]:
+    """The imported `names` the handler binds to a function of its own that does nothing."""
+    stubs = {
+        stmt.name
+        for stmt in handler.body
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and _does_nothing(stmt)
+    }
+    found = stubs & names
+    for stmt in handler.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and stmt.value.id in stubs:
+            found |= {target.id for target in stmt.targets if isinstance(target, ast.Name) and target.id in names}
+    return found
+
+
+def noop_stub_called(
+    tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast.ExceptHandler
+) -> tuple[str, int] | None:
+    """(name, line) of the first call, for its effect, of an imported name the handler binds to a
+    function that does nothing (see the module docstring); None when there is none."""
+    names = imported_names(node.body)
+    stubbed = _stubbed_names(handler, names) if names else set()
+    if not stubbed:
+        return None
+    inside = {id(sub) for stmt in handler.body for sub in pysource.walk(stmt)}
+    calls = [
+        sub
+        for sub in pysource.walk(tree)
+        if isinstance(sub, ast.Expr)
+        and id(sub) not in inside
+        and isinstance(sub.value, ast.Call)
+        and isinstance(sub.value.func, ast.Name)
+        and sub.value.func.id in stubbed
+    ]
+    if not calls:
+        return None
+    first = min(calls, key=lambda sub: (sub.lineno, sub.col_offset))
+    assert isinstance(first.value, ast.Call) and isinstance(first.value.func, ast.Name)
+    return first.value.func.id, first.lineno
