@@ -12,14 +12,18 @@ except ClientError as e:
 ```
 
 The handler's whole body is one `if` whose test reads the caught exception (its status, its
-`errno`, its text, `isinstance(e, ...)`), with no `else:` and no `raise` in its branch. The test says
-the handler was written for the errors it matches; every other error the clause's type takes (a
+`errno`, its text, `isinstance(e, ...)`), with no `else:` and no `raise` in its branch; or an
+`if`/`elif` chain, no final `else:`, whose tests all read it and of whose branches at least one
+handles its match without `raise` (round 28's blind part A: lighteval's endpoint start-up handles a
+409 by reusing the endpoint, re-raises two other texts and lets every other HTTP error through).
+The test says the handler was written for the errors it matches; every other error the clause's type takes (a
 403, a throttled request, a full disk) leaves the handler without a word and the code after the try
 runs as if the try had succeeded. A filter that meant to let the others through ends in `raise`
 (`else: raise`, or `raise` after the `if`), as the usual shape `if e.errno != errno.EEXIST: raise`
 does. `P2` `broad-except.filter-falls-through`. General: it reads the handler's own shape, whatever
 the exception type or the status tested. Near misses: `else: raise` or a `raise` after the `if`; an
-`else:` that reports; an `if` whose branch raises (the inverted filter, which passes the match); a
+`else:` that reports, or a chain ending in `else: raise`; an `if` whose branch raises (the inverted
+filter, which passes the match), or a chain all of whose branches raise; a
 handler whose base version (`dropped_raise.base_handler`: the same try body and caught types in a
 function of the same name) already let the unmatched errors through, with another test (`if
 is_oom(e):` written out as `if "out of memory" in str(e):`): the change did not make that fall-through.
@@ -48,15 +52,31 @@ def falls_through_unmatched(ctx: FileContext, node: ast.Try | ast.TryStar, handl
 
 
 def _unmatched_pass(handler: ast.ExceptHandler) -> str | None:
-    """The test of the handler's one `if`, with no `else:` and no `raise`, that reads the caught
-    exception; None for any other handler."""
+    """The tests, joined with ``or``, of the handler's one `if` chain (`if` and its `elif`s, no
+    final `else:`) when every test reads the caught exception and at least one branch handles its
+    match without `raise`; None for any other handler."""
     if handler.name is None or len(handler.body) != 1:
         return None
-    stmt = handler.body[0]
-    if not isinstance(stmt, ast.If) or stmt.orelse:
+    branches = _chain(handler.body[0])
+    if branches is None:
         return None
-    if not any(isinstance(sub, ast.Name) and sub.id == handler.name for sub in pysource.walk(stmt.test)):
+    for test, _ in branches:
+        if not any(isinstance(sub, ast.Name) and sub.id == handler.name for sub in pysource.walk(test)):
+            return None
+    if all(any(isinstance(sub, ast.Raise) for stmt in body for sub in pysource.walk(stmt)) for _, body in branches):
         return None
-    if any(isinstance(sub, ast.Raise) for branch in stmt.body for sub in pysource.walk(branch)):
-        return None
-    return ast.unparse(stmt.test)
+    return " or ".join(ast.unparse(test) for test, _ in branches)
+
+
+def _chain(stmt: ast.stmt) -> list[tuple[ast.expr, list[ast.stmt]]] | None:
+    """The (test, body) of each branch of an `if`/`elif` chain that has no final `else:`; None for
+    any other statement or a chain that ends in `else:`."""
+    branches = []
+    while isinstance(stmt, ast.If):
+        branches.append((stmt.test, stmt.body))
+        if not stmt.orelse:
+            return branches
+        if len(stmt.orelse) != 1:
+            return None
+        stmt = stmt.orelse[0]
+    return None
