@@ -112,8 +112,12 @@ UNCONFIRMED_CAP = Severity.P2
 
 # Message ids that word a finding by a property the change itself can alter, each hashed into the
 # fingerprint as the id it rewords: the finding keeps its fingerprint across base and head (round 26:
-# a catch-all's try guarding one operation or several, `broad_except._swallow_message`).
-SAME_FINDING = {"broad-except.swallows-one-operation": "broad-except.swallows"}
+# a catch-all's try guarding one operation or several, `broad_except._swallow_message`; round 29: its
+# handler showing the error it takes or not, a report added or dropped by the change).
+SAME_FINDING = {
+    "broad-except.swallows-one-operation": "broad-except.swallows",
+    "broad-except.swallows-reported": "broad-except.swallows",
+}
 
 
 def apply_evidence_policy(finding: Finding) -> Finding:

@@ -340,7 +340,8 @@ may confirm or refute them.
     `reviewbot.rules.route_decision`) when the handler's silent constant picks the branch of the
     `if` right after the try; otherwise, over a try that guards one operation and holds no
     collective (`_operations`, round 26), `broad-except.swallows-one-operation`, capped at P3 while
-    unconfirmed.
+    unconfirmed; over a wider try with no route and no collective, when the handler shows the error
+    it takes (`_shows_error`, round 29), `broad-except.swallows-reported`, capped at P3 likewise.
 - `except RuntimeError` that swallows, with no `torch.OutOfMemoryError` re-raise before it (an
   earlier handler or an `isinstance` check that raises): P0; with the OOM re-raise but a try body
   holding more than one call: P2. Filters and guarded probes (above) are not reported: a filter
@@ -3092,38 +3093,159 @@ def _broad(
     collective = collective_call(try_body)
     # a collective in the try names its harm (ranks that hang), as a route does: no nit then
     one_operation = route is None and collective is None and _operations(try_body) <= 1
+    shown = route is None and collective is None and not one_operation and _shows_error(handler)
     finding = _handler_finding(
         ctx,
         handler,
         "broad-except",
         Severity.P0,
-        _swallow_message(route is not None, one_operation),
+        _swallow_message(route is not None, one_operation, shown),
         params,
         ruff_note,
         {"collective": collective} if collective is not None else None,
         wide_calls=wide_calls,
         try_line=try_line,
     )
-    if one_operation:
+    if one_operation or shown:
         # round 26: the claim stays the swallow's P0 for the injection experiment; unconfirmed, a
-        # catch-all around one operation is a P3 (`_swallow_message`)
+        # catch-all around one operation is a P3 (`_swallow_message`); round 29: so is one over a
+        # wider try that shows the error it takes (`_shows_error`)
         return dataclasses.replace(finding, unconfirmed_cap=Severity.P3)
     return finding
 
 
-def _swallow_message(decides_route: bool, one_operation: bool) -> str:
+def _swallow_message(decides_route: bool, one_operation: bool, shown: bool = False) -> str:
     """The message id of a plain swallow (`_broad`'s last case): `broad-except.decides-route` when
     its constant picks the branch after the try (round 25), (round 26)
-    `broad-except.swallows-one-operation` when its try guards one operation (`_operations`), which
-    `_broad` caps at P3 while unconfirmed (the same fingerprint, `findings.SAME_FINDING`), else
-    `broad-except.swallows`. A try that guards one operation had its fallback written for that
-    operation's failure: what is left is to catch the exception that failure raises, a nit; in a
-    wider try every other statement's failure, a bug included, takes the fallback too. The width is
-    a proxy for the harm, which no syntax shows: a one-operation fallback used as data or deciding a
-    route stays a real problem, shown at P3 (docs/reviewbot.md, round 26)."""
+    `broad-except.swallows-one-operation` when its try guards one operation (`_operations`), (round
+    29) `broad-except.swallows-reported` when its wider try's handler shows the error it takes
+    (`_shows_error`), both of which `_broad` caps at P3 while unconfirmed (the same fingerprint,
+    `findings.SAME_FINDING`), else `broad-except.swallows`. A try that guards one operation had its
+    fallback written for that operation's failure: what is left is to catch the exception that
+    failure raises, a nit; in a wider try every other statement's failure, a bug included, takes the
+    fallback too. The width is a proxy for the harm, which no syntax shows: a one-operation fallback
+    used as data or deciding a route stays a real problem, shown at P3 (docs/reviewbot.md, round 26).
+    A wider try whose handler shows the error is not silent: what the pattern alone shows is the
+    clause's width again, and whether the fallback harms depends on what the program does next
+    (docs/reviewbot.md, round 29)."""
     if decides_route:
         return "broad-except.decides-route"
-    return "broad-except.swallows-one-operation" if one_operation else "broad-except.swallows"
+    if one_operation:
+        return "broad-except.swallows-one-operation"
+    return "broad-except.swallows-reported" if shown else "broad-except.swallows"
+
+
+# calls that read the caught exception's type, or convert it, without handing it on (round 29)
+_TYPE_TESTS = frozenset({"isinstance", "issubclass", "type", "hasattr", "getattr"})
+_CONVERSIONS = frozenset({"str", "repr", "format"})
+# the words of a name for errors: `_Error(...)`, `error_msgs.append(...)`, `metrics.error_msg = ...`,
+# `record_failure(...)` (round 29)
+_ERROR_WORDS = frozenset({"err", "error", "errors", "fail", "failed", "failure", "failures", "exception", "exceptions"})
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+def _names_error(name: str) -> bool:
+    """`name`, split into its snake_case and CamelCase words, has a word for errors (`_ERROR_WORDS`)."""
+    return any(word.lower() in _ERROR_WORDS for word in _WORD.findall(name))
+
+
+def _unconditional(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The simple statements of `body` that run whenever it runs to its end: those of a loop, a
+    `with` or a try are read, those under an `if` (and a nested function or class) are not."""
+    for stmt in body:
+        if isinstance(stmt, (ast.If, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        blocks = list(statement_blocks(stmt))
+        if not blocks:
+            yield stmt
+            continue
+        for block in blocks:
+            yield from _unconditional(block)
+
+
+def _mentions(node: ast.AST, name: str | None) -> bool:
+    return name is not None and any(isinstance(sub, ast.Name) and sub.id == name for sub in pysource.walk(node))
+
+
+def _itself(node: ast.AST, name: str | None) -> bool:
+    """`node` holds the caught exception `name` itself, outside any call (`e`, `(None, e)`), not a
+    value built from it (`str(e)`, `f"{e}"`)."""
+    if isinstance(node, ast.Name):
+        return node.id == name
+    if isinstance(node, (ast.Call, ast.JoinedStr)):
+        return False
+    return any(_itself(sub, name) for sub in ast.iter_child_nodes(node))
+
+
+def _last_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Subscript):
+        return _last_name(node.value)
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+def _error_named(call: ast.Call) -> bool:
+    """The call, or the object whose method it is, is named for errors (`_names_error`)."""
+    receiver = _last_name(call.func.value) if isinstance(call.func, ast.Attribute) else ""
+    return _names_error(callee(call)) or _names_error(receiver)
+
+
+def _shows_error(handler: ast.ExceptHandler) -> bool:
+    """Round 29: the handler shows the failure it takes, in a statement that runs whenever it runs
+    (`_unconditional`: not under an `if`): a report at warning level or above, or a print
+    (`shown_level`), that names the caught exception or carries its traceback
+    (`logger.exception`, `exc_info=`), or `traceback.print_exc()`; or the error handed on (`_hands_on`,
+    and `return e`, an exception stored in an attribute or an item, or its text stored in one named
+    for errors: `metrics.error_msg = str(e)`). A `raise` is not read here (a handler that raises is
+    another class). A report at info or debug level, one that drops the error, and the error's text
+    passed on as an ordinary value (`q.put(Item(str(e)))`) do not show it."""
+    name = handler.name
+    for stmt in _unconditional(handler.body):
+        if isinstance(stmt, ast.Raise):
+            continue
+        if isinstance(stmt, ast.Return):
+            if stmt.value is not None and _itself(stmt.value, name):
+                return True
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            call = stmt.value
+            if callee(call) in ("print_exc", "print_exception"):
+                return True
+            level = shown_level(call)
+            if level is not None:
+                loud = level in LOUD_LEVELS or level == "print"
+                if loud and (_carries_traceback(call) or _mentions(call, name)):
+                    return True
+                continue
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for target in targets:
+                if not isinstance(target, (ast.Attribute, ast.Subscript)):
+                    continue
+                if _itself(stmt.value, name) or (_names_error(_last_name(target)) and _mentions(stmt.value, name)):
+                    return True
+        if _hands_on(stmt, name):
+            return True
+    return False
+
+
+def _hands_on(node: ast.AST, name: str | None) -> bool:
+    """A call in `node`, outside reports, type tests and conversions, that is passed the caught
+    exception `name` itself (`future.set_exception(e)`, `retry.increment(error=e)`) or, when the call
+    or its receiver is named for errors (`_error_named`), a value built from it
+    (`q.put(_Error(str(e)))`, `error_msgs.append(f"...{e}")`)."""
+    for sub in ast.iter_child_nodes(node):
+        if isinstance(sub, ast.Call):
+            if shown_level(sub) is not None or callee(sub) in _TYPE_TESTS:
+                continue
+            if callee(sub) not in _CONVERSIONS:
+                arguments = [*sub.args, *(k.value for k in sub.keywords)]
+                if any(_itself(argument, name) for argument in arguments):
+                    return True
+                if _error_named(sub) and any(_mentions(argument, name) for argument in arguments):
+                    return True
+        if _hands_on(sub, name):
+            return True
+    return False
 
 
 def _operations(body: list[ast.stmt]) -> int:
