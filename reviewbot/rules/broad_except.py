@@ -426,6 +426,7 @@ from reviewbot.rules.common import (
     imports_any,
     innermost_function,
     is_logging_call,
+    reads_name,
     shown_level,
     statement_blocks,
     top_level_function,
@@ -1014,7 +1015,7 @@ def _text_of_error(node: ast.expr, name: str) -> bool:
     `"...".format(...)`, `"..." % ...` or `"..." + ...` that reads it."""
     if isinstance(node, ast.Name):
         return node.id == name
-    reads = any(isinstance(sub, ast.Name) and sub.id == name for sub in pysource.walk(node))
+    reads = reads_name(node, name)
     if isinstance(node, ast.JoinedStr):
         return reads
     if isinstance(node, ast.Call):
@@ -3163,10 +3164,6 @@ def _unconditional(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             yield from _unconditional(block)
 
 
-def _mentions(node: ast.AST, name: str | None) -> bool:
-    return name is not None and any(isinstance(sub, ast.Name) and sub.id == name for sub in pysource.walk(node))
-
-
 def _itself(node: ast.AST, name: str | None) -> bool:
     """`node` holds the caught exception `name` itself, outside any call (`e`, `(None, e)`), not a
     value built from it (`str(e)`, `f"{e}"`)."""
@@ -3213,7 +3210,7 @@ def _shows_error(handler: ast.ExceptHandler) -> bool:
             level = shown_level(call)
             if level is not None:
                 loud = level in LOUD_LEVELS or level == "print"
-                if loud and (_carries_traceback(call) or _mentions(call, name)):
+                if loud and (_carries_traceback(call) or reads_name(call, name)):
                     return True
                 continue
         if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
@@ -3221,7 +3218,7 @@ def _shows_error(handler: ast.ExceptHandler) -> bool:
             for target in targets:
                 if not isinstance(target, (ast.Attribute, ast.Subscript)):
                     continue
-                if _itself(stmt.value, name) or (_names_error(_last_name(target)) and _mentions(stmt.value, name)):
+                if _itself(stmt.value, name) or (_names_error(_last_name(target)) and reads_name(stmt.value, name)):
                     return True
         if _hands_on(stmt, name):
             return True
@@ -3241,7 +3238,7 @@ def _hands_on(node: ast.AST, name: str | None) -> bool:
                 arguments = [*sub.args, *(k.value for k in sub.keywords)]
                 if any(_itself(argument, name) for argument in arguments):
                     return True
-                if _error_named(sub) and any(_mentions(argument, name) for argument in arguments):
+                if _error_named(sub) and any(reads_name(argument, name) for argument in arguments):
                     return True
         if _hands_on(sub, name):
             return True

@@ -160,6 +160,12 @@ def named_none_test(test: ast.expr, names: Collection[str]) -> type[ast.cmpop] |
     return found[1]
 
 
+def reads_name(node: ast.AST, name: str | None) -> bool:
+    """Some name node inside ``node``, in any context, is ``name``; False when there is no name (a
+    handler without ``as``)."""
+    return name is not None and any(isinstance(sub, ast.Name) and sub.id == name for sub in pysource.walk(node))
+
+
 def bound_by_import(stmt: ast.Import | ast.ImportFrom) -> set[str]:
     """The names an import statement binds: each alias's ``as`` name, else its first dotted part."""
     return {alias.asname or alias.name.split(".")[0] for alias in stmt.names}

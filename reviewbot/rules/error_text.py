@@ -34,17 +34,13 @@ from collections.abc import Iterator
 
 from reviewbot import pysource
 from reviewbot.exception_index import reraises_same
-from reviewbot.rules.common import callee, is_logging_call
+from reviewbot.rules.common import callee, is_logging_call, reads_name
 
 # a matched message that says the step's effect is already there: passing over it is idempotence
 _IN_PLACE = re.compile(r"\balready\b|\bexists?\b|\bduplicate", re.IGNORECASE)
 # text of a torch device error (`CUDA error: ...`, `CUDA out of memory`, `... out of memory ...`)
 _DEVICE_ERROR = re.compile(r"\bCUDA\b|out of memory")
 _TEXT_COMPARISONS = (ast.In, ast.NotIn, ast.Eq, ast.NotEq)
-
-
-def _reads(node: ast.AST, name: str) -> bool:
-    return any(isinstance(sub, ast.Name) and sub.id == name for sub in pysource.walk(node))
 
 
 def matched_texts(test: ast.expr, name: str) -> list[str]:
@@ -57,13 +53,13 @@ def matched_texts(test: ast.expr, name: str) -> list[str]:
         if isinstance(sub, ast.Compare) and len(sub.ops) == 1 and isinstance(sub.ops[0], _TEXT_COMPARISONS):
             left, right = sub.left, sub.comparators[0]
             for constant, other in ((left, right), (right, left)):
-                if isinstance(constant, ast.Constant) and isinstance(constant.value, str) and _reads(other, name):
+                if isinstance(constant, ast.Constant) and isinstance(constant.value, str) and reads_name(other, name):
                     texts.append(constant.value)
         elif (
             isinstance(sub, ast.Call)
             and isinstance(sub.func, ast.Attribute)
             and sub.func.attr in ("startswith", "endswith")
-            and _reads(sub.func.value, name)
+            and reads_name(sub.func.value, name)
         ):
             texts.extend(arg.value for arg in sub.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str))
     return texts

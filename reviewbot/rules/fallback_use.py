@@ -56,6 +56,7 @@ from reviewbot.rules.common import (
     imported_names,
     innermost_function,
     is_logging_call,
+    reads_name,
     same_node,
     statement_blocks,
 )
@@ -68,16 +69,12 @@ def _logs(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and is_logging_call(stmt.value)
 
 
-def _reads(node: ast.AST, name: str) -> bool:
-    return any(isinstance(sub, ast.Name) and sub.id == name for sub in pysource.walk(node))
-
-
 def _shows_error(stmt: ast.stmt, name: str) -> bool:
     """A logging statement that names the caught exception or carries its traceback."""
     assert isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
     call = stmt.value
     traceback = callee(call) == "exception" or any(keyword.arg == "exc_info" for keyword in call.keywords)
-    return traceback or _reads(call, name)
+    return traceback or reads_name(call, name)
 
 
 def hands_error_to_owner(handler: ast.ExceptHandler) -> bool:

@@ -54,6 +54,7 @@ import ast
 
 from reviewbot import pysource
 from reviewbot.rules.common import innermost_function, is_logging_call, statement_blocks, warns
+from reviewbot.rules.error_reach import block_holding
 
 
 def _message_call(stmt: ast.stmt) -> bool:
@@ -214,10 +215,12 @@ def reset_to_skipped(tree: ast.Module, node: ast.Try | ast.TryStar, handler: ast
         for stmt in handler.body
     ):
         return False
-    for holder in pysource.walk(tree):
-        for block in statement_blocks(holder):
-            for index, stmt in enumerate(block):
-                if isinstance(stmt, ast.If) and not stmt.orelse and any(inner is node for inner in stmt.body):
-                    before = {ast.dump(earlier) for earlier in block[:index]}
-                    return all(ast.dump(binding) in before for binding in handler.body)
-    return False
+    found = block_holding(tree, node)
+    if found is None or not isinstance(found[0], ast.If) or found[0].orelse:
+        return False
+    outer = block_holding(tree, found[0])
+    if outer is None:
+        return False
+    _, block, index = outer
+    before = {ast.dump(earlier) for earlier in block[:index]}
+    return all(ast.dump(binding) in before for binding in handler.body)
