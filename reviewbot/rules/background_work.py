@@ -26,16 +26,7 @@ import ast
 import re
 
 from reviewbot import pysource
-from reviewbot.rules.common import callee, innermost_function
-
-
-def _function_name(node: ast.expr) -> str | None:
-    """The simple name a function is handed by: `f`, or the attribute of `self.f`/`obj.f`."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
+from reviewbot.rules.common import callee, innermost_function, last_name
 
 
 def _started(call: ast.Call) -> ast.expr | None:
@@ -62,8 +53,8 @@ def dropped_starts(tree: ast.Module) -> frozenset[str]:
         if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
             continue
         target = _started(node.value)
-        name = _function_name(target) if target is not None else None
-        if name is not None:
+        name = last_name(target) if target is not None else ""
+        if name:
             found.add(name)
     return frozenset(found)
 

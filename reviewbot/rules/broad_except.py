@@ -421,11 +421,13 @@ from reviewbot.rules.common import (
     FileContext,
     bound_by_import,
     callee,
+    carries_traceback,
     contains_logging,
     hands_back_nothing,
     imports_any,
     innermost_function,
     is_logging_call,
+    last_name,
     reads_name,
     shown_level,
     statement_blocks,
@@ -951,16 +953,6 @@ def _logs_and_continues(handler: ast.ExceptHandler) -> bool:
     return all(_logs_or_leaves(stmt) for stmt in handler.body) and contains_logging(handler.body)
 
 
-def _carries_traceback(call: ast.Call) -> bool:
-    """A logging call that carries the traceback: `.exception(...)`, or `exc_info=` not False or None."""
-    if isinstance(call.func, ast.Attribute) and call.func.attr == "exception":
-        return True
-    return any(
-        k.arg == "exc_info" and not (isinstance(k.value, ast.Constant) and k.value.value in (False, None))
-        for k in call.keywords
-    )
-
-
 def _reports_error(handler: ast.ExceptHandler) -> bool:
     """A log call in the handler carries the traceback (`.exception(...)`, `exc_info=` not False or
     None) or, at warning level or above, the caught exception itself."""
@@ -968,7 +960,7 @@ def _reports_error(handler: ast.ExceptHandler) -> bool:
         if not is_logging_call(sub):
             continue
         assert isinstance(sub, ast.Call)
-        if _carries_traceback(sub):
+        if carries_traceback(sub):
             return True
         method = sub.func.attr if isinstance(sub.func, ast.Attribute) else ""
         if method in LOUD_LEVELS and handler.name is not None:
@@ -1906,7 +1898,7 @@ def _error_record(handler: ast.ExceptHandler) -> bool | None:
     for stmt in handler.body:
         if isinstance(stmt, ast.Expr) and is_logging_call(stmt.value):
             assert isinstance(stmt.value, ast.Call)
-            traceback_kept = traceback_kept or _carries_traceback(stmt.value)
+            traceback_kept = traceback_kept or carries_traceback(stmt.value)
             continue
         if isinstance(stmt, (ast.Pass, ast.Continue)) or (isinstance(stmt, ast.Return) and stmt.value is None):
             continue
@@ -2144,8 +2136,7 @@ def _version_probe(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler, impo
         if not (isinstance(root, ast.Name) and root.id in imports):
             return False
         for sub in pysource.walk(expr):
-            name = sub.attr if isinstance(sub, ast.Attribute) else sub.id if isinstance(sub, ast.Name) else ""
-            if "version" in name.lower():
+            if isinstance(sub, ast.expr) and "version" in last_name(sub).lower():
                 return True
         return False
 
@@ -2504,9 +2495,9 @@ def _discards_output(ctx: FileContext, handler: ast.ExceptHandler, imports: dict
 
 
 def _logs_traceback(stmt: ast.stmt) -> bool:
-    """A logging call statement that carries the traceback (`_carries_traceback`)."""
+    """A logging call statement that carries the traceback (`carries_traceback`)."""
     value = stmt.value if isinstance(stmt, ast.Expr) else None
-    return isinstance(value, ast.Call) and is_logging_call(value) and _carries_traceback(value)
+    return isinstance(value, ast.Call) and is_logging_call(value) and carries_traceback(value)
 
 
 def _helper_raises(ctx: FileContext, handler: ast.ExceptHandler) -> bool:
@@ -3177,7 +3168,7 @@ def _itself(node: ast.AST, name: str | None) -> bool:
 def _last_name(node: ast.expr) -> str:
     if isinstance(node, ast.Subscript):
         return _last_name(node.value)
-    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return last_name(node)
 
 
 def _error_named(call: ast.Call) -> bool:
@@ -3210,7 +3201,7 @@ def _shows_error(handler: ast.ExceptHandler) -> bool:
             level = shown_level(call)
             if level is not None:
                 loud = level in LOUD_LEVELS or level == "print"
-                if loud and (_carries_traceback(call) or reads_name(call, name)):
+                if loud and (carries_traceback(call) or reads_name(call, name)):
                     return True
                 continue
         if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:

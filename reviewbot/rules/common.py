@@ -194,10 +194,24 @@ def imports_any(tree: ast.AST, tops: Collection[str], skipped: Collection[int]) 
     return False
 
 
+def carries_traceback(call: ast.Call) -> bool:
+    """A logging call that carries the traceback: `.exception(...)`, or `exc_info=` not False or None."""
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "exception":
+        return True
+    return any(
+        k.arg == "exc_info" and not (isinstance(k.value, ast.Constant) and k.value.value in (False, None))
+        for k in call.keywords
+    )
+
+
+def last_name(node: ast.expr) -> str:
+    """An attribute's last part (`self.f` -> `f`), a plain name, or "" for anything else."""
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
 def callee(call: ast.Call) -> str:
     """The called name: a method's or attribute's last part, a plain name, or "" for anything else."""
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return last_name(call.func)
 
 
 def warns(stmt: ast.stmt | None) -> bool:

@@ -35,22 +35,17 @@ import ast
 import math
 
 from reviewbot import pysource
-from reviewbot.rules.common import callee, innermost_function, is_logging_call, same_node
+from reviewbot.rules.common import callee, carries_traceback, innermost_function, is_logging_call, same_node
 
 _TRACEBACK_PRINTS = frozenset(["print_exc", "print_exception"])
 
 
 def _shows_traceback(stmt: ast.stmt) -> bool:
-    """`traceback.print_exc()`, `logger.exception(...)` or a logging call with `exc_info=` not False."""
+    """`traceback.print_exc()`, or a logging call that carries the traceback (`carries_traceback`)."""
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
         return False
     call = stmt.value
-    if callee(call) in _TRACEBACK_PRINTS or (is_logging_call(call) and callee(call) == "exception"):
-        return True
-    return is_logging_call(call) and any(
-        keyword.arg == "exc_info" and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value)
-        for keyword in call.keywords
-    )
+    return callee(call) in _TRACEBACK_PRINTS or (is_logging_call(call) and carries_traceback(call))
 
 
 def _number(expr: ast.expr) -> float | None:

@@ -35,7 +35,7 @@ import ast
 import re
 
 from reviewbot import pysource
-from reviewbot.rules.common import innermost_function, is_logging_call, statement_blocks
+from reviewbot.rules.common import callee, innermost_function, is_logging_call, statement_blocks
 
 # first and last words of a name that asks a yes/no question
 _ASKS = frozenset(["is", "has", "have", "can", "supports", "should"])
@@ -76,9 +76,7 @@ def _asked_by_call(value: ast.expr) -> str | None:
     (`torch.npu.is_current_stream_capturing()`)."""
     if not isinstance(value, ast.Call):
         return None
-    func = value.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    return ast.unparse(func) if predicate_name(name) else None
+    return ast.unparse(value.func) if predicate_name(callee(value)) else None
 
 
 def _before(function: ast.AST, node: ast.stmt) -> ast.stmt | None:
