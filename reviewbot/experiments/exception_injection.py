@@ -31,12 +31,21 @@ without it:
 - failed otherwise: swallowed, but the fallback's result made the test fail (also when that result
   quotes the error's text: `f"{type(e).__name__}: {e}"` inside an assertion's values).
 
+A handler that only reports what it caught and substitutes nothing (`only_reports`: every statement
+`pass` or a report at warning level or above, a print, a warning or `traceback.print_exc()`, one of
+them carrying the traceback or naming the caught exception; cachetools' logged `on_evict` callback)
+is swallowed *with a log record*: the error is shown where it happens and no fallback value stands
+in for the try's work, so the swallow is `evidence.injection-reported`, a confirmed `P2` (the tests
+that failed then fail because the try's work was skipped, which an injection before it always
+does). A log record does not make a substitute safe: a handler that logs the traceback and then
+returns or binds another value stays a confirmed `P0`.
+
 A catch-all whose `# noqa` gives a reason (`broad-except.noqa-reason`, `P3`) is respected and keeps
 its note with the experiment's evidence, unless the injected `AssertionError` was swallowed and the
 handler logs nothing: then it is `P0` `broad-except.noqa-silent`.
 
 Verdicts: swallowed in at least one test: the finding is confirmed (experiment evidence, the
-rule's `P0`, or `P2` for the repository's own subclass), when the injected type can plausibly arise
+rule's `P0`, `P2` for a handler that only reports, or `P2` for the repository's own subclass), when the injected type can plausibly arise
 in the try body: the body calls code of the repository or of a library (a function the file
 imports from outside the standard library, a local function, a method of a variable or of `self`,
 a call's result). A body whose calls all go to builtins (`broad_except.BUILTINS_AT_HAND`) and to the
@@ -79,7 +88,14 @@ from reviewbot.repo_config import InjectionConfig, SuiteConfig
 from reviewbot.results.junit import COLLECTION_FAILURE, case_id
 from reviewbot.results.schema import SuiteResult
 from reviewbot.rules.broad_except import BUILTINS_AT_HAND, import_map, stdlib_call_count
-from reviewbot.rules.common import contains_logging
+from reviewbot.rules.common import (
+    LOUD_LEVELS,
+    callee,
+    carries_traceback,
+    contains_logging,
+    reads_name,
+    shown_level,
+)
 from reviewbot.sandbox import Box, SandboxError, box, build_argv, child_env
 from reviewbot.severity import Severity
 
@@ -104,6 +120,8 @@ OWN_SUBCLASS_RULE = "caught-own-subclass"
 NOQA_ID = "broad-except.noqa-reason"
 UNRESOLVED = "?unresolved "
 REFUTED_SEVERITY = Severity.P3
+REPORTED_SEVERITY = Severity.P2
+_TRACEBACK_PRINTS = frozenset(["print_exc", "print_exception"])
 SHOWN_TESTS = 4
 _HITS = "reviewbot-injection-hits.txt"
 _PYTEST_PHASES = (" (setup)", " (call)", " (teardown)")
@@ -120,7 +138,8 @@ class Injection:
     """Where and what: `line` is the head line of the try body's first statement (the raise goes
     before it), `exception` the injected type as shown, `raise_expr` the expression raised, `setup`
     code run first (one line, `;`-separated) and `resolved` an expression saying it found the class;
-    `logs`: the handler's body holds a logging call (or `print`/`warn`). `confined`: None when the
+    `logs`: the handler's body holds a logging call (or `print`/`warn`); `reports`: it only reports
+    what it caught and substitutes nothing (`only_reports`). `confined`: None when the
     try body calls code of the repository or of a library, else the builtin and standard-library
     calls it is made of (`` `eval`, `repr` ``; empty without calls): the injected type cannot
     plausibly arise there."""
@@ -133,6 +152,7 @@ class Injection:
     setup: str = ""
     resolved: str = "True"
     logs: bool = False
+    reports: bool = False
     confined: str | None = None
 
     @property
@@ -185,6 +205,28 @@ def _own_class(finding: Finding, classes: Callable[[str], ExceptionClass | None]
     return cls.full_name, setup, "isinstance(_rb_c, type) and issubclass(_rb_c, BaseException)"
 
 
+def only_reports(handler: ast.ExceptHandler) -> bool:
+    """The handler substitutes nothing and shows what it caught: every statement is `pass` or a call
+    statement that reports at warning level or above, prints or warns (`shown_level`), or prints the
+    traceback (`traceback.print_exc()`), and one of them carries the traceback or names the caught
+    exception. A report at info or debug level does not count (read as silent)."""
+    shown = False
+    for stmt in handler.body:
+        if isinstance(stmt, ast.Pass):
+            continue
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            return False
+        call = stmt.value
+        if callee(call) in _TRACEBACK_PRINTS:
+            shown = True
+            continue
+        level = shown_level(call)
+        if level is None or not (level in LOUD_LEVELS or level == "print"):
+            return False
+        shown = shown or carries_traceback(call) or reads_name(call, handler.name)
+    return shown
+
+
 def confined_calls(body: list[ast.stmt], imports: Mapping[str, str]) -> str | None:
     """None when `body` calls code of the repository or of a library; else its calls, all to builtins
     on values at hand or to the standard library, as shown (`` `eval`, `repr` ``; empty without
@@ -223,7 +265,7 @@ def plan(
         indent = line_text[: first.col_offset]
         if first.lineno == node.lineno or indent.strip():
             return "the try body starts on the `try:` line, so no line can be inserted before it"
-        setup, resolved, logs = "", "True", contains_logging(handler.body)
+        setup, resolved, logs, reports = "", "True", contains_logging(handler.body), only_reports(handler)
         confined = confined_calls(node.body, import_map(finding.path, tree))
         if finding.rule == OWN_SUBCLASS_RULE:
             own = _own_class(finding, classes)
@@ -232,7 +274,9 @@ def plan(
             exception, setup, resolved = own
             message = repr(f"{MARKER} {exception} at {finding.path}:{first.lineno}")
             raise_expr = f"(_rb_c.__new__(_rb_c, {message}) if {resolved} else AssertionError({message}))"
-            return Injection(finding, first.lineno, indent, exception, raise_expr, setup, resolved, logs, confined)
+            return Injection(
+                finding, first.lineno, indent, exception, raise_expr, setup, resolved, logs, reports, confined
+            )
         if finding.rule == "runtime-error-fallback":
             if not torch_importable:
                 return "torch is not importable here, so torch.OutOfMemoryError cannot be injected"
@@ -240,7 +284,10 @@ def plan(
         else:
             exception, expr = "AssertionError", "AssertionError"
         message = f"{MARKER} {exception} at {finding.path}:{first.lineno}"
-        return Injection(finding, first.lineno, indent, exception, f"{expr}({message!r})", logs=logs, confined=confined)
+        raise_expr = f"{expr}({message!r})"
+        return Injection(
+            finding, first.lineno, indent, exception, raise_expr, logs=logs, reports=reports, confined=confined
+        )
     return f"no try statement with a handler at line {finding.line_start}"
 
 
@@ -407,6 +454,9 @@ def evidence(injection: Injection, outcome: Outcome) -> tuple[Evidence, Severity
             params["calls"] = injection.confined
             cannot = Evidence(EvidenceKind.EXPERIMENT, "evidence.injection-cannot-arise", params, shows_harm=False)
             return cannot, finding.severity
+        if injection.reports:
+            severity = max(finding.severity, REPORTED_SEVERITY, key=lambda s: s.rank)
+            return Evidence(EvidenceKind.EXPERIMENT, "evidence.injection-reported", params), severity
         return Evidence(EvidenceKind.EXPERIMENT, "evidence.injection-swallowed", params), finding.severity
     if outcome.propagated and not outcome.problems:
         params = {**base, "reached": len(outcome.propagated), "tests": _shown(outcome.propagated)}

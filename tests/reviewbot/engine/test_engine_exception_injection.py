@@ -278,6 +278,54 @@ def test_fast_round_trips():
 """
 
 # the venv's heavy pytest plugins off: each run then starts in well under a second
+# a callback's failure logged with its traceback, nothing substituted (cachetools' `on_evict`), and
+# its near miss: the traceback logged, then another value returned
+REPORTED = """
+import logging
+
+logger = logging.getLogger(__name__)
+
+
+def fast(x):
+    return x * 2
+
+
+def slow(x):
+    return x + x
+
+
+def store(cache, key, value, on_store=None):
+    cache[key] = value
+    if on_store is not None:
+        try:
+            on_store(key, fast(value))
+        except Exception:
+            logger.error("on_store callback failed for %r", key, exc_info=True)
+    return len(cache)
+
+
+def double(x):
+    try:
+        return fast(x)
+    except Exception:
+        logger.exception("fast path failed; using the slow one")
+        return slow(x)
+"""
+
+REPORTED_TESTS = """
+from pkg.compute import double, store
+
+
+def test_store_calls_back():
+    seen = []
+    assert store({}, "a", 1, lambda key, value: seen.append((key, value))) == 1
+    assert seen == [("a", 2)]
+
+
+def test_double():
+    assert double(3) == 6
+"""
+
 PYTEST = f"python -m pytest -q -p no:cacheprovider {NO_PLUGINS} tests"
 REVIEWBOT_YML = f"""
 suites:
@@ -314,6 +362,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo.commit({"pkg/compute.py": RUNTIME, "pkg/kernels.py": "import torch\n"}, "runtime fallback, torch project")
     repo.branch("confined", "main")
     repo.commit({"pkg/compute.py": CONFINED, "tests/test_compute.py": CONFINED_TESTS}, "confined probes")
+    repo.branch("reported", "main")
+    repo.commit({"pkg/compute.py": REPORTED, "tests/test_compute.py": REPORTED_TESTS}, "reported callback")
     repo.checkout("main")
     return repo
 
@@ -427,6 +477,22 @@ def test_the_repositorys_own_subclass_swallowed_is_a_confirmed_p2(repo: Repo) ->
     text = finding.evidence.text("en")
     assert "raised `pkg.errors.UnsupportedGraphError` at pkg/compute.py:6" in text
     assert "(`tests/test_compute.py::test_double`); 1 still passed" in text
+
+
+def test_a_swallow_that_only_reports_is_a_confirmed_p2_and_a_reported_substitute_a_p0(repo: Repo) -> None:
+    review = run_review(repo.path, "main", "reported")
+    reported, _ = _at(review, repo, "reported", "def store")
+    assert reported.rule == "broad-except" and reported.severity is Severity.P2
+    assert reported.evidence.kind is EvidenceKind.EXPERIMENT and reported.evidence.confirmed
+    assert reported.evidence.message_id == "evidence.injection-reported"
+    text = reported.evidence.text("en")
+    assert "(`tests/test_compute.py::test_store_calls_back`); 0 still passed and 1 failed" in text
+    assert "it reports what it caught and substitutes nothing" in text
+    assert "日志记录" in reported.evidence.text("zh")
+    substitute, _ = _at(review, repo, "reported", "def double")
+    assert substitute.severity is Severity.P0 and substitute.evidence.message_id == "evidence.injection-swallowed"
+    assert "`tests/test_compute.py::test_double`); 1 still passed" in substitute.evidence.text("en")
+    assert review.blocking
 
 
 def test_the_cap_leaves_the_rest_unconfirmed_and_says_so(repo: Repo) -> None:
