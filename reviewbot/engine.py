@@ -42,6 +42,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -396,7 +397,9 @@ def run_review(
                     say(f"cache key: {key_change.status}")
 
             with clock.stage("static_rules"):
-                findings, guards = _file_findings(git, merge_base, head_sha, changes, config, key_change, say, trees)
+                findings, guards, unparsed = _file_findings(
+                    git, merge_base, head_sha, changes, config, key_change, say, trees
+                )
                 if key_change is not None:
                     findings += cache_key_rule.check(key_change, {c.path: c for c in changes}, pr_body)
                     if pr_body:
@@ -483,7 +486,7 @@ def run_review(
         language=config.language,
         suites_mode=suites,
         timings=timings,
-        notes=_checks_off(config, config_file, head_has_file) + _root_notes(key_change),
+        notes=_checks_off(config, config_file, head_has_file) + _root_notes(key_change) + unparsed,
         suites_configured=list(config.suites),
         failing_at_base=failing_at_base,
     )
@@ -517,9 +520,11 @@ def _file_findings(
     key_change: KeyChange | None,
     say: ProgressFn,
     trees: pysource.Trees,
-) -> tuple[list[Finding], list[str]]:
+) -> tuple[list[Finding], list[str], list[Note]]:
     """Per-file rules on head and base versions of the changed Python files, filtered to the change
-    (the base version's rules run only when a head finding needs the comparison, `BasePrints`).
+    (the base version's rules run only when a head finding needs the comparison, `BasePrints`); and
+    a `review-note.not-parsed` note for each changed file the reviewing interpreter cannot parse at
+    head (newer syntax, `class Union[T]:` on Python 3.11), whose rules did not run.
     `trees`: the review's parsed sources, shared read-only with the rules and the exception index."""
     versions: dict[str, tuple[FileChange, str | None, str | None]] = {}
     for change in changes:
@@ -576,12 +581,17 @@ def _file_findings(
 
     findings: list[Finding] = []
     guards: list[str] = []
+    unparsed: list[Note] = []
     for path, (change, head_src, base_src) in versions.items():
         bad = git.not_utf8.get((head, path))
         if head_src is not None and bad is not None and (merge_base, change.old_path) not in git.not_utf8:
             findings.append(encoding.check(path, head_src, *bad, in_diff=change.touches(bad[0], bad[0])))
         head_tree = _parse(trees, head_src, path)
         if head_tree is None or head_src is None:
+            if head_src is not None:
+                python = ".".join(map(str, sys.version_info[:2]))
+                reason = pysource.parse_error(head_src, path)
+                unparsed.append(Note("review-note.not-parsed", {"path": path, "python": python, "reason": reason}))
             logger.warning("%s does not parse at head; static rules skipped for it", path)
             continue
         head_ctx = _context(
@@ -621,7 +631,7 @@ def _file_findings(
         )
         findings += [kept for f in head_findings if (kept := _kept(f, change, base_prints, head_tree)) is not None]
         guards += [f"{path}:{line}" for line in _boilerplate_guards(head_tree, change)]
-    return findings, guards
+    return findings, guards, unparsed
 
 
 def _base_context(

@@ -54,6 +54,18 @@ def parse(source: str, filename: str = "<unknown>") -> ast.Module | None:
         return None
 
 
+def parse_error(source: str, filename: str = "<unknown>") -> str:
+    """Why `parse` gives None for `source`, in one line (`invalid syntax at line 311`); asserts that
+    it does give None."""
+    try:
+        ast.parse(source, filename=filename)
+    except SyntaxError as error:
+        return f"{error.msg} at line {error.lineno}"
+    except (ValueError, MemoryError, RecursionError) as error:
+        return f"{type(error).__name__}: {error}"
+    raise AssertionError(f"{filename} parses")
+
+
 class Trees:
     """The ASTs of one review: `parse` of each distinct source text, computed once and shared.
 
