@@ -88,14 +88,7 @@ from reviewbot.repo_config import InjectionConfig, SuiteConfig
 from reviewbot.results.junit import COLLECTION_FAILURE, case_id
 from reviewbot.results.schema import SuiteResult
 from reviewbot.rules.broad_except import BUILTINS_AT_HAND, import_map, stdlib_call_count
-from reviewbot.rules.common import (
-    LOUD_LEVELS,
-    callee,
-    carries_traceback,
-    contains_logging,
-    reads_name,
-    shown_level,
-)
+from reviewbot.rules.common import LOUD_LEVELS, contains_logging, shown_level, shows_caught
 from reviewbot.sandbox import Box, SandboxError, box, build_argv, child_env
 from reviewbot.severity import Severity
 
@@ -121,7 +114,6 @@ NOQA_ID = "broad-except.noqa-reason"
 UNRESOLVED = "?unresolved "
 REFUTED_SEVERITY = Severity.P3
 REPORTED_SEVERITY = Severity.P2
-_TRACEBACK_PRINTS = frozenset(["print_exc", "print_exception"])
 SHOWN_TESTS = 4
 _HITS = "reviewbot-injection-hits.txt"
 _PYTEST_PHASES = (" (setup)", " (call)", " (teardown)")
@@ -217,13 +209,12 @@ def only_reports(handler: ast.ExceptHandler) -> bool:
         if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
             return False
         call = stmt.value
-        if callee(call) in _TRACEBACK_PRINTS:
+        if shows_caught(call, handler.name):
             shown = True
             continue
         level = shown_level(call)
         if level is None or not (level in LOUD_LEVELS or level == "print"):
             return False
-        shown = shown or carries_traceback(call) or reads_name(call, handler.name)
     return shown
 
 

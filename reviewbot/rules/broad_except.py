@@ -430,6 +430,7 @@ from reviewbot.rules.common import (
     last_name,
     reads_name,
     shown_level,
+    shows_caught,
     statement_blocks,
     top_level_function,
     warns,
@@ -3196,13 +3197,9 @@ def _shows_error(handler: ast.ExceptHandler) -> bool:
             continue
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             call = stmt.value
-            if callee(call) in ("print_exc", "print_exception"):
+            if shows_caught(call, name):
                 return True
-            level = shown_level(call)
-            if level is not None:
-                loud = level in LOUD_LEVELS or level == "print"
-                if loud and (carries_traceback(call) or reads_name(call, name)):
-                    return True
+            if shown_level(call) is not None:
                 continue
         if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]

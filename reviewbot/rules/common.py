@@ -204,6 +204,21 @@ def carries_traceback(call: ast.Call) -> bool:
     )
 
 
+TRACEBACK_PRINTS = frozenset(["print_exc", "print_exception"])
+"""The `traceback` module's calls that print the exception being handled."""
+
+
+def shows_caught(call: ast.Call, name: str | None) -> bool:
+    """The call shows the exception a handler caught (bound to `name`, or None): it prints the
+    traceback (`traceback.print_exc()`), or reports at warning level or above or prints
+    (`shown_level`) with the traceback (`carries_traceback`) or the exception itself."""
+    if callee(call) in TRACEBACK_PRINTS:
+        return True
+    level = shown_level(call)
+    loud = level is not None and (level in LOUD_LEVELS or level == "print")
+    return loud and (carries_traceback(call) or reads_name(call, name))
+
+
 def last_name(node: ast.expr) -> str:
     """An attribute's last part (`self.f` -> `f`), a plain name, or "" for anything else."""
     return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""

@@ -35,9 +35,14 @@ import ast
 import math
 
 from reviewbot import pysource
-from reviewbot.rules.common import callee, carries_traceback, innermost_function, is_logging_call, same_node
-
-_TRACEBACK_PRINTS = frozenset(["print_exc", "print_exception"])
+from reviewbot.rules.common import (
+    TRACEBACK_PRINTS,
+    callee,
+    carries_traceback,
+    innermost_function,
+    is_logging_call,
+    same_node,
+)
 
 
 def _shows_traceback(stmt: ast.stmt) -> bool:
@@ -45,7 +50,7 @@ def _shows_traceback(stmt: ast.stmt) -> bool:
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
         return False
     call = stmt.value
-    return callee(call) in _TRACEBACK_PRINTS or (is_logging_call(call) and carries_traceback(call))
+    return callee(call) in TRACEBACK_PRINTS or (is_logging_call(call) and carries_traceback(call))
 
 
 def _number(expr: ast.expr) -> float | None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 
 from reviewbot import pysource
-from reviewbot.rules.common import is_logging_call
+from reviewbot.rules.common import TRACEBACK_PRINTS, is_logging_call
 
 # methods of metrics writers whose output is only shown on a dashboard: TensorBoard's
 # `SummaryWriter` (torch.utils.tensorboard, tensorboardX) and MLflow's tracking calls
@@ -50,8 +50,6 @@ _WRITES = frozenset(
         "log_params",
     ]
 )
-# calls that show the failure besides logging: the traceback printed
-_SHOWS = frozenset(["print_exc", "print_exception"])
 
 
 def _write(stmt: ast.stmt) -> str | None:
@@ -86,7 +84,7 @@ def _shows(stmt: ast.stmt) -> bool:
         return False
     call = stmt.value
     func = call.func
-    return is_logging_call(call) or (isinstance(func, ast.Attribute) and func.attr in _SHOWS)
+    return is_logging_call(call) or (isinstance(func, ast.Attribute) and func.attr in TRACEBACK_PRINTS)
 
 
 def metrics_write(node: ast.Try | ast.TryStar, handler: ast.ExceptHandler) -> str | None:
