@@ -11,6 +11,7 @@ made by another version is refused with `SchemaMismatch` rather than half-used.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 import zlib
 from typing import Any
@@ -250,39 +251,73 @@ def sqlite_path(engine: Engine) -> str | None:
     return engine.url.database
 
 
+OPEN_WAIT_MS = 30000
+"""How long opening a SQLite database waits for the write lock, whatever the engine's own
+`lock_wait_ms`: switching a new file to WAL and checking or creating the schema are one-time steps
+that processes started together must take in turn, not fail."""
+
+
+def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
+    """`PRAGMA journal_mode=WAL` on a file not yet in it, tried again for `OPEN_WAIT_MS`: connections
+    switching a new file at once get 'database is locked' without SQLite's busy handler waiting."""
+    deadline = time.monotonic() + OPEN_WAIT_MS / 1000
+    while cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+
+
+def _sqlite_engine(url: str, max_bytes: int, lock_wait_ms: int, durable: bool) -> Engine:
+    engine = create_engine(url, connect_args={"timeout": lock_wait_ms / 1000, "check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        dbapi_connection.isolation_level = None  # transactions begin in `_begin_immediate`
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={int(lock_wait_ms)}")
+        if cursor.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new database: pruning gives pages back
+            cursor.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        _switch_to_wal(cursor)
+        cursor.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+        if max_bytes:
+            page_size = cursor.execute("PRAGMA page_size").fetchone()[0]
+            cursor.execute(f"PRAGMA max_page_count={max(1, max_bytes // page_size)}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin_immediate(connection) -> None:  # type: ignore[no-untyped-def]
+        # Take the write lock up front: a deferred transaction that later writes can fail
+        # with SQLITE_BUSY at once instead of waiting out the busy timeout.
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
 def make_engine(url: str, *, max_bytes: int = 0, lock_wait_ms: int = 30000, durable: bool = True) -> Engine:
     """SQLite only: `max_bytes` (0: unlimited): writes that would grow the file past it fail as
     'database or disk is full', which the service answers with 503 (a cap on disk use);
     `lock_wait_ms`: how long a transaction waits for the write lock before 'database is locked'
     (SQLite's own wait sleeps 1, 2, 5 ... 100 ms between tries; 0 for a caller that polls itself);
+    opening waits `OPEN_WAIT_MS` at least, so a worker writing at that moment does not fail it;
     `durable`: each commit is on disk when it returns (`synchronous=FULL`). Workers use False
     (`NORMAL`: no fsync while holding the write lock): a power loss may then undo their last
     commits, never a delivery the webhook acknowledged; an undone ingest or job runs again."""
-    if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": lock_wait_ms / 1000, "check_same_thread": False})
-
-        @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
-            dbapi_connection.isolation_level = None  # transactions begin in `_begin_immediate`
-            cursor = dbapi_connection.cursor()
-            cursor.execute(f"PRAGMA busy_timeout={int(lock_wait_ms)}")
-            if cursor.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new database: pruning gives pages back
-                cursor.execute("PRAGMA auto_vacuum=INCREMENTAL")
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-            if max_bytes:
-                page_size = cursor.execute("PRAGMA page_size").fetchone()[0]
-                cursor.execute(f"PRAGMA max_page_count={max(1, max_bytes // page_size)}")
-            cursor.close()
-
-        @event.listens_for(engine, "begin")
-        def _begin_immediate(connection) -> None:  # type: ignore[no-untyped-def]
-            # Take the write lock up front: a deferred transaction that later writes can fail
-            # with SQLITE_BUSY at once instead of waiting out the busy timeout.
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
-    else:
+    if not url.startswith("sqlite"):
         engine = create_engine(url, pool_pre_ping=True)
-    _check_schema(engine)
+        _check_schema(engine)
+        return engine
+    engine = _sqlite_engine(url, max_bytes, lock_wait_ms, durable)
+    if lock_wait_ms >= OPEN_WAIT_MS:
+        _check_schema(engine)
+        return engine
+    opener = _sqlite_engine(url, max_bytes, OPEN_WAIT_MS, durable)
+    try:
+        _check_schema(opener)
+    finally:
+        opener.dispose()
     return engine
 
 

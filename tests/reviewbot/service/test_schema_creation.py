@@ -4,26 +4,39 @@ deployment). Eight starters meet at a barrier and open a fresh database at the s
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 
 from reviewbot.service.db import make_engine
 from tests.reviewbot.service import postgres
 
 STARTERS = 8
+SQLITE_ROUNDS = 100
 
 
 @pytest.fixture(params=postgres.BACKENDS)
 def new_database_urls(request, tmp_path) -> list[str]:
-    """Three fresh databases of the backend (each round of the test takes one)."""
+    """Fresh databases of the backend, each round of the test takes one: SQLite's race (starters
+    switching a new file to WAL at once, which failed about one starter in 800) needs many rounds."""
     if request.param == "sqlite":
-        return [f"sqlite:///{tmp_path / f'new-{n}.sqlite3'}" for n in range(3)]
+        return [f"sqlite:///{tmp_path / f'new-{n}.sqlite3'}" for n in range(SQLITE_ROUNDS)]
     server = request.getfixturevalue("postgres_server")
     return [server.create_database("schema") for _ in range(3)]
+
+
+def _hold_the_write_lock(path: str, seconds: float) -> threading.Timer:
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(seconds, lambda: (holder.execute("COMMIT"), holder.close()))
+    release.start()
+    return release
 
 
 def _open_at_a_barrier(barrier: threading.Barrier, url: str) -> Engine:
@@ -66,3 +79,23 @@ def test_a_database_made_before_an_added_column_gets_it_from_the_starters(new_da
         assert list(conn.execute(text("SELECT id, beat_seconds FROM workers"))) == [("old", None)]
     for opened in engines:
         opened.dispose()
+
+
+def test_an_engine_that_polls_for_the_lock_opens_while_a_worker_writes(tmp_path):
+    """The webhook's delivery writer polls for SQLite's write lock itself (`lock_wait_ms=0`), but
+    opening it checks the schema, which a worker's write in progress must delay, not fail."""
+    path = tmp_path / "service.sqlite3"
+    url = f"sqlite:///{path}"
+    make_engine(url).dispose()
+    release = _hold_the_write_lock(str(path), 0.5)
+    started = time.monotonic()
+    engine = make_engine(url, lock_wait_ms=0)
+    assert time.monotonic() - started >= 0.4
+    release.join()
+    release = _hold_the_write_lock(str(path), 0.5)
+    with pytest.raises(OperationalError, match="database is locked"), engine.begin():
+        pass
+    release.join()
+    with engine.begin() as conn:
+        assert conn.scalar(text("SELECT count(*) FROM workers")) == 0
+    engine.dispose()
