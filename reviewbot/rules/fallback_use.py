@@ -53,6 +53,7 @@ from reviewbot import pysource
 from reviewbot.rules.common import (
     bound_by_import,
     callee,
+    carries_traceback,
     imported_names,
     innermost_function,
     is_logging_call,
@@ -72,9 +73,7 @@ def _logs(stmt: ast.stmt) -> bool:
 def _shows_error(stmt: ast.stmt, name: str) -> bool:
     """A logging statement that names the caught exception or carries its traceback."""
     assert isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
-    call = stmt.value
-    traceback = callee(call) == "exception" or any(keyword.arg == "exc_info" for keyword in call.keywords)
-    return traceback or reads_name(call, name)
+    return carries_traceback(stmt.value) or reads_name(stmt.value, name)
 
 
 def hands_error_to_owner(handler: ast.ExceptHandler) -> bool:

@@ -3,7 +3,8 @@ their near misses, on real git repos reviewed statically (`--suites none`).
 
 - A catch-all that logs the caught exception and hands it to a failure-taking call
   (`fallback_use.hands_error_to_owner`) gives nothing (torchft's managed work). Near misses: the
-  same hand-over with no log, a call named for something else: `broad-except.swallows`.
+  same hand-over with no log or with a log of neither the exception nor its traceback
+  (`exc_info=False`), a call named for something else: `broad-except.swallows`.
 - An import whose names only the try's `else:` reads (`fallback_use.import_for_else_only`) gives
   nothing (nvidia-resiliency-ext's TransformerEngine clean-up). Near miss: the imported name read
   after the try too.
@@ -62,6 +63,15 @@ class Work:
             return True
         except Exception as e:
             self._responder.set_failure(e)
+            return False
+
+    def wait_untraced(self):
+        try:
+            self._work.wait()
+            return True
+        except Exception as e:
+            LOG.warning("got exception waiting for work", exc_info=False)
+            self._manager.report_error(e)
             return False
 
     def wait_cleaned(self):
@@ -312,7 +322,7 @@ def test_an_error_shown_and_handed_to_its_owner_gives_nothing(review: list[Findi
     assert findings_by_rule(review, "pkg/owner.py", "Work.wait") == {}
 
 
-@pytest.mark.parametrize("qualname", ["Work.wait_unshown", "Work.wait_cleaned"])
+@pytest.mark.parametrize("qualname", ["Work.wait_unshown", "Work.wait_untraced", "Work.wait_cleaned"])
 def test_a_hand_over_unshown_or_to_another_call_stays_a_swallow(review: list[Finding], qualname: str) -> None:
     # one operation in the try: the swallow is the round-26 P3 (section "Round 26: severity by the width of the try")
     shown = _shown(review, "pkg/owner.py", qualname, "broad-except")
