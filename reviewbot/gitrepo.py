@@ -22,6 +22,10 @@ class GitError(RuntimeError):
     """A git command failed; the message holds the command and git's stderr."""
 
 
+class NoMergeBase(GitError):
+    """Two revisions share no commit in the repository as cloned."""
+
+
 class GitRepo:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path).resolve()
@@ -46,7 +50,22 @@ class GitRepo:
         return self.git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False).strip() != ""
 
     def merge_base(self, base: str, head: str) -> str:
-        return self.git("merge-base", base, head).strip()
+        """`base` and `head` name commits. Raises `NoMergeBase` where the two share no commit:
+        unrelated histories, or a shallow clone cut above their merge base (the message says which,
+        and how to fetch more)."""
+        found = self.git("merge-base", base, head, check=False).strip()
+        if found:
+            return found
+        if self.is_shallow():
+            raise NoMergeBase(
+                f"{base} and {head} share no commit in this shallow clone: fetch the history down to "
+                "their merge base (git fetch --unshallow, or fetch-depth: 0 in actions/checkout)"
+            )
+        raise NoMergeBase(f"{base} and {head} have no common ancestor (unrelated histories): nothing to compare")
+
+    def is_shallow(self) -> bool:
+        """A shallow clone: some commits' parents were not fetched, so history walks stop early."""
+        return self.git("rev-parse", "--is-shallow-repository").strip() == "true"
 
     def current_branch(self) -> str:
         return self.git("rev-parse", "--abbrev-ref", "HEAD").strip()

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from reviewbot.engine import SUITE_MODES, run_review
-from reviewbot.gitrepo import GitRepo
+from reviewbot.gitrepo import GitError, GitRepo, NoMergeBase
 from reviewbot.render import render_markdown
 from reviewbot.render.terminal import to_terminal, wants_colour
 from reviewbot.repo_config import CONFIG_FILE, LANGUAGES, ConfigError, differing_keys, load_config, load_config_file
@@ -174,7 +174,11 @@ def run(args: argparse.Namespace) -> int:
             return _fail(str(exc))
         branch = git.current_branch() if args.head == "HEAD" else args.head
         notes: list[Note] = []
-        if git.merge_base(base, head) == head:
+        try:
+            head_is_base = git.merge_base(base, args.head) == head
+        except NoMergeBase as exc:
+            return _fail(str(exc))
+        if head_is_base:
             if not git.has_revision(f"{head}~1"):
                 print(
                     f"reviewbot review: {args.head} is the base ({base}) and has no parent; nothing to review",
@@ -218,6 +222,8 @@ def run(args: argparse.Namespace) -> int:
             progress=_progress,
         )
     except ConfigError as exc:
+        return _fail(str(exc))
+    except GitError as exc:  # a damaged or partial clone: a blob or tree the diff needs is absent
         return _fail(str(exc))
     review.notes.extend(notes)
     output = args.format or ("text" if sys.stdout.isatty() else "markdown")

@@ -96,7 +96,8 @@ def check_order(repo: Path, from_sha: str, to_sha: str, from_ref: str, to_ref: s
 
 
 def collect_changes(repo: Path, from_ref: str, to_ref: str) -> list[Change]:
-    """Changes reachable from `to_ref` and not from `from_ref`, oldest first."""
+    """Changes reachable from `to_ref` and not from `from_ref`, oldest first. A shallow clone whose
+    history is cut inside the range is a ValueError: the changes below the cut are not there."""
     from_sha, to_sha = resolve(repo, from_ref), resolve(repo, to_ref)
     out = git(
         repo,
@@ -113,4 +114,17 @@ def collect_changes(repo: Path, from_ref: str, to_ref: str) -> list[Change]:
             continue
         sha, parents, author, subject, body = record.split(_FIELD, 4)
         changes.append(parse_commit(sha, tuple(parents.split()), author, subject, body))
+    cut = _shallow_commits(repo).intersection(change.sha for change in changes)
+    if cut:
+        raise ValueError(
+            f"this clone is shallow and its history between {from_ref[:10]} and {to_ref[:10]} is cut at "
+            f"{min(cut)[:10]} (its parents were not fetched), so changes would be missing: fetch more "
+            "history (git fetch --unshallow, or fetch-depth: 0 in actions/checkout)"
+        )
     return changes
+
+
+def _shallow_commits(repo: Path) -> frozenset[str]:
+    """The commits of a shallow clone whose parents were not fetched (git's `shallow` file)."""
+    path = repo / git(repo, "rev-parse", "--git-path", "shallow").strip()
+    return frozenset(path.read_text().split()) if path.is_file() else frozenset()

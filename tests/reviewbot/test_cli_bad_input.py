@@ -243,3 +243,59 @@ def test_run_regression_out_dir_on_a_file_or_repo_not_a_repository(tmp_path: Pat
         ["ci/run_regression.py", "--out-dir", str(tmp_path / "o"), "--repo", str(plain)], tmp_path, cwd=REPO_ROOT
     )
     _one_line(proc, f"--repo {plain} is not a git repository")
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def _commit(repo: Path, name: str, text: str) -> str:
+    (repo / name).write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", f"{name}: {text.strip()}")
+    return _git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_a_shallow_clone_cut_above_the_merge_base_is_one_line_saying_how_to_fetch(tmp_path: Path) -> None:
+    """A CI checkout of depth 1 lacks the merge base of the branch and main: review and release
+    notes say so and how to fetch more, instead of a traceback or notes missing changes."""
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    _git(origin, "init", "-q", "-b", "main")
+    _commit(origin, "a.py", "x = 1\n")
+    _git(origin, "checkout", "-qb", "feat")
+    _commit(origin, "b.py", "y = 1\n")
+    _git(origin, "checkout", "-q", "main")
+    for value in (2, 3):
+        _commit(origin, "a.py", f"x = {value}\n")
+    clone = tmp_path / "clone"
+    _git(tmp_path, "clone", "-q", "--depth", "1", "--no-single-branch", f"file://{origin}", str(clone))
+    _git(clone, "checkout", "-q", "feat")
+    review = ["-m", "reviewbot", "review", "--repo", str(clone), "--suites", "none", "--base", "origin/main"]
+    notes = ["-m", "reviewbot", "release-notes", "--repo", str(clone), "--from", "origin/feat", "--to", "origin/main"]
+    _one_line(_run(review, tmp_path), "origin/main and HEAD share no commit in this shallow clone", "--unshallow")
+    proc = _run(notes, tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "this clone is shallow and its history between" in proc.stderr.splitlines()[-1]
+    _git(clone, "fetch", "-q", "--unshallow")
+    assert _run(review, tmp_path).returncode == 0
+    proc = _run(notes, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "- a.py: x = 2 (" in proc.stdout and "- a.py: x = 3 (" in proc.stdout
+
+
+def test_unrelated_histories_or_a_missing_object_are_one_line(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _commit(repo, "a.py", "x = 1\n")
+    _git(repo, "checkout", "-q", "--orphan", "other")
+    _commit(repo, "a.py", "x = 2\n")
+    review = ["-m", "reviewbot", "review", "--repo", str(repo), "--suites", "none", "--base", "main"]
+    _one_line(_run(review, tmp_path), "main and HEAD have no common ancestor (unrelated histories)")
+    _git(repo, "checkout", "-q", "main")
+    _commit(repo, "a.py", "x = 3\n")
+    blob = _git(repo, "rev-parse", "HEAD:a.py").strip()
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    review = ["-m", "reviewbot", "review", "--repo", str(repo), "--suites", "none", "--base", "HEAD~1"]
+    _one_line(_run(review, tmp_path), "failed: fatal: unable to read", blob)
