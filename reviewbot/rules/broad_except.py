@@ -232,7 +232,8 @@ may confirm or refute them.
     are not counted as the repository's code;
   - cleanup on the way out: a handler that only passes, returns or logs, in a try standing in a
     `finally:` clause, in `__del__`/`__exit__`/`__aexit__`, in a function the file hands to
-    `atexit.register`, `signal.signal` or `weakref.finalize`, or (round 20) before the `raise` that
+    `atexit.register`, `signal.signal` or `weakref.finalize` (directly, or as the one call of a
+    lambda handed over: `atexit.register(lambda *args: on_quit())`), or (round 20) before the `raise` that
     ends an `except` handler, an error path's clean-up (`_teardown_tries`): nothing; raising there
     would mask the error being handled or stop the rest of the teardown;
   - a *reported fallback*: the handler prints, warns or logs at warning level or above a message
@@ -2815,8 +2816,8 @@ def _hook(expr: ast.expr) -> int | None:
 
 def _registered_callbacks(tree: ast.AST) -> set[str]:
     """Simple names of the functions the file hands to `atexit.register` (called or as a
-    decorator), `signal.signal` or `weakref.finalize`: they run while the program exits or is
-    being stopped."""
+    decorator), `signal.signal` or `weakref.finalize`, directly or as the one call of a lambda
+    handed over: they run while the program exits or is being stopped."""
     out: set[str] = set()
     for node in pysource.nodes(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -2830,6 +2831,8 @@ def _registered_callbacks(tree: ast.AST) -> set[str]:
         if position is None or len(args) <= position:
             continue
         arg = args[position]
+        if isinstance(arg, ast.Lambda) and isinstance(arg.body, ast.Call):
+            arg = arg.body.func  # `atexit.register(lambda *args: on_quit())`: the lambda only calls it
         if isinstance(arg, ast.Name):
             out.add(arg.id)
         elif isinstance(arg, ast.Attribute):
