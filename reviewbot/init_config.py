@@ -20,7 +20,9 @@ docs, example, benchmark and script directories are not inspected.
 
 Suites: pytest `testpaths` (pyproject.toml, pytest.ini, setup.cfg, tox.ini) when configured, else the
 directories holding `test_*.py` files under `tests/` or `test/`, then under a top-level package's
-own `tests/` or `test/` (`pkg/tests/`), one suite per first-level subdirectory; `gpus: 1` when most of the suite's files use CUDA. The probe command is a commented template:
+own `tests/` or `test/` (`pkg/tests/`), one suite per first-level subdirectory; with no test
+directory, one suite per top-level directory holding test files beside its modules
+(`pkg/manager_test.py`); `gpus: 1` when most of the suite's files use CUDA. The probe command is a commented template:
 the repository has to provide a command printing its reference keys.
 
 Every candidate carries its reason, written as a YAML comment above it.
@@ -516,7 +518,18 @@ def _propose_suites(git: GitRepo, rev: str, files: list[str]) -> list[SuiteCandi
             ignores = " ".join(f"--ignore={top}/{sub}" for sub in subdirs)
             name = top.replace("/", "_") + "_root"
             suites.append(_suite(git, rev, name, f"{top} {ignores}", groups[""], f"test files directly in {top}/"))
-    return suites
+    if suites:
+        return suites
+    # no test directory: test files beside the modules they test (pytorch/torchft's `torchft/manager_test.py`)
+    beside: dict[str, list[str]] = {}
+    for f in tests:
+        parts = f.split("/")
+        if len(parts) > 1 and not any(p in SKIPPED_DIRS for p in parts[:-1]):
+            beside.setdefault(parts[0], []).append(f)
+    return [
+        _suite(git, rev, top, top, inside, f"test files beside the modules under {top}/ (no test directory)")
+        for top, inside in sorted(beside.items())
+    ][:MAX_SUITES]
 
 
 def _probe_package(modules: list[ModuleInfo], roots: list[Candidate]) -> str:

@@ -125,6 +125,24 @@ def test_suites_also_come_from_a_packages_own_test_directory(tmp_path: Path) -> 
     assert suites["mycc_unit"].gpus == 0 and "test files under mycc/tests/unit/" in suites["mycc_unit"].reason
 
 
+def test_suites_come_from_test_files_beside_the_modules_when_there_is_no_test_directory(tmp_path: Path) -> None:
+    # found on pytorch/torchft: 23 `*_test.py` files beside its modules, and init proposed no suite
+    test = "def test_ok():\n    assert True\n"
+    repo = compiler_repo(tmp_path / "mycc")
+    repo.commit(
+        {
+            "tests/unit/test_config.py": None,
+            "tests/gpu/test_backend_cuda.py": None,
+            "mycc/config_test.py": test,
+            "mycc/passes/fuse_test.py": test,
+            "examples/demo_test.py": test,
+        }
+    )
+    (suite,) = propose_config(repo.path).suites
+    assert (suite.name, suite.command, suite.gpus) == ("mycc", "python -m pytest mycc -q", 0)
+    assert suite.reason.startswith("test files beside the modules under mycc/ (no test directory): 2 test file(s)")
+
+
 def test_probe_template_without_roots_names_the_largest_package(tmp_path: Path) -> None:
     # found on xdit-project/xDiT: no key roots, and a two-file `entrypoints` package sorting
     # before the library `xfuser` made the template say `python -m entrypoints.reviewbot_probe`
