@@ -9,7 +9,9 @@ fails in a suite and is also named in the PR's test plan is reported once, as th
 which says that the plan names it. A failing test whose error is the absence of a package
 (`ModuleNotFoundError`) that tests failing at the merge base too also miss is P2, not P0: the
 review's environment lacks that package, which shows nothing about the change (a new test module
-importing the project). A test that also fails at the merge base (with the base's own
+importing the project). So is one missing a package no file of the head revision provides (a
+third-party test dependency the environment lacks, pytorch/torchft's `parameterized`): the test
+never ran; if the change added the dependency, the finding asks to declare it. A test that also fails at the merge base (with the base's own
 test files, `reviewbot.base_failures`) was failing before the change: it is no finding of the
 change; `failing_at_base` lists it per suite for the review's suite summary, and its suite keeps
 its failed status. A suite that could not run produces no finding either: the review lists it
@@ -30,6 +32,7 @@ from reviewbot.diff import FileChange
 from reviewbot.failure_coverage import NOTHING_MEASURED, Measured
 from reviewbot.findings import Evidence, EvidenceKind, Finding, Severity
 from reviewbot.gitrepo import GitRepo
+from reviewbot.keychange.closure import SOURCE_DIRS
 from reviewbot.repo_config import RepoConfig
 from reviewbot.results.schema import SuiteResult
 from reviewbot.review import FailingAtBase
@@ -52,6 +55,13 @@ class TestAnchor:
             line = where[0] if where is not None else 0
         in_diff = line > 0 and any(c.path == path and c.touches(line, line) for c in self.changes)
         return line, in_diff
+
+    def provides(self, module: str) -> bool:
+        """Whether a file of the head revision can be top-level module `module`: a directory or a
+        file of that name at the root or in a source directory (`src/`, `python/`), a source file
+        of an extension included."""
+        prefixes = tuple(f"{where}{module}{end}" for where in SOURCE_DIRS for end in ("/", "."))
+        return any(path.startswith(prefixes) for path in self.git.list_files(self.head))
 
 
 def from_suites(
@@ -88,6 +98,11 @@ def from_suites(
                     "evidence.environment-lacks-module",
                     {"module": module, "count": absent[module]},
                     shows_harm=False,
+                )
+            elif module is not None and not anchor.provides(module):
+                severity = Severity.P2
+                evidence = Evidence(
+                    EvidenceKind.TEST, "evidence.environment-lacks-package", {"module": module}, shows_harm=False
                 )
             findings.append(
                 Finding(

@@ -210,3 +210,31 @@ def test_modules_the_environment_cannot_import_are_from_before_or_unconfirmed(tm
         "the exception injection experiment could not run: suite unit: 3 test module(s) could not be "
         "imported (ModuleNotFoundError: No module named 'missing_dependency_xyz')"
     ), handler.evidence.text("en")
+
+
+def test_a_new_test_missing_a_package_the_repository_does_not_provide_is_unconfirmed(tmp_path: Path) -> None:
+    # found on pytorch/torchft: a test module the change adds imports `parameterized`, a test
+    # dependency the review's environment lacks and no base test uses: a P0 blocker before. Near
+    # miss: a new test importing a module of the repository's own package that does not exist
+    config = f"suites:\n  unit:\n    command: python -m pytest -q {NO_PLUGINS} tests\n    timeout_s: 120\n"
+    repo = Repo(tmp_path / "repo")
+    repo.commit({"pkg/__init__.py": "def half(x):\n    return x / 2\n", "tests/test_old.py": OLD_TEST}, "base")
+    repo.branch("change")
+    repo.commit(
+        {
+            "tests/test_params.py": "import absent_test_helper_xyz\n\n" + OLD_TEST,
+            "tests/test_ops.py": "from pkg.ops import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
+        },
+        "add",
+    )
+    review = run_review(repo.path, "main", "change", suites="static", config=parse_config(config))
+    found = {f.params["test"]: f for f in review.findings if f.rule == "suite-failure"}
+    assert set(found) == {"tests/test_params.py", "tests/test_ops.py"}
+    params = found["tests/test_params.py"]
+    assert params.severity is Severity.P2 and not params.evidence.confirmed
+    assert params.evidence.message_id == "evidence.environment-lacks-package"
+    assert "lacks `absent_test_helper_xyz`" in params.evidence.text("en")
+    assert "absent_test_helper_xyz" in params.evidence.text("zh")
+    ops = found["tests/test_ops.py"]
+    assert (ops.severity, ops.evidence.message_id) == (Severity.P0, "evidence.failing-test")
+    assert review.blocking
