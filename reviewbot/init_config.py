@@ -22,7 +22,9 @@ Suites: pytest `testpaths` (pyproject.toml, pytest.ini, setup.cfg, tox.ini) when
 directories holding `test_*.py` files under `tests/` or `test/`, then under a top-level package's
 own `tests/` or `test/` (`pkg/tests/`), one suite per first-level subdirectory; with no test
 directory, one suite per top-level directory holding test files beside its modules
-(`pkg/manager_test.py`); `gpus: 1` when most of the suite's files use CUDA. The probe command is a commented template:
+(`pkg/manager_test.py`). A file named like a test that defines none (pytorch/data's
+`_common_utils_for_test.py`) is no test file: a suite of only such files collects nothing. `gpus: 1`
+when most of the suite's files use CUDA. The probe command is a commented template:
 the repository has to provide a command printing its reference keys.
 
 Every candidate carries its reason, written as a YAML comment above it.
@@ -485,8 +487,28 @@ def _suite(git: GitRepo, rev: str, name: str, target: str, files: list[str], why
     return SuiteCandidate(name, f"python -m pytest {target} -q", gpus, reason)
 
 
+def _defines_tests(text: str | None) -> bool:
+    """pytest would find a test in the file: a top-level `test*` function, or a class named `Test*`
+    or deriving from a base whose name holds `Test` (`unittest.TestCase`, a project's `BaseTest`).
+    A file that does not parse counts (pytest reports it); a binary file does not."""
+    if text is None:
+        return False
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return True
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            return True
+        if isinstance(node, ast.ClassDef) and (
+            node.name.startswith("Test") or any("Test" in ast.unparse(base) for base in node.bases)
+        ):
+            return True
+    return False
+
+
 def _propose_suites(git: GitRepo, rev: str, files: list[str]) -> list[SuiteCandidate]:
-    tests = [f for f in files if _is_test_file(f)]
+    tests = [f for f in files if _is_test_file(f) and _defines_tests(git.read(rev, f))]
     testpaths, source = _pytest_testpaths(git, rev)
     suites: list[SuiteCandidate] = []
     if testpaths:

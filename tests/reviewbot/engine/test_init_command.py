@@ -125,6 +125,23 @@ def test_suites_also_come_from_a_packages_own_test_directory(tmp_path: Path) -> 
     assert suites["mycc_unit"].gpus == 0 and "test files under mycc/tests/unit/" in suites["mycc_unit"].reason
 
 
+def test_files_named_like_tests_that_define_none_give_no_suite(tmp_path: Path) -> None:
+    # found on pytorch/data: test/_utils/_common_utils_for_test.py (helpers) and
+    # test/smoke_test/smoke_test.py (a script) each gave a suite that pytest ends with exit code 5
+    helpers = "def make_dataset(n):\n    return list(range(n))\n"
+    unittest_case = "import unittest\n\n\nclass Checks(unittest.TestCase):\n    def test_ok(self):\n        pass\n"
+    repo = compiler_repo(
+        tmp_path / "mycc",
+        replace={
+            "tests/_utils/_common_utils_for_test.py": helpers,
+            "tests/smoke_test/smoke_test.py": "print('ok')\n",
+            "tests/cases/cases_test.py": unittest_case,
+        },
+    )
+    suites = {s.name: s for s in propose_config(repo.path).suites}
+    assert set(suites) == {"unit", "gpu", "cases"}
+
+
 def test_suites_come_from_test_files_beside_the_modules_when_there_is_no_test_directory(tmp_path: Path) -> None:
     # found on pytorch/torchft: 23 `*_test.py` files beside its modules, and init proposed no suite
     test = "def test_ok():\n    assert True\n"
