@@ -92,10 +92,12 @@ def test_an_engine_that_polls_for_the_lock_opens_while_a_worker_writes(tmp_path)
     engine = make_engine(url, lock_wait_ms=0)
     assert time.monotonic() - started >= 0.4
     release.join()
-    release = _hold_the_write_lock(str(path), 0.5)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
     with pytest.raises(OperationalError, match="database is locked"), engine.begin():
-        pass
-    release.join()
+        pass  # the opened engine still polls: no wait once open
+    holder.execute("COMMIT")
+    holder.close()
     with engine.begin() as conn:
         assert conn.scalar(text("SELECT count(*) FROM workers")) == 0
     engine.dispose()
