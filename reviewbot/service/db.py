@@ -261,9 +261,12 @@ def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
     """`PRAGMA journal_mode=WAL` on a file not yet in it, tried again for `OPEN_WAIT_MS`: connections
     switching a new file at once get 'database is locked' without SQLite's busy handler waiting."""
     deadline = time.monotonic() + OPEN_WAIT_MS / 1000
-    while cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+    if cursor.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+        return
+    while True:
         try:
-            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA journal_mode=WAL")  # an in-memory database stays in "memory"
+            return
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise

@@ -101,3 +101,13 @@ def test_an_engine_that_polls_for_the_lock_opens_while_a_worker_writes(tmp_path)
     with engine.begin() as conn:
         assert conn.scalar(text("SELECT count(*) FROM workers")) == 0
     engine.dispose()
+
+
+def test_an_in_memory_database_opens_with_its_schema():
+    """An in-memory SQLite database cannot use WAL (its journal stays "memory"): opening it must
+    not wait for a switch that never happens."""
+    engine = make_engine("sqlite://")
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "memory"
+        assert "workers" in inspect(conn).get_table_names()
+    engine.dispose()
