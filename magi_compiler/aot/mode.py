@@ -130,8 +130,11 @@ class AOTStrategy:
         return self.entry.artifact_path
 
     def _make_compile_wrapper(self) -> Any:
-        self.backend = MagiBackend(self.info.config, self.info.model_index, self.info.model_tag)
-        self.backend.cudagraph_skip_logged = True  # logged once per entry by __init__
+        # one backend for every function the entry compiles: its graphs are numbered on, as under
+        # JIT, instead of each new function's graph overwriting graph 0 of the piece cache
+        if self.backend is None:
+            self.backend = MagiBackend(self.info.config, self.info.model_index, self.info.model_tag)
+            self.backend.cudagraph_skip_logged = True  # logged once per entry by __init__
         # torch 2.11 attaches `aot_compile` to the wrapper only while this flag is set (2.13 sets it by default).
         with torch._dynamo.config.patch(enable_aot_compile=True):
             return torch.compile(self.info.fn, fullgraph=True, backend=SerializingBackend(self.backend))

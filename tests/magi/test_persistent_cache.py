@@ -122,6 +122,29 @@ def test_tuple_returning_splitting_op_round_trips_through_the_cache(tmp_path, ao
     assert (again["num_graphs_seen"], again["num_inductor_compiles"]) == (0, 0)
 
 
+def test_an_aot_entry_compiling_a_second_function_numbers_its_graph_on(tmp_path):
+    """A call the first AOT function's guards reject (1 row after 8: a prefill, then a decode step)
+    compiles a second function; its graph is graph 1 of the piece cache, not a second graph 0
+    overwriting the first ("differs from the graph cached under that number"), so a process that
+    lost the AOT file loads both from the piece cache (found on gpt-fast's decode loop)."""
+    env = script_env(tmp_path / "cache", MAGI_COMPILE_AOT="1")
+    cold = run_script("aot_two_functions.py", str(tmp_path / "cold.pt"), env=env)
+    assert "differs from the graph cached" not in cold.stderr, cold.stderr
+    counters = last_json_line(cold.stdout)
+    assert (counters["num_graphs_seen"], counters["num_inductor_compiles"]) == (2, 2)
+    (index,) = (tmp_path / "cache").glob("model_*_two_rank_0_ws1/*/index.json")
+    assert set(json.loads(index.read_text())["graphs"]) == {"0", "1"}
+    (aot_file,) = (tmp_path / "cache").glob("*/aot/*.magi-aot")
+    aot_file.unlink()
+    rebuilt = run_script("aot_two_functions.py", str(tmp_path / "rebuilt.pt"), env=env)
+    assert "differs from the graph cached" not in rebuilt.stderr, rebuilt.stderr
+    counters = last_json_line(rebuilt.stdout)
+    assert (counters["num_inductor_compiles"], counters["num_cache_hits"]) == (0, 2)
+    for name in ("cold.pt", "rebuilt.pt"):
+        run = torch.load(tmp_path / name)
+        torch.testing.assert_close(run["outputs"], run["eager"])
+
+
 def _attention_split_run(tmp_path, name: str, **extra: str) -> dict:
     """One AOT process of ``attention_split_roundtrip.py`` on the cache in ``tmp_path``: its
     counters; its outputs must equal eager's."""
