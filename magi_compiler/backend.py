@@ -139,15 +139,18 @@ class MagiBackend:
                 "%s: disable_graph_split is set; not splitting at %s", self.model_name, self.config.splitting_ops
             )
         code_hash = hashlib.sha256((gm.code + repr(_ambient_codegen_state())).encode()).hexdigest()[:16]
-        usable_index = index
+        slot = graph
         if index is not None and index.graph_code_hash(graph) not in (None, code_hash):
-            logger.warning(
-                "%s: graph %d differs from the graph cached under that number (was the model called in "
-                "another order?); not using its cached artifacts",
+            found = index.graph_with_code(code_hash)
+            slot = found if found is not None else index.free_graph()
+            logger.info(
+                "%s: graph %d is cached as graph %d (number %d holds another graph: the model was called "
+                "in another order, or under another grad or autocast mode)",
                 self.model_name,
                 graph,
+                slot,
+                graph,
             )
-            usable_index = None
         cudagraph_mode = self._cudagraph_mode(example_inputs)
         # planned before the passes, which may drop the output nodes' example values
         cudagraph_plan = plan_graph(gm) if cudagraph_mode is not CudaGraphMode.NONE else None
@@ -157,7 +160,7 @@ class MagiBackend:
 
         def compile_one(piece_index: int, module: fx.GraphModule, inputs: Sequence[Any]) -> Callable[..., Any]:
             compilation_counter.num_piecewise_graphs_seen += 1
-            return self._compile_or_load(graph, piece_index, module, inputs, index, usable_index, new_artifacts)
+            return self._compile_or_load(slot, piece_index, module, inputs, index, new_artifacts)
 
         if will_split:
             split_gm, pieces = split_graph(gm, self.config.splitting_ops)
@@ -168,8 +171,8 @@ class MagiBackend:
         else:
             with torch._inductor.config.patch(inductor_config_patch(self.config, will_split)):
                 compiled = compile_one(0, gm, example_inputs)
-        if index is not None and (new_artifacts or index.graph_code_hash(graph) != code_hash):
-            self._save(index, graph, code_hash, new_artifacts)
+        if index is not None and (new_artifacts or index.graph_code_hash(slot) != code_hash):
+            self._save(index, slot, code_hash, new_artifacts)
         if cudagraph_plan is not None:
             split = (split_gm, splitting) if will_split else None
             name = f"{self.model_name} graph {graph}"
@@ -206,15 +209,15 @@ class MagiBackend:
         module: fx.GraphModule,
         inputs: Sequence[Any],
         index: ArtifactIndex | None,
-        usable_index: ArtifactIndex | None,
         new_artifacts: dict[ArtifactKey, Any],
     ) -> Callable[..., Any]:
-        """``index`` is the cache directory's index (None without a cache); ``usable_index``
-        is None too when the graph differs from the one cached under its number."""
+        """``graph``: the number the graph is cached under (its own code's); ``index`` is the
+        cache directory's index (None without a cache)."""
         key = ArtifactKey(GENERAL_SHAPE, piece_index, self.compiler_name)
         cacheable = index is not None and self.compiler_name == INDUCTOR
         if cacheable:
-            path = usable_index.lookup(graph, key) if usable_index is not None else None
+            assert index is not None
+            path = index.lookup(graph, key)
             loaded = load_artifact(path, module) if path is not None else None
             if loaded is not None:
                 compilation_counter.num_cache_hits += 1
@@ -235,7 +238,8 @@ class MagiBackend:
     def _save(self, index: ArtifactIndex, graph: int, code_hash: str, artifacts: dict[ArtifactKey, Any]) -> None:
         saved: dict[ArtifactKey, str] = {}
         for key, artifact in artifacts.items():
-            relative = os.path.join(ARTIFACT_SUBDIR, f"graph{graph}_piece{key.graph_index}_{key.compiler_name}.bin")
+            name = f"graph{graph}_{code_hash}_piece{key.graph_index}_{key.compiler_name}.bin"
+            relative = os.path.join(ARTIFACT_SUBDIR, name)
             if save_artifact(artifact, os.path.join(index.cache_dir, relative)):
                 saved[key] = relative
         index.record(graph, self.restarts_of_current_graph, code_hash, saved)

@@ -7,7 +7,10 @@ in the order the backend first compiled them), and records how many restarts
 were compiled from (the graph's code plus grad mode and autocast state). Graph numbers
 follow call order, so a process that calls the model in another order, or under another
 grad/autocast mode, can meet a different graph under the same number: the backend compares
-that hash before loading, and a mismatch is a miss. Updates are read-modify-write
+that hash before loading and then looks the graph up by its hash (`graph_with_code`), storing a
+graph found nowhere under a new number (`free_graph`) instead of over the other one. Artifact
+file names carry the hash, so processes storing different graphs under one number never mix
+their files. Updates are read-modify-write
 under an exclusive ``fcntl`` lock on ``index.lock`` and land through a temp file and
 ``os.replace``, so concurrent processes never see a half-written index. An unreadable index
 is treated as empty (every lookup a miss) with a warning.
@@ -92,6 +95,20 @@ class ArtifactIndex:
     def graph_code_hash(self, graph: int) -> str | None:
         value = self._graph(graph).get("code_hash")
         return value if isinstance(value, str) else None
+
+    def graph_with_code(self, code_hash: str) -> int | None:
+        """The lowest graph number recorded with ``code_hash``, or None."""
+        numbers = [
+            int(number)
+            for number, entry in self._read()["graphs"].items()
+            if number.isdigit() and isinstance(entry, dict) and entry.get("code_hash") == code_hash
+        ]
+        return min(numbers, default=None)
+
+    def free_graph(self) -> int:
+        """A graph number no entry uses: one past the highest recorded."""
+        numbers = [int(number) for number in self._read()["graphs"] if number.isdigit()]
+        return max(numbers, default=-1) + 1
 
     def lookup(self, graph: int, key: ArtifactKey) -> str | None:
         """Absolute path of the artifact stored for ``key`` of Dynamo graph ``graph``, or None."""

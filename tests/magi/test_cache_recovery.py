@@ -1,6 +1,7 @@
 """A corrupt index, a deleted artifact directory and a corrupt artifact are cache misses
 with a warning; the model recompiles and still computes the right thing."""
 
+import glob
 import logging
 import os
 
@@ -75,7 +76,8 @@ def test_deleted_artifact_directory_is_a_miss(baked, magi_warnings):
 
 def test_corrupt_artifact_is_a_miss(baked, magi_warnings):
     root, cache_dir, x = baked
-    with open(f"{cache_dir}/artifacts/graph0_piece0_inductor.bin", "wb") as handle:
+    (artifact,) = glob.glob(f"{cache_dir}/artifacts/graph0_*_piece0_inductor.bin")
+    with open(artifact, "wb") as handle:
         handle.write(b"not an artifact")
     _run_expecting(root, x, num_cache_misses=1, num_inductor_compiles=1)
     assert "could not be loaded" in magi_warnings.text
@@ -85,17 +87,30 @@ def softsign_minus(x):
     return torch.nn.functional.softsign(x) - x * 0.5
 
 
-def test_different_graph_under_the_same_number_is_a_miss(baked, magi_warnings):
-    """Same model directory and graph number, other code (the traced file is the same, so
-    the key is too): the cached artifact must not be used for it."""
-    root, cache_dir, x = baked
+def _run_minus(root, x, **deltas) -> MagiBackend:
     torch._dynamo.reset()
     backend = MagiBackend(CompileConfig(cache_root_dir=str(root)), model_index=0, model_tag="recovery")
     compiled = torch.compile(softsign_minus, fullgraph=True, backend=backend)
-    with compilation_counter.expect(num_cache_hits=0, num_cache_misses=1, num_inductor_compiles=1):
+    with compilation_counter.expect(**deltas):
         torch.testing.assert_close(compiled(x), softsign_minus(x))
+    return backend
+
+
+def test_a_different_graph_under_the_same_number_is_cached_beside_it(baked, caplog):
+    """Same model directory and graph number, other code (the traced file is the same, so the
+    key is too), as when a process calls the model in another order: the cached artifact is not
+    used for it, it is stored under a new number, and each graph then hits under its own."""
+    root, cache_dir, x = baked
+    with caplog.at_level(logging.INFO, logger="magi_compiler"):
+        backend = _run_minus(root, x, num_cache_hits=0, num_cache_misses=1, num_inductor_compiles=1)
     assert backend.cache_dir == cache_dir
-    assert "differs from the graph cached under that number" in magi_warnings.text
+    assert "graph 0 is cached as graph 1 (number 0 holds another graph" in caplog.text
+    index = ArtifactIndex(cache_dir)
+    plus, minus = index.graph_code_hash(0), index.graph_code_hash(1)
+    assert None not in (plus, minus) and plus != minus
+    assert (index.graph_with_code(plus), index.graph_with_code(minus), index.free_graph()) == (0, 1, 2)
+    _run_minus(root, x, num_cache_hits=1, num_inductor_compiles=0)
+    _run_expecting(root, x, num_cache_hits=1, num_inductor_compiles=0)
 
 
 def test_unsaveable_dtensor_graph_is_a_logged_miss(single_rank_mesh, tmp_path, magi_warnings):

@@ -145,6 +145,24 @@ def test_an_aot_entry_compiling_a_second_function_numbers_its_graph_on(tmp_path)
         torch.testing.assert_close(run["outputs"], run["eager"])
 
 
+def test_a_process_calling_the_graphs_in_another_order_hits_them_all(tmp_path):
+    """Graph numbers follow call order: an inference process meets, under number 0, the graph a
+    training process compiled first. Each graph is found by its code, so a production process in
+    `assert_cache_hit` mode loads both whatever the order (a CacheMissError before)."""
+    env = script_env(tmp_path / "cache")
+    proc = run_script("call_order.py", str(tmp_path / "cold.pt"), "training-first", env=env)
+    cold = last_json_line(proc.stdout)
+    assert (cold["num_graphs_seen"], cold["num_cache_hits"]) == (2, 0), cold
+    env = script_env(tmp_path / "cache", MAGI_COMPILE_ASSERT_CACHE_HIT="1")
+    proc = run_script("call_order.py", str(tmp_path / "warm.pt"), "inference-first", env=env)
+    warm = last_json_line(proc.stdout)
+    assert (warm["num_inductor_compiles"], warm["num_cache_misses"]) == (0, 0), warm
+    assert warm["num_cache_hits"] == cold["num_cache_saves"], (warm, cold)
+    for name in ("cold.pt", "warm.pt"):
+        run = torch.load(tmp_path / name)
+        torch.testing.assert_close(run["outputs"], run["eager"])
+
+
 def _attention_split_run(tmp_path, name: str, **extra: str) -> dict:
     """One AOT process of ``attention_split_roundtrip.py`` on the cache in ``tmp_path``: its
     counters; its outputs must equal eager's."""
