@@ -3,13 +3,10 @@ specializes, so the AOT entry compiles a second function, as a prefill and a dec
 saves its and eager's outputs with torch.save to argv[1] and prints the compilation counters as
 JSON on the last stdout line. JIT or AOT and the cache come from the MAGI_COMPILE_* environment."""
 
-import dataclasses
-import json
-import sys
-
 import torch
+from roundtrip import run_and_report
 
-from magi_compiler import compilation_counter, magi_compile
+from magi_compiler import magi_compile
 
 
 def project(x, w):
@@ -20,12 +17,7 @@ def main():
     torch.manual_seed(0)
     compiled = magi_compile(dynamic_arg_dims={"x": 0}, model_tag="two")(project)
     w = torch.randn(4, 4)
-    inputs = [torch.randn(rows, 4) for rows in (8, 1, 6)]
-    with torch.no_grad():
-        outputs = [compiled(x, w) for x in inputs]
-        eager = [project(x, w) for x in inputs]
-    torch.save({"outputs": outputs, "eager": eager}, sys.argv[1])
-    print(json.dumps(dataclasses.asdict(compilation_counter)))
+    run_and_report(compiled, project, [(torch.randn(rows, 4), w) for rows in (8, 1, 6)])
 
 
 if __name__ == "__main__":

@@ -3,13 +3,10 @@ both batch and sequence dynamic), split at an attention custom op, called at thr
 its and eager's outputs with torch.save to argv[1] and prints the compilation counters as JSON on
 the last stdout line. JIT or AOT and the cache come from the MAGI_COMPILE_* environment."""
 
-import dataclasses
-import json
-import sys
-
 import torch
+from roundtrip import run_and_report
 
-from magi_compiler import compilation_counter, magi_compile
+from magi_compiler import magi_compile
 
 ATTENTION_OP = "magi_attn_split_test::causal"
 
@@ -50,12 +47,8 @@ def main():
         model_tag="attn",
         config_patch={"splitting_ops": [ATTENTION_OP]},
     )
-    inputs = [torch.randn(batch, seq, 32) for batch, seq in ((2, 8), (3, 12), (2, 5))]
-    with torch.no_grad():
-        outputs = [model(x) for x in inputs]
-        expected = [eager(model, x) for x in inputs]
-    torch.save({"outputs": outputs, "eager": expected}, sys.argv[1])
-    print(json.dumps(dataclasses.asdict(compilation_counter)))
+    calls = [(torch.randn(batch, seq, 32),) for batch, seq in ((2, 8), (3, 12), (2, 5))]
+    run_and_report(model, lambda x: eager(model, x), calls)
 
 
 if __name__ == "__main__":

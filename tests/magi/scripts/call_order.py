@@ -4,14 +4,13 @@
 and prints the compilation counters as JSON on the last stdout line. The cache comes from the
 MAGI_COMPILE_* environment."""
 
-import dataclasses
-import json
 import sys
 
 import torch
 from aot_two_functions import project
+from roundtrip import report
 
-from magi_compiler import compilation_counter, magi_compile
+from magi_compiler import magi_compile
 
 
 def main():
@@ -35,8 +34,7 @@ def main():
     steps = [inference, training] if sys.argv[2] == "inference-first" else [training, inference]
     for step in steps:
         step()
-    torch.save({"outputs": outputs, "eager": eager}, sys.argv[1])
-    print(json.dumps(dataclasses.asdict(compilation_counter)))
+    report(outputs, eager)
 
 
 if __name__ == "__main__":

@@ -3,14 +3,11 @@
 the compilation counters as JSON on the last stdout line. JIT or AOT and the cache come from
 the MAGI_COMPILE_* environment."""
 
-import dataclasses
-import json
-import sys
-
 import torch
+from roundtrip import run_and_report
 from tuple_op import PAIR_OP
 
-from magi_compiler import compilation_counter, magi_compile
+from magi_compiler import magi_compile
 
 
 def pair_chain(x, w):
@@ -24,12 +21,7 @@ def main():
         pair_chain
     )
     w = torch.randn(4, 4)
-    inputs = [torch.randn(rows, 4) for rows in (3, 5, 7)]
-    with torch.no_grad():
-        outputs = [compiled(x, w) for x in inputs]
-        eager = [pair_chain(x, w) for x in inputs]
-    torch.save({"outputs": outputs, "eager": eager}, sys.argv[1])
-    print(json.dumps(dataclasses.asdict(compilation_counter)))
+    run_and_report(compiled, pair_chain, [(torch.randn(rows, 4), w) for rows in (3, 5, 7)])
 
 
 if __name__ == "__main__":
