@@ -11,22 +11,24 @@ entry's globals and closure), skipping Dynamo's frame evaluation and guard check
 contract the user accepts with ``bytecode_swap=True`` (the default): between calls only
 the sizes of the dynamic dims change (those named in ``dynamic_arg_dims``; without it, the
 inferred dims 0 that the traced graph kept symbolic); module attributes,
-parameters' shapes and dtypes, global flags other than those below, and arguments other than
-tensors, scalars, tuples, lists, dicts and dataclass instances keep what they were when the code
-was captured. A cheap dispatch signature still guards the arguments themselves: each tensor
-argument's dtype, device, rank, contiguity (a non-contiguous one's exact strides) and static
-sizes (dynamic sizes only as "at least 2"), the value of each Python scalar argument, the
-elements of a tuple, list or dict argument and the fields of a dataclass instance the same way (a
-tensor in one by its exact shape: only top-level arguments have dynamic dims), the keyword names,
-the training flag of the entry's own module and of a module argument (set by ``model.train()``
-and ``model.eval()``; a submodule's own flag is a module attribute), grad mode, inference mode
-and whether autocast is on (not its dtype). A call whose signature was not seen goes through
-the guarded ``torch.compile`` wrapper (Dynamo checks guards and recompiles if needed; the new
-code is captured for that signature), so a new size on a dynamic dim reuses the captured code
-while anything else takes the safe path. A dynamic size the traced code's checks bound
-(``assert t <= block_size`` narrows that size's range in Dynamo's ShapeEnv) is checked against
-that range, and a size outside it takes the guarded path too (:mod:`magi_compiler.size_bounds`;
-guards relating several sizes are not checked on the swapped path).
+parameters' shapes and dtypes, and global flags other than those below keep what they were
+when the code was captured. A cheap dispatch signature still guards the arguments themselves:
+each tensor argument's dtype, device, rank, contiguity (a non-contiguous one's exact strides) and
+static sizes (dynamic sizes only as "at least 2"), the value of each Python scalar, dtype, device,
+enum or function argument, the elements of a tuple, list or dict argument and the fields of a
+dataclass instance the same way (a tensor in one by its exact shape: only top-level arguments
+have dynamic dims), the keyword names, the training flag of the entry's own module and of a
+module argument (set by ``model.train()`` and ``model.eval()``; a submodule's own flag is a
+module attribute), grad mode, inference mode and whether autocast is on (not its dtype). A call
+whose signature was not seen goes through the guarded ``torch.compile`` wrapper (Dynamo checks
+guards and recompiles if needed; the new code is captured for that signature), so a new size on
+a dynamic dim reuses the captured code while anything else takes the safe path. A call with an argument of any other type (an object
+such as a KV cache, whose tensors may grow between calls) is never swapped: its signature holds
+an :class:`Opaque`, equal to nothing, and the entry logs once that such calls keep Dynamo's
+guards. A dynamic size the traced code's checks bound (``assert t <= block_size`` narrows that
+size's range in Dynamo's ShapeEnv) is checked against that range, and a size outside it takes
+the guarded path too (:mod:`magi_compiler.size_bounds`; guards relating several sizes are not
+checked on the swapped path).
 Set ``bytecode_swap=False`` to keep Dynamo's guards on every call.
 
 The swapped call is cheap by construction: the signature's dims per argument position and rank
@@ -47,6 +49,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import enum
 import functools
 import inspect
 import itertools
@@ -101,10 +104,40 @@ def _describe_tensor(value: torch.Tensor, dynamic_dims: tuple[int, ...]) -> tupl
     return (value.dtype, value.device, shape, True if value.is_contiguous() else value.stride(), value.requires_grad)
 
 
+class Opaque:
+    """What the dispatch signature holds for an argument it cannot describe: an object of a type
+    other than those :func:`_describe` names (a KV-cache object whose tensors grow between calls,
+    say). Equal to nothing, so a signature holding one never matches and the call keeps Dynamo's
+    guards."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: type) -> None:
+        self.kind = kind
+
+
+_BY_VALUE = (
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    torch.dtype,
+    torch.device,
+    torch.layout,
+    torch.memory_format,
+    enum.Enum,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+)
+"""Argument types described by their value: immutable, hashable, compared by equality."""
+
+
 def _describe(value: Any, dynamic_dims: tuple[int, ...]) -> Any:
     if isinstance(value, torch.Tensor):
         return _describe_tensor(value, dynamic_dims)
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if value is None or isinstance(value, _BY_VALUE):
         return (type(value), value)
     if isinstance(value, (tuple, list)):
         return (type(value), tuple(_describe(item, ()) for item in value))
@@ -114,7 +147,16 @@ def _describe(value: Any, dynamic_dims: tuple[int, ...]) -> Any:
         return (type(value), value.training)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return (type(value), tuple(_describe(getattr(value, name), ()) for name in _field_names(type(value))))
-    return type(value)
+    return Opaque(type(value))
+
+
+def opaque_types(described: Any) -> list[type]:
+    """The types of the arguments a dispatch signature (or part of one) could not describe."""
+    if isinstance(described, Opaque):
+        return [described.kind]
+    if isinstance(described, tuple):
+        return [kind for item in described for kind in opaque_types(item)]
+    return []
 
 
 @functools.cache
@@ -176,6 +218,7 @@ class EntryState:
         # the size ranges each swapped code's graph allows, where narrower than the default (size_bounds)
         self._swapped_bounds: dict[tuple, tuple[size_bounds.SizeBound, ...]] = {}
         self._traced_bounds: tuple[size_bounds.SizeBound, ...] = ()
+        self._logged_opaque = False
         params = list(inspect.signature(fn).parameters.values())
         self._positional_names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self._varargs_name = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
@@ -447,17 +490,34 @@ class EntryState:
         self._signature_dims_memo.clear()  # a new graph may keep other inferred dims symbolic
         if self.captured_code is not None:
             compilation_counter.num_bytecode_captures += 1
-            if self.config.bytecode_swap:
-                args = full_args[self._self_offset :]
-                signature = self._dispatch_signature(args, kwargs)
-                self._swapped[signature] = self._function_for(self.captured_code)
-                if self._traced_bounds:
-                    self._swapped_bounds[signature] = self._traced_bounds
-                else:
-                    self._swapped_bounds.pop(signature, None)
-            else:
-                logger.debug("%s: bytecode_swap is off; later calls keep Dynamo's guards", self.model_name)
+            self._swap_in(full_args[self._self_offset :], kwargs)
         return output
+
+    def _swap_in(self, args: tuple, kwargs: Mapping[str, Any]) -> None:
+        """Serve later calls with this call's signature by the code just captured, unless the swap
+        is off or an argument is of a type the signature cannot describe (logged once)."""
+        assert self.captured_code is not None
+        if not self.config.bytecode_swap:
+            logger.debug("%s: bytecode_swap is off; later calls keep Dynamo's guards", self.model_name)
+            return
+        signature = self._dispatch_signature(args, kwargs)
+        opaque = opaque_types(signature)
+        if opaque:
+            if not self._logged_opaque:
+                self._logged_opaque = True
+                logger.info(
+                    "%s: arguments of type %s are not described by the dispatch signature (it describes "
+                    "tensors, scalars, dtypes, devices, enums, functions, tuples, lists, dicts, dataclasses "
+                    "and modules); calls with them keep Dynamo's guards",
+                    self.model_name,
+                    ", ".join(sorted({kind.__qualname__ for kind in opaque})),
+                )
+            return
+        self._swapped[signature] = self._function_for(self.captured_code)
+        if self._traced_bounds:
+            self._swapped_bounds[signature] = self._traced_bounds
+        else:
+            self._swapped_bounds.pop(signature, None)
 
     def _named_dims_error(self, error: ConstraintViolationError) -> ValueError:
         """The error for a dim named in ``dynamic_arg_dims`` that the traced code does not let vary

@@ -430,3 +430,53 @@ def test_a_module_argument_in_eval_mode_is_not_served_by_training_code(module_ca
         first, second = compiled(model, x), compiled(model, x)
     torch.testing.assert_close(first, model.lin(x))
     torch.testing.assert_close(second, model.lin(x))
+
+
+class GrowingCache:
+    """A KV-cache-like argument: a plain object whose tensor grows between calls."""
+
+    def __init__(self):
+        self.keys = torch.zeros(0, 4)
+
+    def append(self, row):
+        self.keys = torch.cat([self.keys, row])
+
+
+def test_an_object_argument_keeps_dynamos_guards(module_cache_env, caplog):
+    """An argument the dispatch signature cannot describe (Hugging Face's DynamicCache in
+    generate()) is never served by swapped code: its tensors grew, and the code captured for the
+    old length asserted the old size (or read a stale attribute silently)."""
+
+    def attend(x, cache):
+        return x @ cache.keys.T
+
+    compiled = magi_compile(attend)
+    cache = GrowingCache()
+    x = torch.randn(3, 4)
+    with caplog.at_level("INFO", logger="magi_compiler.entry_state"):
+        for _ in range(4):
+            cache.append(torch.randn(2, 4))
+            with compilation_counter.expect(num_swapped_calls=0):
+                torch.testing.assert_close(compiled(x, cache), attend(x, cache))
+    lines = [r.getMessage() for r in caplog.records if "not described by the dispatch signature" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert "arguments of type GrowingCache" in lines[0] and "keep Dynamo's guards" in lines[0]
+
+
+def test_dtype_and_enum_arguments_are_described_by_value(module_cache_env):
+    """A dtype argument was described by its type alone, so code compiled for float64 served a
+    float32 call and returned float64."""
+
+    def cast_twice(x, dtype):
+        return x.to(dtype) * 2
+
+    compiled = magi_compile(cast_twice)
+    x = torch.randn(4, 3)
+    swapped = []
+    for dtype in (torch.float64, torch.float64, torch.float32, torch.float32):
+        before = compilation_counter.num_swapped_calls
+        out = compiled(x, dtype)
+        assert out.dtype == dtype
+        torch.testing.assert_close(out, cast_twice(x, dtype))
+        swapped.append(compilation_counter.num_swapped_calls - before)
+    assert swapped == [0, 1, 0, 1]
