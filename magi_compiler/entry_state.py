@@ -39,9 +39,10 @@ the compiled graph, or each piece of a split graph, without the wrappers that on
 frame evaluation on (``swapped_code.lean_callable``).
 
 Every compile state has its own backend, so Dynamo compiles a decorated class's ``forward``
-once per instance; the recompile limit Dynamo applies per code object is raised by the
-number of states sharing that code while one of them compiles, so many instances never
-hit it.
+once per instance; Dynamo's recompile limit, which counts the cache entries of a code object
+whichever state made them, is raised while one state compiles by the entries the other states
+of that code made, so each state has the whole limit for its own graphs, however many instances
+share the code (Hugging Face's decoder layers share one wrapper's code across every layer class).
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ logger = EntryLevelLogger(logging.getLogger(__name__))
 DynamicArgDims = Mapping[str, int | Sequence[int]] | None
 
 _model_indices = itertools.count()
-_states_per_code: collections.Counter[types.CodeType] = collections.Counter()
+# Dynamo cache entries made by all entry states of each code object (one per frame Dynamo converted)
+_entries_per_code: collections.Counter[types.CodeType] = collections.Counter()
 _capturing: list[EntryState] = []
 _hook_registered = False
 
@@ -219,6 +221,7 @@ class EntryState:
         self._swapped_bounds: dict[tuple, tuple[size_bounds.SizeBound, ...]] = {}
         self._traced_bounds: tuple[size_bounds.SizeBound, ...] = ()
         self._logged_opaque = False
+        self._dynamo_entries = 0
         params = list(inspect.signature(fn).parameters.values())
         self._positional_names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self._varargs_name = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
@@ -423,7 +426,6 @@ class EntryState:
         in process order."""
         if self.model_index is None:
             self.model_index = next(_model_indices)
-            _states_per_code[self.code] += 1
             compilation_counter.num_models_seen += 1
             self._log_unregistered_splitting_ops()
         return self.model_index
@@ -442,8 +444,10 @@ class EntryState:
             )
 
     def _recompile_limit(self) -> contextlib.AbstractContextManager[None]:
-        """Dynamo's recompile limit, raised by the other states compiling the same code."""
-        others = _states_per_code[self.code] - 1
+        """Dynamo's recompile limit, raised by the cache entries other states made for the same
+        code (Dynamo counts every entry of a code object, whichever backend made it), so each
+        state has the whole limit for its own graphs."""
+        others = _entries_per_code[self.code] - self._dynamo_entries
         if others <= 0:
             return contextlib.nullcontext()
         limit = torch._dynamo.config.recompile_limit + others
@@ -490,6 +494,8 @@ class EntryState:
         self._signature_dims_memo.clear()  # a new graph may keep other inferred dims symbolic
         if self.captured_code is not None:
             compilation_counter.num_bytecode_captures += 1
+            _entries_per_code[self.code] += 1
+            self._dynamo_entries += 1
             self._swap_in(full_args[self._self_offset :], kwargs)
         return output
 

@@ -480,3 +480,23 @@ def test_dtype_and_enum_arguments_are_described_by_value(module_cache_env):
         torch.testing.assert_close(out, cast_twice(x, dtype))
         swapped.append(compilation_counter.num_swapped_calls - before)
     assert swapped == [0, 1, 0, 1]
+
+
+def test_instances_recompiling_for_new_shapes_stay_under_dynamo_recompile_limit(module_cache_env):
+    """Every instance of a decorated class compiling a second graph (a dim that was not marked
+    dynamic changed) counts against Dynamo's limit per code object: as many instances as the
+    limit, two graphs each, hit it on the second shape and failed under fullgraph (found on
+    Hugging Face's LlamaDecoderLayer, whose 2 x 4 layer instances share one code object)."""
+
+    @magi_compile(config_patch={"backend": "eager"})
+    class Scale(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    count = torch._dynamo.config.recompile_limit
+    models = [Scale() for _ in range(count)]
+    with compilation_counter.expect(num_backend_compilations=2 * count):
+        for shape in ((3, 4), (3, 5)):
+            x = torch.randn(shape)
+            for model in models:
+                torch.testing.assert_close(model(x), x * 2)
