@@ -105,7 +105,9 @@ class AOTEntry:
         if self._assert_cache_hit:
             raise CacheMissError(
                 f"{ASSERT_CACHE_HIT_PREFIX} for AOT entry {self.name}: no usable artifact at {self.artifact_path} "
-                "matches this call"
+                "matches this call (an entry the process that compiled it logged as 'cannot be AOT-compiled' never "
+                "has one: run it with MAGI_COMPILE_AOT=0, once without MAGI_COMPILE_ASSERT_CACHE_HIT to fill the "
+                "cache, since the AOT setting is part of the cache key)"
             )
         functions = self._loaded_functions()
         with self._prepare_compile(args, kwargs, not functions):

@@ -158,9 +158,10 @@ def test_aot_assert_cache_hit_miss_is_not_swallowed(tmp_path, records):
     entry = make_entry("strict", tmp_path, assert_cache_hit=True)
     with (
         compilation_counter.expect(num_graphs_seen=0),
-        pytest.raises(CacheMissError, match="^MAGI_COMPILE_ASSERT_CACHE_HIT: cache miss"),
+        pytest.raises(CacheMissError, match="^MAGI_COMPILE_ASSERT_CACHE_HIT: cache miss") as raised,
     ):
         entry(torch.randn(4, 8))
+    assert "cannot be AOT-compiled' never has one: run it with MAGI_COMPILE_AOT=0" in str(raised.value)
     assert records.count(FALLBACK_WARNING) == 0
     assert state_of(entry).aot is True
 
