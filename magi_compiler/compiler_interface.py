@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 from torch import fx
+from torch._subclasses.fake_tensor import FakeTensor
 
 from magi_compiler.counters import compilation_counter
 from magi_compiler.log import EntryLevelLogger
@@ -34,7 +35,8 @@ def compile_piece(
 ) -> tuple[Callable[..., Any], Any]:
     """Compile ``gm`` for its (fake) ``example_inputs``; returns (callable, artifact or None).
 
-    Must run inside Dynamo's tracing context: dynamic shapes come from it. The inputs must be
+    Must run inside Dynamo's backend call. Dynamic shapes come from the fake mode of the values
+    Dynamo recorded on ``gm`` (:func:`_dynamic_shapes_source`). The inputs must be
     flat (no tuple or list): Inductor would flatten them only in the callable it returns, not
     in the artifact it saves, so a loaded artifact would be called differently
     (``magi_compiler.splitting`` keeps piece inputs flat).
@@ -48,8 +50,28 @@ def compile_piece(
     from torch._inductor import standalone_compile
 
     compilation_counter.num_inductor_compiles += 1
-    artifact = standalone_compile(gm, _dynamo_fake_inputs(gm, example_inputs), dynamic_shapes="from_tracing_context")
+    inputs = _dynamo_fake_inputs(gm, example_inputs)
+    artifact = standalone_compile(gm, inputs, dynamic_shapes=_dynamic_shapes_source(gm))
     return artifact, artifact
+
+
+def _dynamic_shapes_source(gm: fx.GraphModule) -> str:
+    """Where ``standalone_compile`` takes ``gm``'s fake mode from: ``"from_graph"`` (the fake
+    mode of the tensors Dynamo recorded on its outputs, the one its inputs' fake values belong to)
+    when an output has one, else ``"from_tracing_context"``.
+
+    The tracing context holds the fresh fake mode Dynamo gives backends, sharing Dynamo's
+    ShapeEnv; AOTAutograd fakifies the inputs again in it, and a Python float argument (a 0-d
+    tensor whose ``item()`` carries a symbolic float) loses that link, so its value is specialized
+    and every new value compiles again (plain ``torch.compile`` keeps it symbolic). A graph without
+    a recorded fake tensor output (a piece returning only sizes) has no other fake mode to offer.
+    """
+    (output,) = gm.graph.find_nodes(op="output")
+    values = output.args[0] if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
+    for value in values:
+        if isinstance(value, fx.Node) and isinstance(value.meta.get("example_value"), FakeTensor):
+            return "from_graph"
+    return "from_tracing_context"
 
 
 def _dynamo_fake_inputs(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> list[Any]:

@@ -500,3 +500,20 @@ def test_instances_recompiling_for_new_shapes_stay_under_dynamo_recompile_limit(
             x = torch.randn(shape)
             for model in models:
                 torch.testing.assert_close(model(x), x * 2)
+
+
+def blend(x, t: float):
+    return torch.relu(x) * (1 - t) + x * t
+
+
+def test_a_float_argument_changing_every_call_stays_symbolic(module_cache_env):
+    """A diffusion-style timestep passed as a Python float: Dynamo keeps it symbolic from its
+    second value on, and Inductor must too. Compiled with the tracing context's fake mode, each
+    new value was specialized and compiled again, and the ninth value failed on Dynamo's
+    recompile limit (FailOnRecompileLimitHit under fullgraph)."""
+    compiled = magi_compile(blend)
+    x = torch.randn(4, 8)
+    with torch.no_grad(), compilation_counter.expect(num_inductor_compiles=2, num_restarts=0):
+        for step in range(torch._dynamo.config.recompile_limit + 4):
+            t = 1 - step / 50
+            torch.testing.assert_close(compiled(x, t), blend(x, t))
