@@ -22,10 +22,10 @@ module argument (set by ``model.train()`` and ``model.eval()``; a submodule's ow
 module attribute), grad mode, inference mode and whether autocast is on (not its dtype). A call
 whose signature was not seen goes through the guarded ``torch.compile`` wrapper (Dynamo checks
 guards and recompiles if needed; the new code is captured for that signature), so a new size on
-a dynamic dim reuses the captured code while anything else takes the safe path. A call with an argument of any other type (an object
-such as a KV cache, whose tensors may grow between calls) is never swapped: its signature holds
-an :class:`Opaque`, equal to nothing, and the entry logs once that such calls keep Dynamo's
-guards. A dynamic size the traced code's checks bound (``assert t <= block_size`` narrows that
+a dynamic dim reuses the captured code while anything else takes the safe path. A call with an
+argument of any other type (an object such as a KV cache, whose tensors may grow between calls)
+is never swapped: its signature holds an :class:`Opaque`, equal to nothing, and the entry logs
+once that such calls keep Dynamo's guards. A dynamic size the traced code's checks bound (``assert t <= block_size`` narrows that
 size's range in Dynamo's ShapeEnv) is checked against that range, and a size outside it takes
 the guarded path too (:mod:`magi_compiler.size_bounds`; guards relating several sizes are not
 checked on the swapped path).
@@ -47,7 +47,6 @@ share the code (Hugging Face's decoder layers share one wrapper's code across ev
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
 import enum
@@ -64,7 +63,7 @@ from torch._dynamo.exc import BackendCompilerFailed
 from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 
 from magi_compiler import dynamic_dims, size_bounds
-from magi_compiler.aot.mode import AOTEntryInfo, AOTFallback, AOTStrategy
+from magi_compiler.aot.mode import AOTEntryInfo, AOTFallback, AOTStrategy, dynamo_cache_entries
 from magi_compiler.backend import CacheMissError, MagiBackend, model_name
 from magi_compiler.config import CompileConfig, CompileMode, op_name_parts
 from magi_compiler.counters import compilation_counter
@@ -76,8 +75,6 @@ logger = EntryLevelLogger(logging.getLogger(__name__))
 DynamicArgDims = Mapping[str, int | Sequence[int]] | None
 
 _model_indices = itertools.count()
-# Dynamo cache entries made by all entry states of each code object (one per frame Dynamo converted)
-_entries_per_code: collections.Counter[types.CodeType] = collections.Counter()
 _capturing: list[EntryState] = []
 _hook_registered = False
 
@@ -447,7 +444,7 @@ class EntryState:
         """Dynamo's recompile limit, raised by the cache entries other states made for the same
         code (Dynamo counts every entry of a code object, whichever backend made it), so each
         state has the whole limit for its own graphs."""
-        others = _entries_per_code[self.code] - self._dynamo_entries
+        others = dynamo_cache_entries(self.code) - self._dynamo_entries
         if others <= 0:
             return contextlib.nullcontext()
         limit = torch._dynamo.config.recompile_limit + others
@@ -494,7 +491,6 @@ class EntryState:
         self._signature_dims_memo.clear()  # a new graph may keep other inferred dims symbolic
         if self.captured_code is not None:
             compilation_counter.num_bytecode_captures += 1
-            _entries_per_code[self.code] += 1
             self._dynamo_entries += 1
             self._swap_in(full_args[self._self_offset :], kwargs)
         return output

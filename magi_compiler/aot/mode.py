@@ -90,7 +90,9 @@ def artifact_path(info: AOTEntryInfo) -> Path:
     return Path(directory) / f"{info.fn.__module__}.{info.fn.__qualname__}-{key}{ARTIFACT_SUFFIX}"
 
 
-def _dynamo_cache_entries(code: types.CodeType) -> int:
+def dynamo_cache_entries(code: types.CodeType) -> int:
+    """How many entries Dynamo's cache holds for ``code``, whichever backend made them: what its
+    recompile limit counts."""
     return len(torch._dynamo.eval_frame._debug_get_cache_entry_list(code))
 
 
@@ -150,7 +152,7 @@ class AOTStrategy:
         """
         tensors = self.info.tensors(args, kwargs)
         saved = [dict(tensor.__dict__) for tensor in tensors]
-        entries_before = _dynamo_cache_entries(self.info.fn.__code__)
+        entries_before = dynamo_cache_entries(self.info.fn.__code__)
         self.info.mark_dims(args, kwargs, first)
         try:
             yield
@@ -180,6 +182,6 @@ class AOTStrategy:
             cause,
         )
         assert error.dynamo_cache_entries_before is not None, "AOTUnsupportedError raised outside a compile"
-        if _dynamo_cache_entries(self.info.fn.__code__) > error.dynamo_cache_entries_before:
+        if dynamo_cache_entries(self.info.fn.__code__) > error.dynamo_cache_entries_before:
             torch._dynamo.eval_frame.remove_from_cache(self.info.fn.__code__)
         return fallback
